@@ -1,0 +1,39 @@
+# Two commands matter on a fresh clone: `make serve` and `make test` (see README.md).
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+PYTEST_WORKERS ?= 2
+
+.PHONY: serve test lint migrate clean
+
+$(VENV)/.runtime: pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --disable-pip-version-check -e .
+	touch $@
+
+$(VENV)/.dev: pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --disable-pip-version-check -e '.[dev]'
+	touch $(VENV)/.runtime $@
+
+serve: $(VENV)/.runtime
+	$(BIN)/tessera db upgrade
+	$(BIN)/tessera serve
+
+# The suite runs on SQLite; with TESSERA_TEST_DATABASE_URL set it runs a second time on PostgreSQL.
+test: $(VENV)/.dev
+	$(BIN)/ruff check src tests migrations
+	TESSERA_TEST_BACKEND=sqlite $(BIN)/pytest -n $(PYTEST_WORKERS)
+	@if [ -n "$$TESSERA_TEST_DATABASE_URL" ]; then \
+		echo "== again on PostgreSQL =="; \
+		TESSERA_TEST_BACKEND=postgresql $(BIN)/pytest -n $(PYTEST_WORKERS); \
+	else \
+		echo "TESSERA_TEST_DATABASE_URL is not set: PostgreSQL run skipped (CI sets it)"; \
+	fi
+
+lint: $(VENV)/.dev
+	$(BIN)/ruff check src tests migrations
+	$(BIN)/ruff format --check src tests migrations
+
+clean:
+	rm -rf $(VENV) tessera.db tessera.db-shm tessera.db-wal

@@ -1,0 +1,44 @@
+"""The /v1 router: every domain router, plus the open version endpoint."""
+
+from fastapi import APIRouter, Depends, Response
+
+from tessera import API_VERSION, __build__
+from tessera.auth.dependencies import authenticate
+from tessera.events.router import router as events_router
+from tessera.orders.router import router as orders_router
+from tessera.products.router import router as products_router
+from tessera.projects.router import router as projects_router
+from tessera.schemas import SnakeModel
+from tessera.users.router import router as users_router
+
+# Routes that answer without a credential; tests/test_security.py walks app.routes against it.
+OPEN_ROUTES = frozenset(
+    {
+        ("GET", "/v1/version"),
+        ("POST", "/v1/auth/token"),
+        ("GET", "/.well-known/jwks.json"),
+        ("GET", "/openapi.json"),
+        ("GET", "/docs"),
+        ("GET", "/docs/oauth2-redirect"),
+    }
+)
+
+
+class VersionRead(SnakeModel):
+    version: str
+
+
+version_router = APIRouter(prefix="/v1", tags=["version"])
+
+
+@version_router.get("/version", response_model=VersionRead)
+async def get_version(response: Response) -> VersionRead:
+    """API version implemented by this server; also a health check (no credential)."""
+    response.headers["X-Tessera-Build"] = __build__
+    return VersionRead(version=API_VERSION)
+
+
+# Every project route authenticates at router level; routes add Writer where they change state.
+v1 = APIRouter(prefix="/v1", dependencies=[Depends(authenticate)])
+for domain in (users_router, events_router, products_router, orders_router, projects_router):
+    v1.include_router(domain)

@@ -1,0 +1,1 @@
+"""Credentials: API keys, Tessera's own JWT issuer and external OIDC issuers."""

@@ -1,0 +1,127 @@
+"""API keys: ``tsk_<prefix>_<secret>``. Shown once; stored as prefix + HMAC of the whole key.
+
+The prefix finds the row in one indexed query; the hash is compared in constant time. Last use is
+recorded in memory and written in batches (``UsageRecorder``) so that a read request never writes.
+"""
+
+import asyncio
+import logging
+import secrets
+import uuid
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from sqlalchemy import select, update
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from tessera.auth.principal import Permission, Principal
+from tessera.crypto import hashes_match, keyed_hash
+from tessera.errors import ApiKeyNotFound, CredentialInvalid, ProjectNotFound
+from tessera.models import ApiKey, Project
+from tessera.models.base import utcnow
+
+log = logging.getLogger("tessera.auth")
+
+KEY_SCHEME = "tsk"
+
+
+@dataclass(frozen=True, slots=True)
+class IssuedApiKey:
+    row: ApiKey
+    api_key: str  # the only time the full key exists outside the caller
+
+
+async def create_api_key(
+    session: AsyncSession,
+    *,
+    project_id: uuid.UUID,
+    permission: Permission,
+    hash_key: bytes,
+    expires_in: int | None = None,
+    name: str | None = None,
+) -> IssuedApiKey:
+    """Issue a key for a project; the caller commits."""
+    if await session.get(Project, project_id) is None:
+        raise ProjectNotFound
+    prefix = secrets.token_hex(6)
+    plaintext = f"{KEY_SCHEME}_{prefix}_{secrets.token_urlsafe(32)}"
+    row = ApiKey(
+        id=uuid.uuid4(),
+        project_id=project_id,
+        prefix=prefix,
+        key_hash=keyed_hash(hash_key, plaintext),
+        permission=permission,
+        name=name,
+        expires_at=utcnow() + timedelta(seconds=expires_in) if expires_in else None,
+    )
+    session.add(row)
+    await session.flush()
+    return IssuedApiKey(row, plaintext)
+
+
+async def list_api_keys(session: AsyncSession, *, project_id: uuid.UUID) -> list[ApiKey]:
+    rows = await session.scalars(
+        select(ApiKey).where(ApiKey.project_id == project_id).order_by(ApiKey.created_at)
+    )
+    return list(rows)
+
+
+async def revoke_api_key(
+    session: AsyncSession, *, project_id: uuid.UUID, key_id: uuid.UUID
+) -> None:
+    result = await session.execute(
+        update(ApiKey)
+        .where(ApiKey.id == key_id, ApiKey.project_id == project_id, ApiKey.revoked_at.is_(None))
+        .values(revoked_at=utcnow())
+    )
+    if result.rowcount == 0:  # type: ignore[attr-defined]
+        existing = await session.scalar(
+            select(ApiKey.id).where(ApiKey.id == key_id, ApiKey.project_id == project_id)
+        )
+        if existing is None:
+            raise ApiKeyNotFound
+
+
+async def principal_for_api_key(
+    session: AsyncSession, raw_key: str, *, hash_key: bytes
+) -> tuple[Principal, uuid.UUID]:
+    scheme, _, rest = raw_key.partition("_")
+    prefix, _, secret = rest.partition("_")
+    if scheme != KEY_SCHEME or not prefix or not secret or len(raw_key) > 128:
+        raise CredentialInvalid
+    row = await session.scalar(select(ApiKey).where(ApiKey.prefix == prefix))
+    if row is None or not hashes_match(row.key_hash, keyed_hash(hash_key, raw_key)):
+        raise CredentialInvalid
+    if row.revoked_at is not None or (row.expires_at is not None and row.expires_at <= utcnow()):
+        raise CredentialInvalid
+    principal = Principal(row.project_id, row.permission == "write", f"api_key:{row.id}")
+    return principal, row.id
+
+
+class UsageRecorder:
+    """Remembers when each API key was last used and writes it in batches."""
+
+    def __init__(self) -> None:
+        self._pending: dict[uuid.UUID, datetime] = {}
+
+    def touch(self, key_id: uuid.UUID) -> None:
+        self._pending[key_id] = utcnow()
+
+    async def flush(self, session: AsyncSession) -> None:
+        pending, self._pending = self._pending, {}
+        if not pending:
+            return
+        for key_id, used_at in pending.items():
+            await session.execute(
+                update(ApiKey).where(ApiKey.id == key_id).values(last_used_at=used_at)
+            )
+        await session.commit()
+
+    async def run(self, database, interval: float) -> None:
+        while True:
+            await asyncio.sleep(interval)
+            try:
+                async with database.session() as session:
+                    await self.flush(session)
+            except Exception:
+                log.exception("could not record API key usage")

@@ -1,0 +1,280 @@
+"""Bearer JWTs: Tessera's own issuer (client credentials, rotating ES256 keys) and one external
+OIDC issuer whose token subjects are bound to projects with ``tessera identity bind``.
+
+Own tokens carry the project (``pid``) and scope, so verifying them needs no database query once
+the public keys are cached. Signing keys rotate every ``signing_key_rotation_seconds``: the newest
+key signs; keys stay published in the JWKS for one rotation period plus the longest token life.
+"""
+
+import asyncio
+import json
+import secrets
+import time
+import uuid
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+import httpx
+import jwt
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from tessera.auth.principal import Permission, Principal
+from tessera.config import Settings
+from tessera.crypto import Sealed, SecretBox, hashes_match, keyed_hash
+from tessera.errors import ClientCredentialsInvalid, CredentialInvalid, ProjectNotFound
+from tessera.models import IdentityBinding, OAuthClient, Project, SigningKey
+from tessera.models.base import utcnow
+
+ALGORITHM = "ES256"
+MAX_TOKEN_TTL = 86400
+REFETCH_SECONDS = 10
+SCOPES: dict[str, set[str]] = {"read": {"read"}, "write": {"read", "write"}}
+
+
+@dataclass(frozen=True, slots=True)
+class IssuedClient:
+    client_id: str
+    client_secret: str
+
+
+async def create_client(
+    session: AsyncSession, *, project_id: uuid.UUID, permission: Permission, hash_key: bytes
+) -> IssuedClient:
+    client_id = f"tsc_{secrets.token_hex(10)}"
+    client_secret = secrets.token_urlsafe(32)
+    session.add(
+        OAuthClient(
+            project_id=project_id,
+            client_id=client_id,
+            secret_hash=keyed_hash(hash_key, client_secret),
+            permission=permission,
+        )
+    )
+    await session.flush()
+    return IssuedClient(client_id, client_secret)
+
+
+def _key_aad(kid: str) -> bytes:
+    return b"tessera/signing-key/" + kid.encode()
+
+
+class TokenIssuer:
+    """Signs and verifies Tessera's own tokens; caches public keys per process."""
+
+    def __init__(self, settings: Settings, box: SecretBox) -> None:
+        self.settings = settings
+        self.box = box
+        self._public: dict[str, Any] = {}
+        self._signing: tuple[str, Any, float] | None = None  # kid, private key, created (epoch)
+
+    async def _signing_key(self, session: AsyncSession) -> tuple[str, Any]:
+        rotation = self.settings.signing_key_rotation_seconds
+        if self._signing and time.time() - self._signing[2] < rotation:
+            return self._signing[0], self._signing[1]
+        row = await session.scalar(select(SigningKey).order_by(SigningKey.created_at.desc()))
+        if row is None or (utcnow() - row.created_at).total_seconds() >= rotation:
+            row = await self._new_signing_key(session)
+        private = serialization.load_der_private_key(
+            self.box.open(Sealed(row.secret_key_id, row.secret_blob), aad=_key_aad(row.kid)),
+            password=None,
+        )
+        self._signing = (row.kid, private, row.created_at.timestamp())
+        return row.kid, private
+
+    async def _new_signing_key(self, session: AsyncSession) -> SigningKey:
+        kid = secrets.token_hex(8)
+        private = ec.generate_private_key(ec.SECP256R1())
+        der = private.private_bytes(
+            serialization.Encoding.DER,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+        jwk = json.loads(jwt.algorithms.ECAlgorithm.to_jwk(private.public_key()))
+        jwk |= {"kid": kid, "alg": ALGORITHM, "use": "sig"}
+        sealed = self.box.seal(der, aad=_key_aad(kid))
+        row = SigningKey(
+            kid=kid,
+            algorithm=ALGORITHM,
+            public_jwk=json.dumps(jwk),
+            secret_key_id=sealed.key_id,
+            secret_blob=sealed.blob,
+            created_at=utcnow(),
+        )
+        session.add(row)
+        # Committed at once, unlike other helpers: the key must be visible to every process
+        # before a token signed with it leaves, whatever the caller does with its transaction.
+        await session.commit()
+        return row
+
+    async def mint(
+        self,
+        session: AsyncSession,
+        *,
+        project_id: uuid.UUID,
+        scope: Permission,
+        subject: str,
+        ttl: int | None = None,
+    ) -> tuple[str, int]:
+        ttl = min(ttl or self.settings.token_ttl_seconds, MAX_TOKEN_TTL)
+        if await session.get(Project, project_id) is None:
+            raise ProjectNotFound
+        kid, private = await self._signing_key(session)
+        now = int(time.time())
+        claims = {
+            "iss": self.settings.jwt_issuer,
+            "aud": self.settings.jwt_audience,
+            "sub": subject,
+            "pid": str(project_id),
+            "scope": " ".join(sorted(SCOPES[scope])),
+            "iat": now,
+            "nbf": now,
+            "exp": now + ttl,
+            "jti": uuid.uuid4().hex,
+        }
+        return jwt.encode(claims, private, algorithm=ALGORITHM, headers={"kid": kid}), ttl
+
+    async def exchange_client_credentials(
+        self,
+        session: AsyncSession,
+        *,
+        client_id: str,
+        client_secret: str,
+        scope: Permission | None,
+    ) -> tuple[str, int]:
+        """OAuth2 client credentials: a valid, unrevoked client gets at most its own scope."""
+        client = await session.scalar(select(OAuthClient).where(OAuthClient.client_id == client_id))
+        secret_hash = keyed_hash(self.settings.hash_key.get_secret_value().encode(), client_secret)
+        if client is None or client.revoked_at is not None:
+            raise ClientCredentialsInvalid
+        if not hashes_match(client.secret_hash, secret_hash):
+            raise ClientCredentialsInvalid
+        granted: Permission = scope or client.permission  # type: ignore[assignment]
+        if granted == "write" and client.permission != "write":
+            raise ClientCredentialsInvalid("this client may only request the read scope")
+        return await self.mint(
+            session, project_id=client.project_id, scope=granted, subject=client.client_id
+        )
+
+    async def jwks(self, session: AsyncSession) -> dict[str, list[dict[str, Any]]]:
+        window = self.settings.signing_key_rotation_seconds + MAX_TOKEN_TTL
+        rows = await session.scalars(
+            select(SigningKey)
+            .where(SigningKey.created_at > utcnow() - timedelta(seconds=window))
+            .order_by(SigningKey.created_at.desc())
+        )
+        return {"keys": [json.loads(row.public_jwk) for row in rows]}
+
+    async def verify(self, session: AsyncSession, token: str, kid: str | None) -> Principal:
+        key = self._public.get(kid or "")
+        if key is None:
+            row = await session.get(SigningKey, kid) if kid else None
+            if row is None:
+                raise CredentialInvalid
+            key = self._public[row.kid] = jwt.PyJWK(json.loads(row.public_jwk)).key
+        try:
+            claims = jwt.decode(
+                token,
+                key,
+                algorithms=[ALGORITHM],
+                audience=self.settings.jwt_audience,
+                issuer=self.settings.jwt_issuer,
+                options={"require": ["exp", "iss", "aud", "pid", "scope"]},
+            )
+            project_id = uuid.UUID(claims["pid"])
+        except (jwt.PyJWTError, ValueError) as exc:
+            raise CredentialInvalid from exc
+        scopes = set(str(claims["scope"]).split())
+        return Principal(project_id, "write" in scopes, f"client:{claims.get('sub')}")
+
+
+class ExternalIssuer:
+    """An external OIDC issuer: JWKS fetched over HTTP and cached; subjects bound to projects."""
+
+    def __init__(self, *, issuer: str, audience: str, jwks_url: str, cache_seconds: int) -> None:
+        self.issuer = issuer
+        self.audience = audience
+        self.jwks_url = jwks_url
+        self.cache_seconds = cache_seconds
+        self._keys: dict[str, jwt.PyJWK] = {}
+        self._fetched_at = -1e9
+        self._lock = asyncio.Lock()
+
+    def _age(self) -> float:
+        return time.monotonic() - self._fetched_at
+
+    async def _key(self, kid: str | None) -> jwt.PyJWK:
+        if kid not in self._keys or self._age() >= self.cache_seconds:
+            async with self._lock:
+                stale = self._age() >= self.cache_seconds
+                # An unknown kid may mean the issuer rotated: refetch, at most every 10 s.
+                if stale or (kid not in self._keys and self._age() > REFETCH_SECONDS):
+                    await self._fetch()
+        key = self._keys.get(kid or "")
+        if key is None:
+            raise CredentialInvalid
+        return key
+
+    async def _fetch(self) -> None:
+        try:
+            async with httpx.AsyncClient(timeout=5) as client:
+                response = await client.get(self.jwks_url)
+                response.raise_for_status()
+            keys = jwt.PyJWKSet.from_dict(response.json()).keys
+        except (httpx.HTTPError, jwt.PyJWTError, ValueError) as exc:
+            raise CredentialInvalid("identity provider keys are unavailable") from exc
+        self._keys = {key.key_id: key for key in keys if key.key_id}
+        self._fetched_at = time.monotonic()
+
+    async def verify(self, session: AsyncSession, token: str, kid: str | None) -> Principal:
+        jwk = await self._key(kid)
+        try:
+            claims = jwt.decode(
+                token,
+                jwk.key,
+                algorithms=[jwk.algorithm_name] if jwk.algorithm_name else ["RS256", "ES256"],
+                audience=self.audience,
+                issuer=self.issuer,
+                options={"require": ["exp", "iss", "aud", "sub"]},
+            )
+        except jwt.PyJWTError as exc:
+            raise CredentialInvalid from exc
+        binding = await session.scalar(
+            select(IdentityBinding).where(
+                IdentityBinding.issuer == self.issuer, IdentityBinding.subject == claims["sub"]
+            )
+        )
+        if binding is None:
+            raise CredentialInvalid("this identity is not bound to a project")
+        return Principal(
+            binding.project_id,
+            binding.permission == "write",
+            f"oidc:{self.issuer}#{claims['sub']}",
+        )
+
+
+async def bind_identity(
+    session: AsyncSession,
+    *,
+    project_id: uuid.UUID,
+    issuer: str,
+    subject: str,
+    permission: Permission,
+) -> IdentityBinding:
+    if await session.get(Project, project_id) is None:
+        raise ProjectNotFound
+    binding = await session.scalar(
+        select(IdentityBinding).where(
+            IdentityBinding.issuer == issuer, IdentityBinding.subject == subject
+        )
+    )
+    if binding is None:
+        binding = IdentityBinding(issuer=issuer, subject=subject)
+        session.add(binding)
+    binding.project_id = project_id
+    binding.permission = permission
+    await session.flush()
+    return binding

@@ -1,0 +1,1 @@
+"""Chain-facing code: custodial keys and SS58 addresses (the gateway comes with the chain work)."""

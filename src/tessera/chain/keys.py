@@ -1,0 +1,48 @@
+"""Custodial sr25519 keys for user and project wallets.
+
+A wallet's secret is a random 32-byte sr25519 mini-secret (the seed substrate-interface's
+``Keypair.create_from_seed`` takes), sealed at rest with the SecretBox. Only the public key and
+its SS58 address are ever readable; the address is encoded with the configured prefix and can be
+re-encoded for any chain from the public key.
+"""
+
+import os
+from dataclasses import dataclass
+
+import sr25519
+from scalecodec.utils.ss58 import ss58_encode
+
+from tessera.crypto import Sealed, SecretBox
+
+WALLET_TYPE = "Polkadot"
+CUSTODIAL = "custodial"
+
+
+@dataclass(frozen=True, slots=True)
+class CustodialKey:
+    public_key: bytes
+    address: str
+    secret: Sealed
+
+
+def wallet_aad(public_key: bytes) -> bytes:
+    return b"tessera/wallet/" + public_key
+
+
+def new_custodial_key(box: SecretBox, *, ss58_prefix: int) -> CustodialKey:
+    seed = os.urandom(32)
+    public_key, _ = sr25519.pair_from_seed(seed)
+    return CustodialKey(
+        public_key=public_key,
+        address=ss58_address(public_key, ss58_prefix),
+        secret=box.seal(seed, aad=wallet_aad(public_key)),
+    )
+
+
+def open_seed(box: SecretBox, *, public_key: bytes, secret: Sealed) -> bytes:
+    """The sr25519 seed of a custodial wallet, for signing in the worker only."""
+    return box.open(secret, aad=wallet_aad(public_key))
+
+
+def ss58_address(public_key: bytes, prefix: int) -> str:
+    return ss58_encode(public_key, ss58_format=prefix)

@@ -1,0 +1,252 @@
+"""The ``tessera`` command: serve, migrate, and manage projects and credentials.
+
+Every command reads the same settings as the server (``TESSERA_DATABASE_URL``, ...). Commands
+that print credentials print JSON on stdout and nothing else, so scripts can parse it.
+"""
+
+import asyncio
+import json
+import uuid
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import typer
+
+from tessera.auth.api_keys import create_api_key, list_api_keys, revoke_api_key
+from tessera.auth.tokens import TokenIssuer, bind_identity
+from tessera.config import Settings, get_settings
+from tessera.crypto import SecretBox
+from tessera.db import Database
+
+app = typer.Typer(no_args_is_help=True, help="Tessera: event tickets, perks and user wallets.")
+db_app = typer.Typer(no_args_is_help=True, help="Database schema.")
+project_app = typer.Typer(no_args_is_help=True, help="Projects.")
+apikey_app = typer.Typer(no_args_is_help=True, help="API keys of a project.")
+identity_app = typer.Typer(no_args_is_help=True, help="External identities (OIDC subjects).")
+app.add_typer(db_app, name="db")
+app.add_typer(project_app, name="project")
+app.add_typer(apikey_app, name="apikey")
+app.add_typer(identity_app, name="identity")
+
+ProjectOpt = Annotated[uuid.UUID, typer.Option("--project", help="Project id.")]
+PermissionOpt = Literal["read", "write"]
+MIGRATIONS = Path(__file__).resolve().parents[2] / "migrations"
+
+
+def _print(data: Any) -> None:
+    typer.echo(json.dumps(data, indent=2, default=str))
+
+
+def _run(work: Callable[[Database, Settings], Awaitable[Any]]) -> Any:
+    settings = get_settings()
+
+    async def main() -> Any:
+        database = Database(settings.database_url)
+        try:
+            return await work(database, settings)
+        finally:
+            await database.dispose()
+
+    return asyncio.run(main())
+
+
+def _hash_key(settings: Settings) -> bytes:
+    return settings.hash_key.get_secret_value().encode()
+
+
+@app.command()
+def serve(
+    host: Annotated[str | None, typer.Option(help="Default TESSERA_HOST.")] = None,
+    port: Annotated[int | None, typer.Option(help="Default TESSERA_PORT.")] = None,
+    workers: Annotated[int, typer.Option(help="Worker processes (stateless).")] = 1,
+) -> None:
+    """Run the HTTP API."""
+    import uvicorn
+
+    settings = get_settings()
+    host, port = host or settings.host, port or settings.port
+    typer.echo(f"Tessera API at http://{host}:{port}/v1 (docs: http://{host}:{port}/docs)")
+    typer.echo("Credentials: `tessera project create --name NAME` prints an API key and a client.")
+    uvicorn.run(
+        "tessera.main:create_app",
+        factory=True,
+        host=host,
+        port=port,
+        workers=workers,
+        loop="uvloop",
+        http="httptools",
+        log_level=settings.log_level,
+        proxy_headers=False,
+    )
+
+
+@db_app.command("upgrade")
+def db_upgrade(revision: str = "head") -> None:
+    """Apply migrations up to REVISION (default head)."""
+    from alembic import command
+    from alembic.config import Config
+
+    config = Config(str(MIGRATIONS.parent / "alembic.ini"))
+    config.set_main_option("script_location", str(MIGRATIONS))
+    config.attributes["database_url"] = get_settings().database_url
+    command.upgrade(config, revision)
+
+
+@project_app.command("create")
+def project_create(name: Annotated[str, typer.Option("--name")]) -> None:
+    """Create a project with a project wallet; prints its write API key and token client."""
+    from tessera.projects.service import create_project
+
+    async def work(database: Database, settings: Settings) -> Any:
+        async with database.session() as session:
+            return await create_project(
+                session,
+                name=name,
+                box=SecretBox(settings.key_ring),
+                hash_key=_hash_key(settings),
+                ss58_prefix=settings.ss58_prefix,
+            )
+
+    created = _run(work)
+    _print(
+        {
+            "project_id": created.project_id,
+            "api_key": created.api_key,
+            "client_id": created.client_id,
+            "client_secret": created.client_secret,
+        }
+    )
+
+
+@apikey_app.command("create")
+def apikey_create(
+    project: ProjectOpt,
+    permission: Annotated[PermissionOpt, typer.Option("--permission")] = "read",
+    expires_in: Annotated[int | None, typer.Option("--expires-in", min=1, help="Seconds.")] = None,
+    name: Annotated[str | None, typer.Option("--name")] = None,
+) -> None:
+    """Issue an API key (shown once)."""
+
+    async def work(database: Database, settings: Settings) -> Any:
+        async with database.session() as session:
+            issued = await create_api_key(
+                session,
+                project_id=project,
+                permission=permission,
+                hash_key=_hash_key(settings),
+                expires_in=expires_in,
+                name=name,
+            )
+            await session.commit()
+            return issued
+
+    issued = _run(work)
+    _print(
+        {
+            "id": issued.row.id,
+            "api_key": issued.api_key,
+            "permission": issued.row.permission,
+            "expires_at": issued.row.expires_at.isoformat() if issued.row.expires_at else None,
+        }
+    )
+
+
+@apikey_app.command("list")
+def apikey_list(project: ProjectOpt) -> None:
+    """List a project's keys (never the keys themselves)."""
+
+    async def work(database: Database, _settings: Settings) -> Any:
+        async with database.session(write=False) as session:
+            return await list_api_keys(session, project_id=project)
+
+    _print(
+        [
+            {
+                "id": key.id,
+                "prefix": key.prefix,
+                "name": key.name,
+                "permission": key.permission,
+                "created_at": key.created_at,
+                "expires_at": key.expires_at,
+                "revoked_at": key.revoked_at,
+                "last_used_at": key.last_used_at,
+            }
+            for key in _run(work)
+        ]
+    )
+
+
+@apikey_app.command("revoke")
+def apikey_revoke(project: ProjectOpt, key_id: Annotated[uuid.UUID, typer.Option("--id")]) -> None:
+    """Revoke a key at once."""
+
+    async def work(database: Database, _settings: Settings) -> None:
+        async with database.session() as session:
+            await revoke_api_key(session, project_id=project, key_id=key_id)
+            await session.commit()
+
+    _run(work)
+    _print({"id": key_id, "revoked": True})
+
+
+@app.command()
+def token(
+    project: ProjectOpt,
+    scope: Annotated[PermissionOpt, typer.Option("--scope")] = "write",
+    ttl: Annotated[int | None, typer.Option("--ttl", min=60, help="Seconds.")] = None,
+) -> None:
+    """Print a bearer token for a project, signed by Tessera's own issuer."""
+
+    async def work(database: Database, settings: Settings) -> str:
+        async with database.session() as session:
+            issuer = TokenIssuer(settings, SecretBox(settings.key_ring))
+            jwt, _ = await issuer.mint(
+                session, project_id=project, scope=scope, subject="cli", ttl=ttl
+            )
+            return jwt
+
+    typer.echo(_run(work))
+
+
+@identity_app.command("bind")
+def identity_bind(
+    project: ProjectOpt,
+    issuer: Annotated[str, typer.Option("--issuer")],
+    subject: Annotated[str, typer.Option("--subject")],
+    permission: Annotated[PermissionOpt, typer.Option("--permission")] = "write",
+) -> None:
+    """Bind an external OIDC identity (issuer + subject) to a project."""
+
+    async def work(database: Database, _settings: Settings) -> Any:
+        async with database.session() as session:
+            binding = await bind_identity(
+                session, project_id=project, issuer=issuer, subject=subject, permission=permission
+            )
+            await session.commit()
+            return binding
+
+    binding = _run(work)
+    _print(
+        {
+            "project_id": binding.project_id,
+            "issuer": binding.issuer,
+            "subject": binding.subject,
+            "permission": binding.permission,
+        }
+    )
+
+
+@app.command()
+def demo(
+    project: Annotated[
+        uuid.UUID | None, typer.Option("--project", help="Fill this project (default: a new one).")
+    ] = None,
+) -> None:
+    """Fill a project with sample users, events, products, items and orders."""
+    from tessera.demo import fill
+
+    async def work(database: Database, settings: Settings) -> Any:
+        return await fill(database, settings, project_id=project)
+
+    _print(_run(work))

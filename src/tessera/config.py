@@ -1,0 +1,122 @@
+"""One typed settings object, read once from the environment (prefix ``TESSERA_``).
+
+Secrets are ``SecretStr`` so they never show up in a repr or a log line. Outside ``env=dev`` the
+placeholder secrets that make a fresh clone run are refused at start-up.
+"""
+
+import base64
+import binascii
+from functools import lru_cache
+from typing import Annotated, Literal
+
+from fastapi import Depends, Request
+from pydantic import Field, SecretStr, field_validator, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+# Placeholders let `make serve` work on a fresh clone; `env=production` refuses them.
+DEV_SECRET_KEYS = "dev:ZGV2LW9ubHkta2V5LWRvLW5vdC11c2UtaW4tcHJvZCE="  # noqa: S105 - refused in production
+DEV_HASH_KEY = "dev-only-hash-key-do-not-use-in-production"
+
+Chain = Literal["AssetHub", "WestendAssetHub"]
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="TESSERA_", extra="ignore")
+
+    env: Literal["dev", "test", "production"] = "dev"
+    host: str = "127.0.0.1"
+    port: int = Field(default=8000, ge=1, le=65535)
+    log_level: str = "info"
+
+    database_url: str = "sqlite+aiosqlite:///./tessera.db"
+    db_pool_size: int = Field(default=10, ge=1)
+    db_max_overflow: int = Field(default=20, ge=0)
+
+    # Key-encryption keys for secrets at rest: "kid:base64(32 bytes)[,kid:base64...]".
+    # The first is used to encrypt; all of them decrypt, so a new key can be put first and the
+    # old one kept until every secret has been re-encrypted.
+    secret_keys: SecretStr = SecretStr(DEV_SECRET_KEYS)
+    # HMAC key for API keys and client secrets (only hashes of those are stored).
+    hash_key: SecretStr = SecretStr(DEV_HASH_KEY)
+
+    max_body_bytes: int = Field(default=2 * 1024 * 1024, ge=1024)
+
+    # Tessera's own token issuer.
+    jwt_issuer: str = "tessera"
+    jwt_audience: str = "tessera-api"
+    token_ttl_seconds: int = Field(default=3600, ge=60, le=86400)
+    signing_key_rotation_seconds: int = Field(default=30 * 86400, ge=3600)
+
+    # One external OIDC issuer (e.g. Google); a token's subject is bound with `tessera identity`.
+    oidc_issuer: str | None = None
+    oidc_audience: str | None = None
+    oidc_jwks_url: str | None = None
+    oidc_jwks_cache_seconds: int = Field(default=300, ge=0)
+
+    ss58_prefix: int = Field(default=42, ge=0, le=16383)
+
+    # Chains are "configured" when they have an RPC URL (used by the chain worker).
+    chain_assethub_rpc_url: str | None = None
+    chain_westendassethub_rpc_url: str | None = None
+
+    @field_validator("secret_keys")
+    @classmethod
+    def _parse_secret_keys(cls, value: SecretStr) -> SecretStr:
+        parse_key_ring(value.get_secret_value())
+        return value
+
+    @model_validator(mode="after")
+    def _refuse_placeholders(self) -> "Settings":
+        if self.env == "production":
+            if self.secret_keys.get_secret_value() == DEV_SECRET_KEYS:
+                raise ValueError("TESSERA_SECRET_KEYS must be set in production")
+            if self.hash_key.get_secret_value() == DEV_HASH_KEY:
+                raise ValueError("TESSERA_HASH_KEY must be set in production")
+        if bool(self.oidc_issuer) != bool(self.oidc_jwks_url) or (
+            self.oidc_issuer and not self.oidc_audience
+        ):
+            raise ValueError(
+                "TESSERA_OIDC_ISSUER, TESSERA_OIDC_AUDIENCE and TESSERA_OIDC_JWKS_URL go together"
+            )
+        return self
+
+    @property
+    def key_ring(self) -> dict[str, bytes]:
+        return parse_key_ring(self.secret_keys.get_secret_value())
+
+    def chain_rpc_url(self, chain: Chain) -> str | None:
+        return {
+            "AssetHub": self.chain_assethub_rpc_url,
+            "WestendAssetHub": self.chain_westendassethub_rpc_url,
+        }[chain]
+
+
+def parse_key_ring(text: str) -> dict[str, bytes]:
+    """Parse "kid:base64,..." into an ordered {kid: key}; the first entry is the active key."""
+    ring: dict[str, bytes] = {}
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        kid, sep, encoded = part.partition(":")
+        if not sep or not kid:
+            raise ValueError("secret_keys entries look like kid:base64key")
+        try:
+            key = base64.b64decode(encoded, validate=True)
+        except binascii.Error as exc:
+            raise ValueError(f"secret key {kid!r} is not valid base64") from exc
+        if len(key) != 32:
+            raise ValueError(f"secret key {kid!r} must be 32 bytes (AES-256)")
+        ring[kid] = key
+    if not ring:
+        raise ValueError("secret_keys needs at least one key")
+    return ring
+
+
+@lru_cache
+def get_settings() -> Settings:
+    return Settings()
+
+
+def settings_of(request: Request) -> Settings:
+    return request.app.state.settings
+
+
+SettingsDep = Annotated[Settings, Depends(settings_of)]

@@ -1,0 +1,105 @@
+"""Engine, sessions and the few backend-specific helpers.
+
+SQLite is a single-writer database. Write transactions therefore start with ``BEGIN IMMEDIATE``
+(so a transaction never fails half-way when it upgrades from a read to a write lock) and, inside
+one process, queue on an asyncio lock instead of spinning on SQLite's busy handler. Other
+processes (the CLI next to a running server) wait on ``busy_timeout``. Reads use plain deferred
+transactions and run alongside the writer thanks to WAL.
+
+PostgreSQL runs READ COMMITTED; use-cases that check-then-write lock the row they depend on with
+``SELECT ... FOR UPDATE`` (see ``lock_for_update``), which SQLite's whole-database write lock
+already provides.
+"""
+
+import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Annotated, Any, TypeVar
+
+from fastapi import Depends, Request
+from sqlalchemy import Select, event
+from sqlalchemy.engine import make_url
+from sqlalchemy.ext.asyncio import (
+    AsyncEngine,
+    AsyncSession,
+    async_sessionmaker,
+    create_async_engine,
+)
+
+SQLITE_BUSY_TIMEOUT_MS = 30_000
+READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+
+
+class Database:
+    def __init__(self, url: str, *, pool_size: int = 10, max_overflow: int = 20) -> None:
+        self.url = make_url(url)
+        self.is_sqlite = self.url.get_backend_name() == "sqlite"
+        if self.is_sqlite:
+            self.engine = _sqlite_engine(url, begin="BEGIN")
+            self.write_engine = _sqlite_engine(url, begin="BEGIN IMMEDIATE")
+            self._write_lock: asyncio.Lock | None = asyncio.Lock()
+        else:
+            self.engine = create_async_engine(
+                url, pool_size=pool_size, max_overflow=max_overflow, pool_pre_ping=True
+            )
+            self.write_engine = self.engine
+            self._write_lock = None
+        self._readers = async_sessionmaker(self.engine, expire_on_commit=False)
+        self._writers = async_sessionmaker(self.write_engine, expire_on_commit=False)
+
+    @asynccontextmanager
+    async def session(self, *, write: bool = True) -> AsyncIterator[AsyncSession]:
+        """A session for one use-case; the use-case commits, anything uncommitted rolls back."""
+        if not write:
+            async with self._readers() as session:
+                yield session
+            return
+        if self._write_lock is None:
+            async with self._writers() as session:
+                yield session
+            return
+        async with self._write_lock, self._writers() as session:
+            yield session
+
+    async def dispose(self) -> None:
+        await self.engine.dispose()
+        if self.write_engine is not self.engine:
+            await self.write_engine.dispose()
+
+
+def _sqlite_engine(url: str, *, begin: str) -> AsyncEngine:
+    engine = create_async_engine(url, connect_args={"timeout": SQLITE_BUSY_TIMEOUT_MS / 1000})
+
+    @event.listens_for(engine.sync_engine, "connect")
+    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
+        # Take transaction control away from the driver so that we can say how to BEGIN.
+        dbapi_connection.isolation_level = None
+        cursor = dbapi_connection.cursor()
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute("PRAGMA foreign_keys=ON")
+        cursor.execute("PRAGMA synchronous=NORMAL")
+        cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
+        cursor.close()
+
+    @event.listens_for(engine.sync_engine, "begin")
+    def _on_begin(connection: Any) -> None:
+        connection.exec_driver_sql(begin)
+
+    return engine
+
+
+SelectT = TypeVar("SelectT", bound=Select[Any])
+
+
+def lock_for_update(statement: SelectT) -> SelectT:
+    """Row lock on PostgreSQL; a no-op on SQLite, where write transactions are serialised."""
+    return statement.with_for_update()
+
+
+async def get_session(request: Request) -> AsyncIterator[AsyncSession]:
+    database: Database = request.app.state.database
+    async with database.session(write=request.method not in READ_METHODS) as session:
+        yield session
+
+
+SessionDep = Annotated[AsyncSession, Depends(get_session)]

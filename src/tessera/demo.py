@@ -1,0 +1,130 @@
+"""`tessera demo`: sample data through the same use-cases the API runs."""
+
+import time
+import uuid
+from typing import Any
+
+from tessera.auth.principal import Principal
+from tessera.config import Settings
+from tessera.crypto import SecretBox
+from tessera.db import Database
+from tessera.events import service as events
+from tessera.events.schemas import AttendeeRegister, EventCreate
+from tessera.orders import service as orders
+from tessera.orders.schemas import OrderCreate
+from tessera.products import service as products
+from tessera.products.schemas import ItemsIssue, ProductCreate
+from tessera.projects.service import create_project
+from tessera.users import service as users
+from tessera.users.schemas import UserCreate
+
+PEOPLE = [("Ada", "Lovelace"), ("Alan", "Turing"), ("Grace", "Hopper"), ("Edsger", "Dijkstra")]
+
+
+async def fill(database: Database, settings: Settings, *, project_id: uuid.UUID | None) -> Any:
+    box = SecretBox(settings.key_ring)
+    result: dict[str, Any] = {}
+    if project_id is None:
+        async with database.session() as session:
+            created = await create_project(
+                session,
+                name="Demo project",
+                box=box,
+                hash_key=settings.hash_key.get_secret_value().encode(),
+                ss58_prefix=settings.ss58_prefix,
+            )
+        project_id = created.project_id
+        result |= {
+            "api_key": created.api_key,
+            "client_id": created.client_id,
+            "client_secret": created.client_secret,
+        }
+    principal = Principal(project_id, True, "cli:demo")
+    tag = uuid.uuid4().hex[:6]
+    now = int(time.time())
+
+    async with database.session() as session:
+        people = await users.create_users(
+            session,
+            principal,
+            users=[
+                UserCreate(
+                    email=f"{first.lower()}.{tag}@example.com",
+                    first_name=first,
+                    last_name=last,
+                    reference_id=f"demo-{tag}-{i}",
+                )
+                for i, (first, last) in enumerate(PEOPLE)
+            ],
+            box=box,
+            ss58_prefix=settings.ss58_prefix,
+        )
+    async with database.session() as session:
+        festival = await events.create_event(
+            session,
+            principal,
+            body=EventCreate(
+                name="Demo Festival",
+                start_date=now + 86400,
+                end_date=now + 3 * 86400,
+                location="Main Hall",
+                address="1 Demo Street",
+                reference_id=f"festival-{tag}",
+            ),
+        )
+    async with database.session() as session:
+        admission = await products.create_product(
+            session,
+            principal,
+            settings=settings,
+            body=ProductCreate(
+                type="admission",
+                name="Festival pass",
+                event_id=festival.id,
+                description="Three days",
+                price="49.99",
+                stock=100,
+                max_per_account=2,
+                is_transferable=True,
+            ),
+        )
+    async with database.session() as session:
+        perk = await products.create_product(
+            session,
+            principal,
+            settings=settings,
+            body=ProductCreate(
+                type="perks", name="Drink voucher", description="Two drinks", redemption_quantity=2
+            ),
+        )
+    async with database.session() as session:
+        await products.issue_items(
+            session,
+            principal,
+            product_id=perk.id,
+            body=ItemsIssue(users=[u.id for u in people]),
+        )
+    for person in people[:2]:
+        async with database.session() as session:
+            await orders.create_order(
+                session,
+                principal,
+                body=OrderCreate.model_validate(
+                    {
+                        "user": {"id": str(person.id)},
+                        "items": [{"product_id": str(admission.id), "quantity": 1}],
+                    }
+                ),
+            )
+        async with database.session() as session:
+            await events.register_attendee(
+                session,
+                principal,
+                body=AttendeeRegister(event_id=festival.id, user_id=person.id),
+            )
+    return result | {
+        "project_id": project_id,
+        "users": [u.email for u in people],
+        "event_id": festival.id,
+        "product_ids": [admission.id, perk.id],
+    }

@@ -1,0 +1,233 @@
+"""The one exception tree and the only place error bodies are built.
+
+| status | body                       | raised for                                               |
+|--------|----------------------------|----------------------------------------------------------|
+| 400    | {"errors": ["field: why"]} | malformed JSON, wrong types, bounds, missing identifiers |
+| 401    | {"message"}                | missing, invalid, expired or revoked credential          |
+| 403    | {"message"}                | read credential on a write                               |
+| 404    | {"message"}                | no such object in the caller's project                   |
+| 409    | {"message"}                | state conflicts (duplicates, stock, limits, ownership)   |
+| 413    | {"message"}                | body larger than TESSERA_MAX_BODY_BYTES                  |
+| 500    | {"message", "request_id"}  | anything unexpected (traceback goes to the log only)     |
+"""
+
+from collections.abc import Sequence
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+
+class ErrorList(BaseModel):
+    errors: list[str]
+
+
+class ErrorMessage(BaseModel):
+    message: str
+
+
+class AppError(Exception):
+    status_code = 500
+    message = "internal error"
+
+    def __init__(self, message: str | None = None) -> None:
+        self.message = message or self.message
+        super().__init__(self.message)
+
+    def body(self) -> dict[str, Any]:
+        return {"message": self.message}
+
+
+class InvalidInput(AppError):
+    """A 400 found by a use-case rather than by the schema (same body as schema errors)."""
+
+    status_code = 400
+
+    def __init__(self, *problems: str) -> None:
+        self.problems = list(problems)
+        super().__init__("; ".join(problems))
+
+    def body(self) -> dict[str, Any]:
+        return {"errors": self.problems}
+
+
+# 401
+class Unauthorized(AppError):
+    status_code = 401
+    message = "missing or invalid credential"
+
+
+class CredentialMissing(Unauthorized):
+    message = "credential required: send an x-api-key header or an Authorization: Bearer token"
+
+
+class CredentialInvalid(Unauthorized):
+    message = "invalid, expired or revoked credential"
+
+
+class ClientCredentialsInvalid(Unauthorized):
+    message = "invalid client_id or client_secret"
+
+
+# 403
+class WritePermissionRequired(AppError):
+    status_code = 403
+    message = "this credential is read-only; a write credential is required"
+
+
+# 404
+class NotFound(AppError):
+    status_code = 404
+    message = "not found"
+
+
+class UserNotFound(NotFound):
+    message = "user not found"
+
+
+class EventNotFound(NotFound):
+    message = "event not found"
+
+
+class ProductNotFound(NotFound):
+    message = "product not found"
+
+
+class ProductItemNotFound(NotFound):
+    message = "product item not found"
+
+
+class OrderNotFound(NotFound):
+    message = "order not found"
+
+
+class ProjectNotFound(NotFound):
+    message = "project not found"
+
+
+class ApiKeyNotFound(NotFound):
+    message = "api key not found"
+
+
+# 409
+class Conflict(AppError):
+    status_code = 409
+    message = "conflict"
+
+
+class EmailTaken(Conflict):
+    pass
+
+
+class ReferenceIdTaken(Conflict):
+    pass
+
+
+class OrderNumberTaken(Conflict):
+    pass
+
+
+class EventInUse(Conflict):
+    message = "event is still referenced by products with issued items or sales"
+
+
+class ProductInactive(Conflict):
+    message = "product is not active"
+
+
+class ProductNotTransferable(Conflict):
+    message = "product items of this product are not transferable"
+
+
+class ProductOutOfStock(Conflict):
+    message = "product is out of stock"
+
+
+class CollectionFull(Conflict):
+    message = "the product's NFT collection has reached max_items"
+
+
+class PerAccountLimitReached(Conflict):
+    pass
+
+
+class ReputationTooLow(Conflict):
+    pass
+
+
+class ReputationWouldBeNegative(Conflict):
+    pass
+
+
+class ItemNotOwnedBySender(Conflict):
+    message = "the sender does not own this product item"
+
+
+class ItemFullyRedeemed(Conflict):
+    message = "product item is fully redeemed"
+
+
+class TransferToSelf(Conflict):
+    message = "the recipient must be another user than the sender"
+
+
+class OrderNotPending(Conflict):
+    pass
+
+
+class ChainNotConfigured(Conflict):
+    pass
+
+
+# 413
+class PayloadTooLarge(AppError):
+    status_code = 413
+    message = "request body too large"
+
+
+def validation_messages(errors: Sequence[Any]) -> list[str]:
+    """One readable "field: why" line per problem, from pydantic/FastAPI error dicts."""
+    lines = []
+    for error in errors:
+        loc = [str(part) for part in error.get("loc", ())]
+        if loc and loc[0] in {"body", "query", "path", "header"}:
+            loc = loc[1:]
+        message = str(error.get("msg", "invalid value")).removeprefix("Value error, ")
+        if error.get("type") == "json_invalid":
+            message = "malformed JSON: " + str(error.get("ctx", {}).get("error", message))
+            loc = []
+        elif error.get("type") == "missing":
+            message = "field required"
+        lines.append(f"{'.'.join(loc)}: {message}" if loc else message)
+    return lines
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    @app.exception_handler(AppError)
+    async def _app_error(_request: Request, exc: AppError) -> JSONResponse:
+        return JSONResponse(exc.body(), status_code=exc.status_code)
+
+    @app.exception_handler(RequestValidationError)
+    async def _validation_error(_request: Request, exc: RequestValidationError) -> JSONResponse:
+        return JSONResponse({"errors": validation_messages(exc.errors())}, status_code=400)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http_error(_request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        message = exc.detail if isinstance(exc.detail, str) else "error"
+        return JSONResponse({"message": message}, status_code=exc.status_code, headers=exc.headers)
+
+
+def responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
+    """OpenAPI entries for the error statuses a route can answer."""
+    described = {
+        400: (ErrorList, "Invalid input: one entry per problem, naming the field."),
+        401: (ErrorMessage, "Missing, invalid, expired or revoked credential."),
+        403: (ErrorMessage, "The credential is read-only."),
+        404: (ErrorMessage, "No such object in this project."),
+        409: (ErrorMessage, "The request conflicts with the current state."),
+        413: (ErrorMessage, "Request body too large."),
+    }
+    return {s: {"model": described[s][0], "description": described[s][1]} for s in statuses}

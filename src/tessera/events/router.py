@@ -1,0 +1,98 @@
+import uuid
+from typing import Annotated
+
+from fastapi import APIRouter, Path, Query, Response
+
+from tessera.auth.dependencies import Reader, Writer
+from tessera.db import SessionDep
+from tessera.errors import responses
+from tessera.events import service
+from tessera.events.schemas import (
+    AttendeeList,
+    AttendeeRead,
+    AttendeeRegister,
+    AttendeeRegistered,
+    EventCreate,
+    EventList,
+    EventRead,
+    EventUpdate,
+)
+from tessera.schemas import PageParams, Pagination
+
+router = APIRouter(prefix="/events", tags=["events"])
+
+
+@router.post(
+    "/create", status_code=201, response_model=EventRead, responses=responses(400, 401, 403, 409)
+)
+async def create_event(session: SessionDep, principal: Writer, body: EventCreate) -> EventRead:
+    """Create an event (dates in Unix seconds; ``reference_id`` unique in the project)."""
+    return EventRead.model_validate(await service.create_event(session, principal, body=body))
+
+
+@router.put("/update", response_model=EventRead, responses=responses(400, 401, 403, 404, 409))
+async def update_event(session: SessionDep, principal: Writer, body: EventUpdate) -> EventRead:
+    """Update the given fields of the event named by ``id`` or ``reference_id``."""
+    return EventRead.model_validate(await service.update_event(session, principal, body=body))
+
+
+@router.get("", response_model=EventList, responses=responses(400, 401))
+async def list_events(
+    session: SessionDep, principal: Reader, paging: Annotated[PageParams, Query()]
+) -> EventList:
+    """The project's events, oldest first (``page`` from 1, ``limit`` 1-100, default 20)."""
+    events, total = await service.list_events(session, principal, paging=paging)
+    return EventList(
+        events=[EventRead.model_validate(e) for e in events],
+        pagination=Pagination(page=paging.page, limit=paging.limit, total=total),
+    )
+
+
+@router.post(
+    "/attendees/register",
+    response_model=AttendeeRegistered,
+    responses=responses(400, 401, 403, 404),
+)
+async def register_event_attendee(
+    session: SessionDep, principal: Writer, body: AttendeeRegister
+) -> AttendeeRegistered:
+    """Register a user to an event, or update the registration / check-in timestamps."""
+    return AttendeeRegistered.model_validate(
+        await service.register_attendee(session, principal, body=body)
+    )
+
+
+@router.get(
+    "/{event_id}/attendees", response_model=AttendeeList, responses=responses(400, 401, 404)
+)
+async def fetch_event_attendees(
+    session: SessionDep, principal: Reader, event_id: uuid.UUID
+) -> AttendeeList:
+    """The event and every attendee registered to it (oldest registration record first)."""
+    event, attendees = await service.list_attendees(session, principal, event_id=event_id)
+    return AttendeeList(
+        event=EventRead.model_validate(event),
+        attendees=[AttendeeRead.model_validate(a) for a in attendees],
+    )
+
+
+@router.get("/{IdOrReferenceId}", response_model=EventRead, responses=responses(400, 401, 404))
+async def get_event(
+    session: SessionDep,
+    principal: Reader,
+    id_or_reference: Annotated[str, Path(alias="IdOrReferenceId", min_length=1, max_length=255)],
+) -> EventRead:
+    """An event by its id or by the caller's ``reference_id``."""
+    event = await service.get_event(session, principal, id_or_reference=id_or_reference)
+    return EventRead.model_validate(event)
+
+
+@router.delete("/{IdOrReferenceId}", status_code=204, responses=responses(400, 401, 403, 404, 409))
+async def delete_event(
+    session: SessionDep,
+    principal: Writer,
+    id_or_reference: Annotated[str, Path(alias="IdOrReferenceId", min_length=1, max_length=255)],
+) -> Response:
+    """Delete an event, its attendees and its unused products (409 while items or sales exist)."""
+    await service.delete_event(session, principal, id_or_reference=id_or_reference)
+    return Response(status_code=204)

@@ -1,0 +1,215 @@
+"""Event and attendee use-cases."""
+
+import uuid
+
+from sqlalchemy import delete, exists, func, or_, select, update
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm import joinedload
+
+from tessera.auth.principal import Principal
+from tessera.errors import EventInUse, InvalidInput, ReferenceIdTaken
+from tessera.events import repository
+from tessera.events.schemas import AttendeeRegister, EventCreate, EventUpdate
+from tessera.models import Attendee, Event, OrderItem, Product
+from tessera.models.base import unix_now, utcnow
+from tessera.schemas import PageParams
+from tessera.users.repository import add_reputation, get_user
+
+FIRST_CHECK_IN_REPUTATION = 1
+
+
+async def _reject_taken_reference(
+    session: AsyncSession, project_id: uuid.UUID, reference_id: str | None, *, but: uuid.UUID | None
+) -> None:
+    if reference_id is None:
+        return
+    statement = select(Event.id).where(
+        Event.project_id == project_id, Event.reference_id == reference_id
+    )
+    if but is not None:
+        statement = statement.where(Event.id != but)
+    clash = await session.scalar(statement)
+    if clash is not None:
+        raise ReferenceIdTaken(f"reference_id already used by another event: {reference_id!r}")
+
+
+async def _commit_event(session: AsyncSession, event: Event) -> Event:
+    try:
+        await session.commit()
+    except IntegrityError as exc:  # a concurrent request took the reference id
+        raise ReferenceIdTaken(f"reference_id already used: {event.reference_id!r}") from exc
+    return event
+
+
+async def create_event(session: AsyncSession, principal: Principal, *, body: EventCreate) -> Event:
+    """Create an event; ``reference_id`` is unique within the project."""
+    await _reject_taken_reference(session, principal.project_id, body.reference_id, but=None)
+    event = Event(project_id=principal.project_id, **body.model_dump())
+    session.add(event)
+    return await _commit_event(session, event)
+
+
+async def update_event(session: AsyncSession, principal: Principal, *, body: EventUpdate) -> Event:
+    """Change the given fields of an event named by ``id`` or ``reference_id``."""
+    if body.id is not None:
+        event = await repository.get_event(session, principal.project_id, body.id)
+    else:
+        event = await repository.get_event_by_id_or_reference(
+            session, principal.project_id, str(body.reference_id)
+        )
+    changes = body.changes()
+    start = changes.get("start_date", event.start_date)
+    end = changes.get("end_date", event.end_date)
+    if end < start:  # type: ignore[operator]
+        raise InvalidInput("end_date: must not be before start_date")
+    if "reference_id" in changes:
+        await _reject_taken_reference(
+            session,
+            principal.project_id,
+            changes["reference_id"],
+            but=event.id,  # type: ignore[arg-type]
+        )
+    for field, value in changes.items():
+        setattr(event, field, value)
+    event.updated_at = utcnow()
+    return await _commit_event(session, event)
+
+
+async def get_event(session: AsyncSession, principal: Principal, *, id_or_reference: str) -> Event:
+    return await repository.get_event_by_id_or_reference(
+        session, principal.project_id, id_or_reference
+    )
+
+
+async def list_events(
+    session: AsyncSession, principal: Principal, *, paging: PageParams
+) -> tuple[list[Event], int]:
+    project = Event.project_id == principal.project_id
+    total = await session.scalar(select(func.count()).select_from(Event).where(project))
+    events = await session.scalars(
+        select(Event)
+        .where(project)
+        .order_by(Event.created_at, Event.id)
+        .limit(paging.limit)
+        .offset(paging.offset)
+    )
+    return list(events), total or 0
+
+
+async def delete_event(
+    session: AsyncSession, principal: Principal, *, id_or_reference: str
+) -> None:
+    """Delete an event with its attendees and its unused products.
+
+    Refused (409, nothing deleted) while a product of the event has issued items or sales.
+    """
+    event = await repository.get_event_by_id_or_reference(
+        session, principal.project_id, id_or_reference
+    )
+    in_use = await session.scalar(
+        select(
+            exists().where(
+                Product.event_id == event.id,
+                or_(
+                    Product.issued_count > 0,
+                    exists().where(OrderItem.product_id == Product.id),
+                ),
+            )
+        )
+    )
+    if in_use:
+        raise EventInUse
+    await session.execute(delete(Attendee).where(Attendee.event_id == event.id))
+    await session.execute(delete(Product).where(Product.event_id == event.id))
+    await session.execute(delete(Event).where(Event.id == event.id))
+    await session.commit()
+
+
+async def list_attendees(
+    session: AsyncSession, principal: Principal, *, event_id: uuid.UUID
+) -> tuple[Event, list[Attendee]]:
+    event = await repository.get_event(session, principal.project_id, event_id)
+    attendees = await session.scalars(
+        select(Attendee)
+        .where(Attendee.event_id == event.id)
+        .options(joinedload(Attendee.user))
+        .order_by(Attendee.created_at, Attendee.id)
+    )
+    return event, list(attendees)
+
+
+async def register_attendee(
+    session: AsyncSession, principal: Principal, *, body: AttendeeRegister
+) -> Attendee:
+    """Create the attendee record (``registered_at`` defaults to now) or update only the given
+    timestamps. A user's first check-in at an event adds 1 to their reputation."""
+    event = await repository.get_event(session, principal.project_id, body.event_id)
+    identifier = body.user_identifier()
+    assert identifier is not None
+    user = await get_user(session, principal.project_id, identifier)
+
+    attendee_id = await session.scalar(
+        select(Attendee.id).where(Attendee.event_id == event.id, Attendee.user_id == user.id)
+    )
+    created = False
+    if attendee_id is None:
+        attendee_id, created = await _insert_attendee(session, principal, event, user.id, body)
+    if not created and body.registered_at is not None:
+        await session.execute(
+            update(Attendee)
+            .where(Attendee.id == attendee_id)
+            .values(registered_at=body.registered_at, updated_at=utcnow())
+        )
+    if body.checked_in_at is not None:
+        first = await session.execute(
+            update(Attendee)
+            .where(Attendee.id == attendee_id, Attendee.checked_in_at.is_(None))
+            .values(checked_in_at=body.checked_in_at, updated_at=utcnow())
+        )
+        if first.rowcount == 1:  # type: ignore[attr-defined]
+            await add_reputation(
+                session, user, delta=FIRST_CHECK_IN_REPUTATION, reason=f"check-in:{event.id}"
+            )
+        else:
+            await session.execute(
+                update(Attendee)
+                .where(Attendee.id == attendee_id)
+                .values(checked_in_at=body.checked_in_at, updated_at=utcnow())
+            )
+    await session.commit()
+    attendee = await session.scalar(
+        select(Attendee)
+        .where(Attendee.id == attendee_id)
+        .options(joinedload(Attendee.user), joinedload(Attendee.event))
+        .execution_options(populate_existing=True)
+    )
+    assert attendee is not None
+    return attendee
+
+
+async def _insert_attendee(
+    session: AsyncSession,
+    principal: Principal,
+    event: Event,
+    user_id: uuid.UUID,
+    body: AttendeeRegister,
+) -> tuple[uuid.UUID, bool]:
+    """Insert the record; (id, created). A concurrent registration wins the insert."""
+    attendee = Attendee(
+        id=uuid.uuid4(),
+        project_id=principal.project_id,
+        event_id=event.id,
+        user_id=user_id,
+        registered_at=body.registered_at or unix_now(),
+    )
+    try:
+        async with session.begin_nested():
+            session.add(attendee)
+    except IntegrityError:
+        existing = await session.scalar(
+            select(Attendee.id).where(Attendee.event_id == event.id, Attendee.user_id == user_id)
+        )
+        assert existing is not None
+        return existing, False
+    return attendee.id, True

@@ -1,0 +1,1 @@
+"""Durable jobs: rows written in the same transaction as the change that needs them."""

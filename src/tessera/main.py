@@ -1,0 +1,75 @@
+"""Application factory."""
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI
+
+from tessera import API_VERSION
+from tessera.api import v1, version_router
+from tessera.auth.dependencies import Authenticator
+from tessera.auth.router import router as auth_router
+from tessera.config import Settings, get_settings
+from tessera.crypto import SecretBox
+from tessera.db import Database
+from tessera.errors import install_error_handlers
+from tessera.middleware import RequestContextMiddleware
+
+log = logging.getLogger("tessera")
+
+USAGE_FLUSH_SECONDS = 15.0
+
+DESCRIPTION = """
+Tessera: users with custodial Polkadot wallets, events and attendees, products, items, orders
+and sales, scoped to the project of the caller's credential.
+
+Send either an `x-api-key` header or an `Authorization: Bearer <JWT>` header. A read credential
+gets 403 on writes. Errors are `{"errors": [...]}` (400) or `{"message": ...}` (all others).
+"""
+
+
+def create_app(settings: Settings | None = None) -> FastAPI:
+    settings = settings or get_settings()
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        database = Database(
+            settings.database_url,
+            pool_size=settings.db_pool_size,
+            max_overflow=settings.db_max_overflow,
+        )
+        app.state.database = database
+        usage = asyncio.create_task(
+            app.state.authenticator.usage.run(database, USAGE_FLUSH_SECONDS)
+        )
+        try:
+            yield
+        finally:
+            usage.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await usage
+            async with database.session() as session:
+                await app.state.authenticator.usage.flush(session)
+            await database.dispose()
+
+    app = FastAPI(
+        title="Tessera Wallet API",
+        version=API_VERSION,
+        description=DESCRIPTION,
+        lifespan=lifespan,
+        redoc_url=None,
+    )
+    box = SecretBox(settings.key_ring)
+    app.state.settings = settings
+    app.state.box = box
+    app.state.authenticator = Authenticator(settings, box)
+
+    install_error_handlers(app)
+    app.add_middleware(RequestContextMiddleware, max_body_bytes=settings.max_body_bytes)
+    app.include_router(version_router)
+    app.include_router(auth_router)
+    app.include_router(v1)
+    return app

@@ -1,0 +1,107 @@
+"""Pure ASGI middleware: a request id on every response, a body size limit, a last-resort 500.
+
+It sits outside FastAPI's exception handling so that even an unexpected error answers JSON with
+the request id (and logs the traceback, never returns it).
+"""
+
+import json
+import logging
+import re
+import uuid
+from typing import Any
+
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+log = logging.getLogger("tessera.requests")
+
+_SAFE_REQUEST_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
+
+
+class _BodyTooLarge(Exception):
+    pass
+
+
+class RequestContextMiddleware:
+    def __init__(self, app: ASGIApp, *, max_body_bytes: int) -> None:
+        self.app = app
+        self.max_body_bytes = max_body_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        request_id = _incoming_request_id(scope) or uuid.uuid4().hex
+        scope.setdefault("state", {})["request_id"] = request_id
+        header = (b"x-request-id", request_id.encode())
+        started = False
+
+        async def send_with_id(message: Message) -> None:
+            nonlocal started
+            if message["type"] == "http.response.start":
+                started = True
+                message["headers"] = [*message.get("headers", []), header]
+            await send(message)
+
+        declared = _content_length(scope)
+        if declared is not None and declared > self.max_body_bytes:
+            await _send_json(send_with_id, 413, {"message": self._too_large()})
+            return
+
+        received = 0
+
+        async def limited_receive() -> Message:
+            nonlocal received
+            message = await receive()
+            if message["type"] == "http.request":
+                received += len(message.get("body", b""))
+                if received > self.max_body_bytes:
+                    raise _BodyTooLarge
+            return message
+
+        try:
+            await self.app(scope, limited_receive, send_with_id)
+        except _BodyTooLarge:
+            if not started:
+                await _send_json(send_with_id, 413, {"message": self._too_large()})
+        except Exception:
+            log.exception("unhandled error (request_id=%s)", request_id)
+            if not started:
+                body = {"message": "internal error", "request_id": request_id}
+                await _send_json(send_with_id, 500, body)
+
+    def _too_large(self) -> str:
+        return f"request body too large (limit {self.max_body_bytes} bytes)"
+
+
+def _incoming_request_id(scope: Scope) -> str | None:
+    for name, value in scope["headers"]:
+        if name == b"x-request-id":
+            text = value.decode("latin-1")
+            return text if _SAFE_REQUEST_ID.match(text) else None
+    return None
+
+
+def _content_length(scope: Scope) -> int | None:
+    for name, value in scope["headers"]:
+        if name == b"content-length":
+            try:
+                return int(value)
+            except ValueError:
+                return None
+    return None
+
+
+async def _send_json(send: Send, status: int, body: dict[str, Any]) -> None:
+    payload = json.dumps(body).encode()
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(payload)).encode()),
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": payload})

@@ -1,0 +1,91 @@
+import uuid
+from datetime import datetime
+
+from sqlalchemy import BigInteger, ForeignKey, Index, String, UniqueConstraint, Uuid
+from sqlalchemy.orm import Mapped, mapped_column, relationship
+
+from tessera.models.base import Base, IdMixin, TimestampMixin, UTCDateTime, utcnow
+from tessera.models.event import Event
+from tessera.models.user import User
+
+
+class Product(IdMixin, TimestampMixin, Base):
+    __tablename__ = "products"
+    __table_args__ = (Index("ix_products_project_created", "project_id", "created_at", "id"),)
+
+    project_id: Mapped[uuid.UUID] = mapped_column(
+        Uuid, ForeignKey("projects.id", ondelete="CASCADE")
+    )
+    event_id: Mapped[uuid.UUID | None] = mapped_column(
+        Uuid, ForeignKey("events.id", ondelete="RESTRICT"), index=True
+    )
+    type: Mapped[str] = mapped_column(String(16))
+    name: Mapped[str] = mapped_column(String(255))
+    description: Mapped[str | None] = mapped_column(String(255))
+    price: Mapped[str] = mapped_column(String(32))
+    active: Mapped[bool]
+    is_claimable: Mapped[bool]
+    is_transferable: Mapped[bool]
+    stock: Mapped[int | None] = mapped_column(BigInteger)
+    redemption_quantity: Mapped[int] = mapped_column(BigInteger)
+    max_per_account: Mapped[int | None] = mapped_column(BigInteger)
+    min_rep_balance: Mapped[int] = mapped_column(BigInteger)
+    metadata_uri: Mapped[str | None] = mapped_column(String(512))
+    mint_nft: Mapped[bool]
+    chain: Mapped[str | None] = mapped_column(String(32))
+    max_items: Mapped[int | None] = mapped_column(BigInteger)
+    # Items issued so far, which is also the last item_id: bumped under the product's row lock.
+    issued_count: Mapped[int] = mapped_column(BigInteger, default=0)
+
+    event: Mapped[Event | None] = relationship(lazy="raise")
+
+
+class ProductItem(IdMixin, TimestampMixin, Base):
+    __tablename__ = "product_items"
+    __table_args__ = (
+        UniqueConstraint("product_id", "item_id"),
+        Index("ix_product_items_product_owner", "product_id", "owner_id"),
+    )
+
+    project_id: Mapped[uuid.UUID] = mapped_column(
+        Uuid, ForeignKey("projects.id", ondelete="CASCADE")
+    )
+    product_id: Mapped[uuid.UUID] = mapped_column(Uuid, ForeignKey("products.id"))
+    item_id: Mapped[int] = mapped_column(BigInteger)
+    owner_id: Mapped[uuid.UUID] = mapped_column(Uuid, ForeignKey("users.id"), index=True)
+    order_item_id: Mapped[uuid.UUID | None] = mapped_column(
+        Uuid, ForeignKey("order_items.id"), index=True
+    )
+    redemption_count: Mapped[int] = mapped_column(BigInteger, default=0)
+    redeemed_at: Mapped[int | None] = mapped_column(BigInteger)
+
+    product: Mapped[Product] = relationship(lazy="raise")
+    owner: Mapped[User] = relationship(lazy="raise")
+
+
+class Redemption(IdMixin, Base):
+    """One redemption of an item; a nonce makes a retried redemption count once."""
+
+    __tablename__ = "redemptions"
+    __table_args__ = (UniqueConstraint("item_id", "nonce"),)
+
+    item_id: Mapped[uuid.UUID] = mapped_column(Uuid, ForeignKey("product_items.id"), index=True)
+    nonce: Mapped[str | None] = mapped_column(String(128))
+    redemption_count: Mapped[int] = mapped_column(BigInteger)
+    redeemed_at: Mapped[int] = mapped_column(BigInteger)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+class ItemTransfer(IdMixin, Base):
+    """Transfer history of product items."""
+
+    __tablename__ = "item_transfers"
+
+    project_id: Mapped[uuid.UUID] = mapped_column(
+        Uuid, ForeignKey("projects.id", ondelete="CASCADE")
+    )
+    item_id: Mapped[uuid.UUID] = mapped_column(Uuid, ForeignKey("product_items.id"), index=True)
+    from_user_id: Mapped[uuid.UUID] = mapped_column(Uuid, ForeignKey("users.id"))
+    to_user_id: Mapped[uuid.UUID] = mapped_column(Uuid, ForeignKey("users.id"))
+    transferred_at: Mapped[int] = mapped_column(BigInteger)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)

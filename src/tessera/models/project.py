@@ -1,0 +1,89 @@
+import uuid
+from datetime import datetime
+
+from sqlalchemy import ForeignKey, String, Text, UniqueConstraint, Uuid
+from sqlalchemy.orm import Mapped, mapped_column
+
+from tessera.models.base import (
+    Base,
+    CustodialKeyMixin,
+    IdMixin,
+    TimestampMixin,
+    UTCDateTime,
+    utcnow,
+)
+
+
+class Project(IdMixin, TimestampMixin, Base):
+    __tablename__ = "projects"
+
+    name: Mapped[str] = mapped_column(String(255))
+
+
+class ProjectWallet(IdMixin, TimestampMixin, CustodialKeyMixin, Base):
+    __tablename__ = "project_wallets"
+
+    project_id: Mapped[uuid.UUID] = mapped_column(
+        Uuid, ForeignKey("projects.id", ondelete="CASCADE"), index=True
+    )
+
+
+class ApiKey(IdMixin, Base):
+    """An API key: only a lookup prefix and a keyed hash of the full key are stored."""
+
+    __tablename__ = "api_keys"
+
+    project_id: Mapped[uuid.UUID] = mapped_column(
+        Uuid, ForeignKey("projects.id", ondelete="CASCADE"), index=True
+    )
+    prefix: Mapped[str] = mapped_column(String(32), unique=True)
+    key_hash: Mapped[str] = mapped_column(String(64))
+    permission: Mapped[str] = mapped_column(String(8))
+    name: Mapped[str | None] = mapped_column(String(255))
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    expires_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    revoked_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    last_used_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+
+
+class OAuthClient(IdMixin, Base):
+    """A project's client-credentials client for POST /v1/auth/token."""
+
+    __tablename__ = "oauth_clients"
+
+    project_id: Mapped[uuid.UUID] = mapped_column(
+        Uuid, ForeignKey("projects.id", ondelete="CASCADE"), index=True
+    )
+    client_id: Mapped[str] = mapped_column(String(64), unique=True)
+    secret_hash: Mapped[str] = mapped_column(String(64))
+    permission: Mapped[str] = mapped_column(String(8))
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    revoked_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+
+
+class SigningKey(Base):
+    """A key of Tessera's own token issuer; the newest signs, all recent ones verify."""
+
+    __tablename__ = "signing_keys"
+
+    kid: Mapped[str] = mapped_column(String(64), primary_key=True)
+    algorithm: Mapped[str] = mapped_column(String(16))
+    public_jwk: Mapped[str] = mapped_column(Text)
+    secret_key_id: Mapped[str] = mapped_column(String(64))
+    secret_blob: Mapped[bytes]
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, index=True)
+
+
+class IdentityBinding(IdMixin, Base):
+    """Binds an external OIDC identity (issuer + subject) to a project."""
+
+    __tablename__ = "identity_bindings"
+    __table_args__ = (UniqueConstraint("issuer", "subject"),)
+
+    project_id: Mapped[uuid.UUID] = mapped_column(
+        Uuid, ForeignKey("projects.id", ondelete="CASCADE"), index=True
+    )
+    issuer: Mapped[str] = mapped_column(String(512))
+    subject: Mapped[str] = mapped_column(String(255))
+    permission: Mapped[str] = mapped_column(String(8))
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)

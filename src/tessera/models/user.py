@@ -1,0 +1,67 @@
+import uuid
+from datetime import datetime
+
+from sqlalchemy import BigInteger, ForeignKey, Index, String, UniqueConstraint, Uuid
+from sqlalchemy.orm import Mapped, mapped_column, relationship
+
+from tessera.models.base import (
+    Base,
+    CustodialKeyMixin,
+    IdMixin,
+    TimestampMixin,
+    UTCDateTime,
+    utcnow,
+)
+
+
+class User(IdMixin, TimestampMixin, Base):
+    __tablename__ = "users"
+    __table_args__ = (
+        UniqueConstraint("project_id", "email"),
+        UniqueConstraint("project_id", "reference_id"),
+        Index("ix_users_project_created", "project_id", "created_at", "id"),
+    )
+
+    project_id: Mapped[uuid.UUID] = mapped_column(
+        Uuid, ForeignKey("projects.id", ondelete="CASCADE")
+    )
+    email: Mapped[str] = mapped_column(String(320))
+    first_name: Mapped[str | None] = mapped_column(String(255))
+    last_name: Mapped[str | None] = mapped_column(String(255))
+    reference_id: Mapped[str | None] = mapped_column(String(255))
+    is_activated: Mapped[bool] = mapped_column(default=False)
+    activated_on: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    reputation: Mapped[int] = mapped_column(BigInteger, default=0)
+
+    wallets: Mapped[list["UserWallet"]] = relationship(
+        lazy="raise", order_by="UserWallet.created_at", passive_deletes=True
+    )
+
+
+class UserWallet(IdMixin, CustodialKeyMixin, Base):
+    __tablename__ = "user_wallets"
+
+    user_id: Mapped[uuid.UUID] = mapped_column(
+        Uuid, ForeignKey("users.id", ondelete="CASCADE"), index=True
+    )
+    project_id: Mapped[uuid.UUID] = mapped_column(
+        Uuid, ForeignKey("projects.id", ondelete="CASCADE"), index=True
+    )
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+class ReputationEntry(IdMixin, Base):
+    """Every change of a user's reputation balance, with the balance it left."""
+
+    __tablename__ = "reputation_entries"
+
+    project_id: Mapped[uuid.UUID] = mapped_column(
+        Uuid, ForeignKey("projects.id", ondelete="CASCADE")
+    )
+    user_id: Mapped[uuid.UUID] = mapped_column(
+        Uuid, ForeignKey("users.id", ondelete="CASCADE"), index=True
+    )
+    delta: Mapped[int] = mapped_column(BigInteger)
+    balance: Mapped[int] = mapped_column(BigInteger)
+    reason: Mapped[str] = mapped_column(String(255))
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)

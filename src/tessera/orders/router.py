@@ -1,0 +1,43 @@
+import uuid
+
+from fastapi import APIRouter
+
+from tessera.auth.dependencies import Reader, Writer
+from tessera.db import SessionDep
+from tessera.errors import responses
+from tessera.orders import service
+from tessera.orders.schemas import OrderCreate, OrderRead
+
+router = APIRouter(prefix="/orders", tags=["orders"])
+
+
+def _read(view: service.OrderView) -> OrderRead:
+    return OrderRead.of(view.order, view.lines, view.products, view.items)
+
+
+@router.post(
+    "", status_code=201, response_model=OrderRead, responses=responses(400, 401, 403, 404, 409)
+)
+async def create_order(session: SessionDep, principal: Writer, body: OrderCreate) -> OrderRead:
+    """Create an order (``completed`` by default, issuing its items; or ``pending``)."""
+    return _read(await service.create_order(session, principal, body=body))
+
+
+@router.get("/{id}", response_model=OrderRead, responses=responses(400, 401, 404))
+async def get_order(session: SessionDep, principal: Reader, id: uuid.UUID) -> OrderRead:
+    """One order with its lines and issued items."""
+    return _read(await service.get_order(session, principal, order_id=id))
+
+
+@router.post(
+    "/{id}/complete", response_model=OrderRead, responses=responses(400, 401, 403, 404, 409)
+)
+async def complete_order(session: SessionDep, principal: Writer, id: uuid.UUID) -> OrderRead:
+    """Complete a pending order and issue its items."""
+    return _read(await service.complete_order(session, principal, order_id=id))
+
+
+@router.post("/{id}/cancel", response_model=OrderRead, responses=responses(400, 401, 403, 404, 409))
+async def cancel_order(session: SessionDep, principal: Writer, id: uuid.UUID) -> OrderRead:
+    """Cancel a pending order."""
+    return _read(await service.cancel_order(session, principal, order_id=id))

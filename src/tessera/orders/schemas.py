@@ -1,0 +1,89 @@
+import uuid
+from datetime import datetime
+from decimal import Decimal
+from typing import Annotated, Literal, Self
+
+from pydantic import Field, StringConstraints, model_validator
+
+from tessera.models import Order, OrderItem, Product, ProductItem
+from tessera.products.schemas import MAX_ISSUE, ProductItemRead
+from tessera.schemas import PositiveInt, SnakeModel
+from tessera.users.schemas import UserLookup
+
+OrderNumber = Annotated[
+    str,
+    StringConstraints(
+        strip_whitespace=True, min_length=1, max_length=64, pattern=r"^[A-Za-z0-9._-]+$"
+    ),
+]
+
+
+class OrderLineCreate(SnakeModel):
+    product_id: uuid.UUID
+    quantity: PositiveInt
+
+
+class OrderCreate(SnakeModel):
+    """A user's order. ``completed`` (the default) issues its items at once; ``pending`` waits
+    for ``POST /v1/orders/{id}/complete``."""
+
+    user: UserLookup
+    items: list[OrderLineCreate] = Field(min_length=1, max_length=100)
+    status: Literal["completed", "pending"] = "completed"
+    order_number: OrderNumber | None = None
+
+    @model_validator(mode="after")
+    def _bounded(self) -> Self:
+        total = sum(line.quantity for line in self.items)
+        if total > MAX_ISSUE:
+            raise ValueError(f"items: at most {MAX_ISSUE} items per order, got {total}")
+        return self
+
+
+class OrderLineRead(SnakeModel):
+    id: uuid.UUID
+    product_id: uuid.UUID
+    product_name: str
+    quantity: int
+    unit_price: float
+
+
+class OrderRead(SnakeModel):
+    id: uuid.UUID
+    order_number: str
+    status: str
+    user_id: uuid.UUID
+    total: float
+    items: list[OrderLineRead]
+    product_items: list[ProductItemRead]
+    created_at: datetime
+    updated_at: datetime
+
+    @classmethod
+    def of(
+        cls,
+        order: Order,
+        lines: list[OrderItem],
+        products: dict[uuid.UUID, Product],
+        items: list[ProductItem],
+    ) -> Self:
+        return cls(
+            id=order.id,
+            order_number=order.order_number,
+            status=order.status,
+            user_id=order.user_id,
+            total=float(sum((line.unit_price * line.quantity for line in lines), Decimal(0))),
+            items=[
+                OrderLineRead(
+                    id=line.id,
+                    product_id=line.product_id,
+                    product_name=products[line.product_id].name,
+                    quantity=line.quantity,
+                    unit_price=float(line.unit_price),
+                )
+                for line in lines
+            ],
+            product_items=[ProductItemRead.of(item) for item in items],
+            created_at=order.created_at,
+            updated_at=order.updated_at,
+        )

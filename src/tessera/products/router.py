@@ -1,0 +1,112 @@
+import uuid
+from typing import Annotated
+
+from fastapi import APIRouter, Query
+
+from tessera.auth.dependencies import Reader, Writer
+from tessera.config import SettingsDep
+from tessera.db import SessionDep
+from tessera.errors import responses
+from tessera.products import service
+from tessera.products.schemas import (
+    ItemOwner,
+    ItemsIssue,
+    ItemsIssued,
+    ProductCreate,
+    ProductItemRead,
+    ProductRead,
+    RedeemRequest,
+    SaleList,
+    SaleRead,
+    TransferItem,
+    TransferRead,
+    TransferRequest,
+)
+from tessera.schemas import PageParams, Pagination
+
+router = APIRouter(prefix="/products", tags=["products"])
+
+
+@router.post(
+    "", status_code=201, response_model=ProductRead, responses=responses(400, 401, 403, 404, 409)
+)
+async def create_product(
+    session: SessionDep, principal: Writer, settings: SettingsDep, body: ProductCreate
+) -> ProductRead:
+    """Create a product, optionally attached to an event and minting an NFT per item."""
+    product = await service.create_product(session, principal, body=body, settings=settings)
+    return ProductRead.model_validate(product)
+
+
+@router.get("", response_model=list[ProductRead], responses=responses(400, 401))
+async def list_products(
+    session: SessionDep, principal: Reader, paging: Annotated[PageParams, Query()]
+) -> list[ProductRead]:
+    """The project's products, oldest first (``page`` from 1, ``limit`` 1-100, default 20)."""
+    products = await service.list_products(session, principal, paging=paging)
+    return [ProductRead.model_validate(p) for p in products]
+
+
+@router.get("/{id}", response_model=ProductRead, responses=responses(400, 401, 404))
+async def get_product(session: SessionDep, principal: Reader, id: uuid.UUID) -> ProductRead:
+    """One product with its event."""
+    return ProductRead.model_validate(await service.get_product(session, principal, product_id=id))
+
+
+@router.get("/{id}/sales", response_model=SaleList, responses=responses(400, 401, 404))
+async def list_product_sales(
+    session: SessionDep, principal: Reader, id: uuid.UUID, paging: Annotated[PageParams, Query()]
+) -> SaleList:
+    """Order lines of the product, oldest first, with order status and unit price at order time."""
+    product, rows, total = await service.list_sales(
+        session, principal, product_id=id, paging=paging
+    )
+    return SaleList(
+        sales=[SaleRead.of(line, order, user, product.name) for line, order, user in rows],
+        pagination=Pagination(page=paging.page, limit=paging.limit, total=total),
+    )
+
+
+@router.post(
+    "/{id}/items",
+    status_code=201,
+    response_model=ItemsIssued,
+    responses=responses(400, 401, 403, 404, 409),
+)
+async def create_product_items(
+    session: SessionDep, principal: Writer, id: uuid.UUID, body: ItemsIssue
+) -> ItemsIssued:
+    """Issue one item to each listed user (ids and/or emails, at most 550), all or nothing."""
+    items = await service.issue_items(session, principal, product_id=id, body=body)
+    return ItemsIssued(items=[ProductItemRead.of(item) for item in items])
+
+
+@router.post(
+    "/{id}/items/redeem",
+    response_model=ProductItemRead,
+    responses=responses(400, 401, 403, 404, 409),
+)
+async def redeem_product_item(
+    session: SessionDep, principal: Writer, id: uuid.UUID, body: RedeemRequest
+) -> ProductItemRead:
+    """Redeem an item once; a repeated ``nonce`` returns the first result and counts once."""
+    item, redemption = await service.redeem_item(session, principal, product_id=id, body=body)
+    return ProductItemRead.of(item, as_of=redemption)
+
+
+@router.post(
+    "/{id}/transfer", response_model=TransferRead, responses=responses(400, 401, 403, 404, 409)
+)
+async def transfer_product_item(
+    session: SessionDep, principal: Writer, id: uuid.UUID, body: TransferRequest
+) -> TransferRead:
+    """Transfer an item of a transferable product from its owner to another user."""
+    item, sender, recipient, at = await service.transfer_item(
+        session, principal, product_id=id, body=body
+    )
+    return TransferRead(
+        product_item=TransferItem.of(item),
+        previous_owner=ItemOwner.model_validate(sender),
+        new_owner=ItemOwner.model_validate(recipient),
+        transferred_at=at,
+    )

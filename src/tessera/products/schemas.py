@@ -1,0 +1,270 @@
+import uuid
+from datetime import datetime
+from typing import Annotated, Literal, Self
+
+from pydantic import Field, StringConstraints, field_validator, model_validator
+
+from tessera.config import Chain
+from tessera.events.schemas import EventRead
+from tessera.models import Order, OrderItem, ProductItem, Redemption, User
+from tessera.schemas import (
+    Bool,
+    Email,
+    NonNegativeInt,
+    Pagination,
+    PositiveInt,
+    SnakeModel,
+    normalize_email,
+)
+
+ProductType = Literal["admission", "presale", "perks"]
+Text255 = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=255)]
+Price = Annotated[str, StringConstraints(strip_whitespace=True, pattern=r"^\d{1,12}(\.\d{1,2})?$")]
+MetadataUri = Annotated[
+    str,
+    StringConstraints(
+        strip_whitespace=True, max_length=512, pattern=r"^[a-zA-Z][a-zA-Z0-9+.-]*://\S+$"
+    ),
+]
+MAX_ISSUE = 550
+
+
+class ProductCreate(SnakeModel):
+    type: ProductType
+    name: Text255
+    event_id: uuid.UUID | None = None
+    description: Text255 | None = None
+    price: Price = "0"
+    active: Bool = True
+    is_claimable: Bool = False
+    is_transferable: Bool = False
+    stock: PositiveInt | None = None
+    redemption_quantity: PositiveInt = 1
+    max_per_account: PositiveInt | None = None
+    min_rep_balance: NonNegativeInt = 0
+    metadata_uri: MetadataUri | None = None
+    mint_nft: Bool = False
+    chain: Chain | None = None
+    max_items: PositiveInt | None = None
+
+    @field_validator("event_id", "max_items", "stock", "max_per_account", mode="before")
+    @classmethod
+    def _blank_is_none(cls, value: object) -> object:
+        """ "Leave blank for a general product": an empty string means no value."""
+        return None if value == "" else value
+
+    def missing_for_mint(self) -> list[str]:
+        if not self.mint_nft:
+            return []
+        return [
+            f"{name}: required when mint_nft is true"
+            for name in ("metadata_uri", "chain")
+            if getattr(self, name) is None
+        ]
+
+
+class ProductRead(SnakeModel):
+    id: uuid.UUID
+    created_at: datetime
+    updated_at: datetime
+    type: str
+    name: str
+    event_id: uuid.UUID | None
+    description: str | None
+    price: str
+    active: bool
+    is_claimable: bool
+    is_transferable: bool
+    stock: int | None
+    redemption_quantity: int
+    max_per_account: int | None
+    min_rep_balance: int
+    metadata_uri: str | None
+    mint_nft: bool
+    chain: str | None
+    max_items: int | None
+    event: EventRead | None
+
+
+class SaleRead(SnakeModel):
+    id: uuid.UUID
+    order_number: str
+    order_status: str
+    product_name: str
+    quantity: int
+    unit_price: float
+    user_id: uuid.UUID
+    user_email: str
+    user_first_name: str | None
+    user_last_name: str | None
+    created_at: datetime
+
+    @classmethod
+    def of(cls, line: OrderItem, order: Order, user: User, product_name: str) -> Self:
+        return cls(
+            id=line.id,
+            order_number=order.order_number,
+            order_status=order.status,
+            product_name=product_name,
+            quantity=line.quantity,
+            unit_price=float(line.unit_price),
+            user_id=user.id,
+            user_email=user.email,
+            user_first_name=user.first_name,
+            user_last_name=user.last_name,
+            created_at=line.created_at,
+        )
+
+
+class SaleList(SnakeModel):
+    sales: list[SaleRead]
+    pagination: Pagination
+
+
+class ItemsIssue(SnakeModel):
+    """Recipients by user id and/or email, one item per entry, at most 550 in all."""
+
+    product_id: uuid.UUID | None = None
+    users: list[uuid.UUID] = Field(default_factory=list, max_length=MAX_ISSUE)
+    emails: list[Email] = Field(default_factory=list, max_length=MAX_ISSUE)
+
+    @field_validator("emails")
+    @classmethod
+    def _lower(cls, value: list[str]) -> list[str]:
+        return [normalize_email(e) for e in value]
+
+    @model_validator(mode="after")
+    def _recipients(self) -> Self:
+        count = len(self.users) + len(self.emails)
+        if count == 0:
+            raise ValueError("at least one of users or emails is required")
+        if count > MAX_ISSUE:
+            raise ValueError(f"at most {MAX_ISSUE} recipients in all (users + emails), got {count}")
+        return self
+
+
+class ItemOwner(SnakeModel):
+    id: uuid.UUID
+    email: str
+    first_name: str | None
+    last_name: str | None
+
+
+class ItemProduct(SnakeModel):
+    id: uuid.UUID
+    name: str
+    type: str
+    redemption_quantity: int
+
+
+class ProductItemRead(SnakeModel):
+    id: uuid.UUID
+    created_at: datetime
+    updated_at: datetime
+    product_id: uuid.UUID
+    item_id: int
+    redemption_count: int
+    redemption_quantity: int
+    is_fully_redeemed: bool
+    redeemed_at: int | None
+    user: ItemOwner
+    product: ItemProduct
+
+    @classmethod
+    def of(cls, item: ProductItem, *, as_of: Redemption | None = None) -> Self:
+        """Render an item (product and owner loaded); ``as_of`` replays a recorded redemption."""
+        product = item.product
+        count = as_of.redemption_count if as_of else item.redemption_count
+        return cls(
+            id=item.id,
+            created_at=item.created_at,
+            updated_at=item.updated_at,
+            product_id=item.product_id,
+            item_id=item.item_id,
+            redemption_count=count,
+            redemption_quantity=product.redemption_quantity,
+            is_fully_redeemed=count >= product.redemption_quantity,
+            redeemed_at=as_of.redeemed_at if as_of else item.redeemed_at,
+            user=ItemOwner.model_validate(item.owner),
+            product=ItemProduct.model_validate(product),
+        )
+
+
+class ItemsIssued(SnakeModel):
+    items: list[ProductItemRead]
+
+
+class RedeemRequest(SnakeModel):
+    product_item_id: uuid.UUID
+    nonce: Annotated[str, StringConstraints(min_length=1, max_length=128)] | None = None
+
+
+class TransferRequest(SnakeModel):
+    """Sender and recipient each by email or user id (email first when both are given)."""
+
+    product_item_id: uuid.UUID
+    sender_email: Email | None = None
+    sender_user_id: uuid.UUID | None = None
+    recipient_email: Email | None = None
+    recipient_user_id: uuid.UUID | None = None
+
+    @field_validator("sender_email", "recipient_email")
+    @classmethod
+    def _lower(cls, value: str | None) -> str | None:
+        return normalize_email(value) if value else value
+
+    @model_validator(mode="after")
+    def _parties(self) -> Self:
+        if self.sender() is None:
+            raise ValueError("one of sender_email or sender_user_id is required")
+        if self.recipient() is None:
+            raise ValueError("one of recipient_email or recipient_user_id is required")
+        return self
+
+    def sender(self) -> tuple[str, str | uuid.UUID] | None:
+        return _party(self.sender_email, self.sender_user_id)
+
+    def recipient(self) -> tuple[str, str | uuid.UUID] | None:
+        return _party(self.recipient_email, self.recipient_user_id)
+
+
+def _party(email: str | None, user_id: uuid.UUID | None) -> tuple[str, str | uuid.UUID] | None:
+    if email is not None:
+        return "email", email
+    if user_id is not None:
+        return "id", user_id
+    return None
+
+
+class TransferItem(SnakeModel):
+    id: uuid.UUID
+    item_id: int
+    product_id: uuid.UUID
+    product_name: str
+    product_type: str
+    redemption_count: int
+    redemption_quantity: int
+    is_fully_redeemed: bool
+    redeemed_at: int | None
+
+    @classmethod
+    def of(cls, item: ProductItem) -> Self:
+        product = item.product
+        return cls(
+            id=item.id,
+            item_id=item.item_id,
+            product_id=product.id,
+            product_name=product.name,
+            product_type=product.type,
+            redemption_count=item.redemption_count,
+            redemption_quantity=product.redemption_quantity,
+            is_fully_redeemed=item.redemption_count >= product.redemption_quantity,
+            redeemed_at=item.redeemed_at,
+        )
+
+
+class TransferRead(SnakeModel):
+    product_item: TransferItem
+    previous_owner: ItemOwner
+    new_owner: ItemOwner
+    transferred_at: int

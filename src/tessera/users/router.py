@@ -1,0 +1,96 @@
+from fastapi import APIRouter, Body
+
+from tessera.auth.dependencies import Reader, Writer
+from tessera.config import SettingsDep
+from tessera.crypto import BoxDep
+from tessera.db import SessionDep
+from tessera.errors import responses
+from tessera.users import service
+from tessera.users.schemas import (
+    ActivationRead,
+    ReputationAdjust,
+    ReputationRead,
+    UserCount,
+    UserCreate,
+    UserFetch,
+    UserList,
+    UserLookup,
+    UserRead,
+    UsersCreated,
+)
+
+router = APIRouter(prefix="/users", tags=["users"])
+
+
+@router.post(
+    "/create", status_code=201, response_model=UsersCreated, responses=responses(400, 401, 403, 409)
+)
+async def create_users(
+    session: SessionDep,
+    principal: Writer,
+    settings: SettingsDep,
+    box: BoxDep,
+    users: list[UserCreate] = Body(min_length=1, max_length=service.MAX_BATCH),
+) -> UsersCreated:
+    """Create 1-1500 users; each gets a custodial Polkadot wallet at once."""
+    created = await service.create_users(
+        session, principal, users=users, box=box, ss58_prefix=settings.ss58_prefix
+    )
+    return UsersCreated(
+        message=f"{len(created)} users created",
+        users=[UserRead.model_validate(user) for user in created],
+    )
+
+
+@router.post("/profile", response_model=UserRead, responses=responses(400, 401, 404))
+async def fetch_user(session: SessionDep, principal: Reader, body: UserLookup) -> UserRead:
+    """One user with its wallets, by email, referenceId or id (in that priority)."""
+    return UserRead.model_validate(await service.get_profile(session, principal, lookup=body))
+
+
+@router.post("/fetch", response_model=UserList, responses=responses(400, 401))
+async def fetch_users(
+    session: SessionDep, principal: Reader, body: UserFetch | None = None
+) -> UserList:
+    """The project's users, oldest first (``limit`` 1-1000, default 10; ``offset`` default 0)."""
+    users, total = await service.fetch_users(session, principal, query=body or UserFetch())
+    return UserList.model_validate({"users": users, "total": total})
+
+
+@router.get("/count", response_model=UserCount, responses=responses(401))
+async def count_users(session: SessionDep, principal: Reader) -> UserCount:
+    """Number of activated users of the project."""
+    return UserCount(count=await service.count_active_users(session, principal))
+
+
+@router.post("/activate", response_model=ActivationRead, responses=responses(400, 401, 403, 404))
+async def activate_user(session: SessionDep, principal: Writer, body: UserLookup) -> ActivationRead:
+    """Activate a user (idempotent: the first activation time is kept)."""
+    return ActivationRead.model_validate(
+        await service.activate_user(session, principal, lookup=body)
+    )
+
+
+@router.post("/activation", response_model=ActivationRead, responses=responses(400, 401, 404))
+async def user_activation_status(
+    session: SessionDep, principal: Reader, body: UserLookup
+) -> ActivationRead:
+    """Whether a user is activated, and since when."""
+    return ActivationRead.model_validate(
+        await service.activation_status(session, principal, lookup=body)
+    )
+
+
+@router.post(
+    "/reputation",
+    status_code=201,
+    response_model=ReputationRead,
+    responses=responses(400, 401, 403, 404, 409),
+)
+async def adjust_reputation(
+    session: SessionDep, principal: Writer, body: ReputationAdjust
+) -> ReputationRead:
+    """Add a signed ``delta`` (with a ``reason``) to a user's reputation balance."""
+    return ReputationRead.model_validate(
+        await service.adjust_reputation(session, principal, body=body)
+    )

@@ -1,0 +1,129 @@
+import uuid
+from datetime import datetime
+from typing import Annotated, ClassVar, Self
+
+from pydantic import Field, StrictInt, StringConstraints, field_validator, model_validator
+
+from tessera.schemas import CamelModel, Email, RefId, normalize_email
+
+Name = Annotated[str, StringConstraints(strip_whitespace=True, max_length=255)]
+
+
+class UserLookup(CamelModel):
+    """One of ``email``, ``referenceId``, ``id``; when several are given that is also the order
+    in which they are used."""
+
+    id: uuid.UUID | None = None
+    email: Email | None = None
+    reference_id: RefId | None = None
+
+    @field_validator("email")
+    @classmethod
+    def _lower(cls, value: str | None) -> str | None:
+        return normalize_email(value) if value else value
+
+    @model_validator(mode="after")
+    def _one_identifier(self) -> Self:
+        if self.identifier() is None and type(self).identifier_required:
+            raise ValueError("one of email, referenceId or id is required")
+        return self
+
+    identifier_required: ClassVar[bool] = True
+
+    def identifier(self) -> tuple[str, str | uuid.UUID] | None:
+        if self.email is not None:
+            return "email", self.email
+        if self.reference_id is not None:
+            return "reference_id", self.reference_id
+        if self.id is not None:
+            return "id", self.id
+        return None
+
+
+class UserFetch(UserLookup):
+    identifier_required: ClassVar[bool] = False
+
+    limit: StrictInt = Field(default=10, ge=1, le=1000)
+    offset: StrictInt = Field(default=0, ge=0)
+
+
+class UserCreate(CamelModel):
+    email: Email
+    first_name: Name | None = None
+    last_name: Name | None = None
+    reference_id: RefId | None = None
+
+    @field_validator("email")
+    @classmethod
+    def _lower(cls, value: str) -> str:
+        return normalize_email(value)
+
+
+class WalletRead(CamelModel):
+    id: uuid.UUID
+    type: str
+    address: str
+    custody: str
+
+
+class WalletSummary(CamelModel):
+    type: str
+    address: str
+    custody: str
+
+
+class UserBase(CamelModel):
+    id: uuid.UUID
+    is_activated: bool
+    activated_on: datetime | None
+    first_name: str | None
+    last_name: str | None
+    email: str
+    reference_id: str | None
+
+
+class UserRead(UserBase):
+    wallets: list[WalletRead]
+
+
+class UserListItem(UserBase):
+    wallets: list[WalletSummary]
+
+
+class UsersCreated(CamelModel):
+    message: str
+    users: list[UserRead]
+
+
+class UserList(CamelModel):
+    users: list[UserListItem]
+    total: int
+
+
+class UserCount(CamelModel):
+    count: int
+
+
+class ActivationRead(CamelModel):
+    activated_on: datetime | None
+    is_activated: bool
+
+
+class ReputationAdjust(UserLookup):
+    delta: StrictInt = Field(ge=-1_000_000, le=1_000_000)
+    reason: Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=255)]
+
+    @field_validator("delta")
+    @classmethod
+    def _non_zero(cls, value: int) -> int:
+        if value == 0:
+            raise ValueError("must not be 0")
+        return value
+
+
+class ReputationRead(CamelModel):
+    user_id: uuid.UUID
+    balance: int
+    delta: int
+    reason: str
+    created_at: datetime

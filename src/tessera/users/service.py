@@ -1,0 +1,189 @@
+"""User use-cases: creation with custodial wallets, lookup, listing, activation, reputation."""
+
+import uuid
+from collections import Counter
+from datetime import timedelta
+
+from sqlalchemy import func, select, update
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm import selectinload
+from sqlalchemy.orm.attributes import set_committed_value
+
+from tessera.auth.principal import Principal
+from tessera.chain.keys import CUSTODIAL, WALLET_TYPE, new_custodial_key
+from tessera.crypto import SecretBox
+from tessera.errors import EmailTaken, InvalidInput, ReferenceIdTaken
+from tessera.models import ReputationEntry, User, UserWallet
+from tessera.models.base import utcnow
+from tessera.users import repository
+from tessera.users.schemas import ReputationAdjust, UserCreate, UserFetch, UserLookup
+
+MAX_BATCH = 1500
+
+
+async def create_users(
+    session: AsyncSession,
+    principal: Principal,
+    *,
+    users: list[UserCreate],
+    box: SecretBox,
+    ss58_prefix: int,
+) -> list[User]:
+    """Create a batch of users, each with a custodial Polkadot wallet, all or nothing.
+
+    Emails (and reference ids) must be unique within the batch (400) and the project (409).
+    """
+    _reject_batch_duplicates(users)
+    project_id = principal.project_id
+    await _reject_taken(session, project_id, users)
+
+    now = utcnow()
+    created: list[User] = []
+    for index, item in enumerate(users):
+        # One microsecond apart, so listings keep the batch's order.
+        at = now + timedelta(microseconds=index)
+        user = User(
+            id=uuid.uuid4(),
+            project_id=project_id,
+            email=item.email,
+            first_name=item.first_name,
+            last_name=item.last_name,
+            reference_id=item.reference_id,
+            is_activated=False,
+            reputation=0,
+            created_at=at,
+            updated_at=at,
+        )
+        key = new_custodial_key(box, ss58_prefix=ss58_prefix)
+        wallet = UserWallet(
+            id=uuid.uuid4(),
+            user_id=user.id,
+            project_id=project_id,
+            type=WALLET_TYPE,
+            custody=CUSTODIAL,
+            public_key=key.public_key,
+            address=key.address,
+            secret_key_id=key.secret.key_id,
+            secret_blob=key.secret.blob,
+            created_at=at,
+        )
+        session.add(user)
+        session.add(wallet)
+        set_committed_value(user, "wallets", [wallet])
+        created.append(user)
+    try:
+        await session.commit()
+    except IntegrityError as exc:  # a concurrent request took an email or reference id
+        raise EmailTaken("email or referenceId already registered in this project") from exc
+    return created
+
+
+def _reject_batch_duplicates(users: list[UserCreate]) -> None:
+    problems = []
+    for field, values in (
+        ("email", [u.email for u in users]),
+        ("referenceId", [u.reference_id for u in users if u.reference_id is not None]),
+    ):
+        for value, count in Counter(values).items():
+            if count > 1:
+                problems.append(f"{field}: {value!r} appears {count} times in the batch")
+    if problems:
+        raise InvalidInput(*problems)
+
+
+async def _reject_taken(
+    session: AsyncSession, project_id: uuid.UUID, users: list[UserCreate]
+) -> None:
+    emails = [u.email for u in users]
+    taken = list(
+        await session.scalars(
+            select(User.email).where(User.project_id == project_id, User.email.in_(emails))
+        )
+    )
+    if taken:
+        raise EmailTaken(
+            f"email already registered in this project: {', '.join(sorted(taken)[:5])}"
+        )
+    refs = [u.reference_id for u in users if u.reference_id is not None]
+    if refs:
+        taken = list(
+            await session.scalars(
+                select(User.reference_id).where(
+                    User.project_id == project_id, User.reference_id.in_(refs)
+                )
+            )
+        )
+        if taken:
+            listed = ", ".join(sorted(str(t) for t in taken)[:5])
+            raise ReferenceIdTaken(f"referenceId already used in this project: {listed}")
+
+
+async def get_profile(session: AsyncSession, principal: Principal, *, lookup: UserLookup) -> User:
+    identifier = lookup.identifier()
+    assert identifier is not None  # the schema requires one
+    return await repository.get_user(session, principal.project_id, identifier, with_wallets=True)
+
+
+async def fetch_users(
+    session: AsyncSession, principal: Principal, *, query: UserFetch
+) -> tuple[list[User], int]:
+    """A page of the project's users (oldest first), optionally narrowed to one identifier."""
+    statement = repository.users_of(principal.project_id)
+    if (identifier := query.identifier()) is not None:
+        field, value = identifier
+        statement = statement.where(repository.COLUMNS[field] == value)
+    total = await session.scalar(select(func.count()).select_from(statement.subquery()))
+    page = await session.scalars(
+        statement.options(selectinload(User.wallets))
+        .order_by(User.created_at, User.id)
+        .limit(query.limit)
+        .offset(query.offset)
+    )
+    return list(page), total or 0
+
+
+async def count_active_users(session: AsyncSession, principal: Principal) -> int:
+    count = await session.scalar(
+        select(func.count())
+        .select_from(User)
+        .where(User.project_id == principal.project_id, User.is_activated.is_(True))
+    )
+    return count or 0
+
+
+async def activate_user(session: AsyncSession, principal: Principal, *, lookup: UserLookup) -> User:
+    """Activate a user; activating an active user keeps its original ``activatedOn``."""
+    identifier = lookup.identifier()
+    assert identifier is not None
+    user = await repository.get_user(session, principal.project_id, identifier)
+    if not user.is_activated:
+        await session.execute(
+            update(User)
+            .where(User.id == user.id, User.is_activated.is_(False))
+            .values(is_activated=True, activated_on=utcnow())
+            .execution_options(synchronize_session=False)
+        )
+        await session.commit()
+        await session.refresh(user)
+    return user
+
+
+async def activation_status(
+    session: AsyncSession, principal: Principal, *, lookup: UserLookup
+) -> User:
+    identifier = lookup.identifier()
+    assert identifier is not None
+    return await repository.get_user(session, principal.project_id, identifier)
+
+
+async def adjust_reputation(
+    session: AsyncSession, principal: Principal, *, body: ReputationAdjust
+) -> ReputationEntry:
+    """Add a signed delta to a user's reputation; the balance never goes below 0."""
+    identifier = body.identifier()
+    assert identifier is not None
+    user = await repository.get_user(session, principal.project_id, identifier)
+    entry = await repository.add_reputation(session, user, delta=body.delta, reason=body.reason)
+    await session.commit()
+    return entry
