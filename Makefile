@@ -23,10 +23,10 @@ serve: $(VENV)/.runtime
 # The suite runs on SQLite; with TESSERA_TEST_DATABASE_URL set it runs a second time on PostgreSQL.
 test: $(VENV)/.dev
 	$(BIN)/ruff check src tests migrations
-	TESSERA_TEST_BACKEND=sqlite $(BIN)/pytest -n $(PYTEST_WORKERS)
+	TESSERA_TEST_BACKEND=sqlite $(BIN)/pytest -q -n $(PYTEST_WORKERS)
 	@if [ -n "$$TESSERA_TEST_DATABASE_URL" ]; then \
 		echo "== again on PostgreSQL =="; \
-		TESSERA_TEST_BACKEND=postgresql $(BIN)/pytest -n $(PYTEST_WORKERS); \
+		TESSERA_TEST_BACKEND=postgresql $(BIN)/pytest -q -n $(PYTEST_WORKERS); \
 	else \
 		echo "TESSERA_TEST_DATABASE_URL is not set: PostgreSQL run skipped (CI sets it)"; \
 	fi

@@ -7,7 +7,7 @@ processes (the CLI next to a running server) wait on ``busy_timeout``. Reads use
 transactions and run alongside the writer thanks to WAL.
 
 PostgreSQL runs READ COMMITTED; use-cases that check-then-write lock the row they depend on with
-``SELECT ... FOR UPDATE`` (see ``lock_for_update``), which SQLite's whole-database write lock
+``SELECT ... FOR NO KEY UPDATE`` (see ``lock_for_update``), which SQLite's whole-database write lock
 already provides.
 """
 
@@ -92,8 +92,13 @@ SelectT = TypeVar("SelectT", bound=Select[Any])
 
 
 def lock_for_update(statement: SelectT) -> SelectT:
-    """Row lock on PostgreSQL; a no-op on SQLite, where write transactions are serialised."""
-    return statement.with_for_update()
+    """Row lock on PostgreSQL; a no-op on SQLite, where write transactions are serialised.
+
+    ``FOR NO KEY UPDATE``, not ``FOR UPDATE``: inserting a row whose foreign key points at the
+    locked row (an order line, an item) takes ``FOR KEY SHARE`` on it, which ``FOR UPDATE`` would
+    wait on, so two such transactions would deadlock. The locked rows never change their keys.
+    """
+    return statement.with_for_update(key_share=True)
 
 
 async def get_session(request: Request) -> AsyncIterator[AsyncSession]:

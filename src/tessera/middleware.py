@@ -17,10 +17,6 @@ log = logging.getLogger("tessera.requests")
 _SAFE_REQUEST_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
 
 
-class _BodyTooLarge(Exception):
-    pass
-
-
 class RequestContextMiddleware:
     def __init__(self, app: ASGIApp, *, max_body_bytes: int) -> None:
         self.app = app
@@ -49,22 +45,32 @@ class RequestContextMiddleware:
             return
 
         received = 0
+        too_large = False
 
         async def limited_receive() -> Message:
-            nonlocal received
+            # Past the limit, answer 413 here and tell the app the client went away: FastAPI
+            # would turn an exception raised while it reads the body into a 400.
+            nonlocal received, too_large
+            if too_large:
+                return {"type": "http.disconnect"}
             message = await receive()
             if message["type"] == "http.request":
                 received += len(message.get("body", b""))
                 if received > self.max_body_bytes:
-                    raise _BodyTooLarge
+                    too_large = True
+                    await _send_json(send_with_id, 413, {"message": self._too_large()})
+                    return {"type": "http.disconnect"}
             return message
 
+        async def guarded_send(message: Message) -> None:
+            if not too_large:
+                await send_with_id(message)
+
         try:
-            await self.app(scope, limited_receive, send_with_id)
-        except _BodyTooLarge:
-            if not started:
-                await _send_json(send_with_id, 413, {"message": self._too_large()})
+            await self.app(scope, limited_receive, guarded_send)
         except Exception:
+            if too_large:
+                return
             log.exception("unhandled error (request_id=%s)", request_id)
             if not started:
                 body = {"message": "internal error", "request_id": request_id}

@@ -49,9 +49,16 @@ class IdMixin:
     id: Mapped[uuid.UUID] = mapped_column(Uuid, primary_key=True, default=uuid.uuid4)
 
 
+def _same_as_created(context: Any) -> datetime:
+    """A new row's ``updated_at`` is its ``created_at``, to the microsecond."""
+    return context.get_current_parameters().get("created_at") or utcnow()
+
+
 class TimestampMixin:
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
-    updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, onupdate=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(
+        UTCDateTime, default=_same_as_created, onupdate=utcnow
+    )
 
 
 class CustodialKeyMixin:

@@ -55,7 +55,7 @@ async def check_recipients(
             .where(ProductItem.product_id == product.id, ProductItem.owner_id.in_(wanted))
             .group_by(ProductItem.owner_id)
         )
-        held: dict[uuid.UUID, int] = {owner_id: count for owner_id, count in counts.tuples()}
+        held: dict[uuid.UUID, int] = {owner_id: count for owner_id, count in counts}
         for user in _unique(recipients):
             total = held.get(user.id, 0) + wanted[user.id]
             if total > product.max_per_account:

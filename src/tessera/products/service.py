@@ -109,7 +109,7 @@ async def list_sales(
         .limit(paging.limit)
         .offset(paging.offset)
     )
-    return product, list(rows.tuples()), total or 0
+    return product, [tuple(row) for row in rows], total or 0
 
 
 async def issue_items(

@@ -1,0 +1,138 @@
+"""Explicit async factories: each returns what it made and takes overrides for any field."""
+
+import itertools
+import time
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+from fastapi import FastAPI
+
+from tessera.auth.api_keys import create_api_key
+from tessera.projects.service import create_project
+
+_seq = itertools.count(1)
+
+
+@dataclass(frozen=True)
+class Tenant:
+    project_id: uuid.UUID
+    write_key: str
+    read_key: str
+    client_id: str
+    client_secret: str
+
+    @property
+    def w(self) -> dict[str, str]:
+        """Headers with the project's write API key."""
+        return {"x-api-key": self.write_key}
+
+    @property
+    def r(self) -> dict[str, str]:
+        """Headers with a read-only API key."""
+        return {"x-api-key": self.read_key}
+
+
+async def make_tenant(app: FastAPI, *, name: str = "Acme") -> Tenant:
+    settings = app.state.settings
+    hash_key = settings.hash_key.get_secret_value().encode()
+    async with app.state.database.session() as session:
+        created = await create_project(
+            session, name=name, box=app.state.box, hash_key=hash_key, ss58_prefix=42
+        )
+    async with app.state.database.session() as session:
+        read = await create_api_key(
+            session, project_id=created.project_id, permission="read", hash_key=hash_key
+        )
+        await session.commit()
+    return Tenant(
+        created.project_id, created.api_key, read.api_key, created.client_id, created.client_secret
+    )
+
+
+def user_body(**overrides: Any) -> dict[str, Any]:
+    n = next(_seq)
+    return {
+        "email": f"user{n}@example.com",
+        "firstName": f"First{n}",
+        "lastName": f"Last{n}",
+        "referenceId": f"ref-{n}",
+    } | overrides
+
+
+async def create_users(
+    client: httpx.AsyncClient, tenant: Tenant, count: int = 1, **overrides: Any
+) -> list[dict[str, Any]]:
+    response = await client.post(
+        "/v1/users/create", headers=tenant.w, json=[user_body(**overrides) for _ in range(count)]
+    )
+    assert response.status_code == 201, response.text
+    return response.json()["users"]
+
+
+async def create_user(
+    client: httpx.AsyncClient, tenant: Tenant, **overrides: Any
+) -> dict[str, Any]:
+    return (await create_users(client, tenant, 1, **overrides))[0]
+
+
+def event_body(**overrides: Any) -> dict[str, Any]:
+    n = next(_seq)
+    now = int(time.time())
+    return {
+        "name": f"Event {n}",
+        "start_date": now + 86400,
+        "end_date": now + 2 * 86400,
+        "location": "Main Hall",
+        "address": "1 Test Street",
+        "description": "A test event",
+        "reference_id": f"event-{n}",
+    } | overrides
+
+
+async def create_event(
+    client: httpx.AsyncClient, tenant: Tenant, **overrides: Any
+) -> dict[str, Any]:
+    response = await client.post(
+        "/v1/events/create", headers=tenant.w, json=event_body(**overrides)
+    )
+    assert response.status_code == 201, response.text
+    return response.json()
+
+
+def product_body(**overrides: Any) -> dict[str, Any]:
+    n = next(_seq)
+    return {
+        "type": "admission",
+        "name": f"Product {n}",
+        "description": "A test product",
+    } | overrides
+
+
+async def create_product(
+    client: httpx.AsyncClient, tenant: Tenant, **overrides: Any
+) -> dict[str, Any]:
+    response = await client.post("/v1/products", headers=tenant.w, json=product_body(**overrides))
+    assert response.status_code == 201, response.text
+    return response.json()
+
+
+async def issue_items(
+    client: httpx.AsyncClient, tenant: Tenant, product_id: str, *user_ids: str
+) -> list[dict[str, Any]]:
+    response = await client.post(
+        f"/v1/products/{product_id}/items", headers=tenant.w, json={"users": list(user_ids)}
+    )
+    assert response.status_code == 201, response.text
+    return response.json()["items"]
+
+
+async def create_order(
+    client: httpx.AsyncClient, tenant: Tenant, user_id: str, *lines: tuple[str, int], **extra: Any
+) -> httpx.Response:
+    body = {
+        "user": {"id": user_id},
+        "items": [{"product_id": p, "quantity": q} for p, q in lines],
+    } | extra
+    return await client.post("/v1/orders", headers=tenant.w, json=body)

@@ -1,0 +1,134 @@
+"""The two error shapes, the request id on failures, the body size limit."""
+
+import logging
+
+import httpx
+import pytest
+
+from tessera.main import create_app
+from tests.factories import create_product, create_user, user_body
+
+
+class TestErrorShapes:
+    async def test_malformed_json_is_400(self, client, tenant):
+        response = await client.post(
+            "/v1/users/profile",
+            headers=tenant.r | {"content-type": "application/json"},
+            content=b'{"id": ',
+        )
+        assert response.status_code == 400
+        [error] = response.json()["errors"]
+        assert error.startswith("malformed JSON")
+
+    async def test_unknown_route_is_404_message(self, client, tenant):
+        response = await client.get("/v1/nothing-here", headers=tenant.r)
+        assert response.status_code == 404 and response.json() == {"message": "Not Found"}
+
+    async def test_wrong_method_is_405_message(self, client, tenant):
+        response = await client.delete("/v1/version")
+        assert response.status_code == 405 and set(response.json()) == {"message"}
+
+    async def test_bad_input_changes_nothing(self, client, tenant):
+        product = await create_product(client, tenant, stock=1)
+        user = await create_user(client, tenant)
+        response = await client.post(
+            f"/v1/products/{product['id']}/items",
+            headers=tenant.w,
+            json={"users": [user["id"], "x"]},
+        )
+        assert response.status_code == 400
+        issued = await client.post(
+            f"/v1/products/{product['id']}/items", headers=tenant.w, json={"users": [user["id"]]}
+        )
+        assert issued.status_code == 201 and issued.json()["items"][0]["item_id"] == 1
+
+
+class TestBodyLimit:
+    async def test_declared_oversize_body_is_413(self, client, tenant, settings):
+        body = [user_body() for _ in range(800)]
+        response = await client.post("/v1/users/create", headers=tenant.w, json=body)
+        assert response.status_code == 413
+        assert response.json() == {
+            "message": f"request body too large (limit {settings.max_body_bytes} bytes)"
+        }
+        assert response.headers["x-request-id"]
+        assert (await client.post("/v1/users/fetch", headers=tenant.r, json={})).json()[
+            "total"
+        ] == 0
+
+    async def test_streamed_oversize_body_is_413(self, client, tenant, settings):
+        async def chunks():
+            yield b"["
+            for _ in range(2000):
+                yield b'{"email": "streamed@example.com"},'
+            yield b"{}]"
+
+        response = await client.post(
+            "/v1/users/create",
+            headers=tenant.w | {"content-type": "application/json"},
+            content=chunks(),
+        )
+        assert response.status_code == 413
+
+
+class TestUnexpectedErrors:
+    @pytest.fixture
+    async def broken_client(self, settings):
+        app = create_app(settings)
+
+        @app.get("/boom")
+        async def boom() -> None:
+            raise RuntimeError("secret detail that must stay in the log")
+
+        async with app.router.lifespan_context(app):
+            transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
+            async with httpx.AsyncClient(transport=transport, base_url="http://t") as http:
+                yield http
+
+    async def test_500_has_request_id_and_no_traceback(self, broken_client, caplog):
+        with caplog.at_level(logging.ERROR, logger="tessera"):
+            response = await broken_client.get("/boom", headers={"x-request-id": "req-500"})
+        assert response.status_code == 500
+        assert response.json() == {"message": "internal error", "request_id": "req-500"}
+        assert response.headers["x-request-id"] == "req-500"
+        assert "secret detail" in caplog.text and "req-500" in caplog.text
+
+
+class TestNoSecretsLeak:
+    async def test_credentials_and_keys_never_appear_in_responses_or_logs(
+        self, client, tenant, app, caplog
+    ):
+        caplog.set_level(logging.DEBUG)
+        token = await client.post(
+            "/v1/auth/token",
+            data={"client_id": tenant.client_id, "client_secret": tenant.client_secret},
+        )
+        bearer = token.json()["access_token"]
+        user = await create_user(client, tenant)
+        bodies = [token.text]
+        for path, body in (
+            ("/v1/users/profile", {"id": user["id"]}),
+            ("/v1/users/fetch", {"limit": 5}),
+        ):
+            bodies.append((await client.post(path, headers=tenant.w, json=body)).text)
+        bodies.append(
+            (
+                await client.get(
+                    "/v1/projects/wallets", headers={"Authorization": f"Bearer {bearer}"}
+                )
+            ).text
+        )
+        bodies.append((await client.get("/openapi.json")).text)
+        settings = app.state.settings
+        secrets = [
+            tenant.write_key,
+            tenant.read_key,
+            tenant.client_secret,
+            settings.hash_key.get_secret_value(),
+            settings.secret_keys.get_secret_value().split(":", 1)[1],
+        ]
+        for secret in secrets:
+            assert all(secret not in body for body in bodies)
+            assert secret not in caplog.text
+        assert "secret_blob" not in "".join(bodies) and "public_key" not in "".join(bodies)
+        assert "**********" in repr(settings)

@@ -1,0 +1,45 @@
+import re
+
+from fastapi import FastAPI
+from fastapi.routing import APIRoute, iter_route_contexts
+
+from tessera.api import OPEN_ROUTES
+from tessera.auth.dependencies import authenticate
+
+
+class TestVersion:
+    async def test_needs_no_credential_and_reports_the_api_version(self, client):
+        response = await client.get("/v1/version")
+        assert response.status_code == 200
+        assert response.json() == {"version": "2.72.0"}
+        assert response.headers["x-tessera-build"]
+
+    async def test_every_response_carries_a_request_id(self, client):
+        response = await client.get("/v1/version")
+        assert re.fullmatch(r"[0-9a-f]{32}", response.headers["x-request-id"])
+        echoed = await client.get("/v1/version", headers={"x-request-id": "abc-123"})
+        assert echoed.headers["x-request-id"] == "abc-123"
+        unsafe = await client.get("/v1/version", headers={"x-request-id": "a b\tc"})
+        assert unsafe.headers["x-request-id"] != "a b\tc"
+        missing = await client.get("/v1/users/count")
+        assert missing.status_code == 401 and missing.headers["x-request-id"]
+
+
+def _depends_on(dependant, target) -> bool:
+    return any(d.call is target or _depends_on(d, target) for d in dependant.dependencies)
+
+
+class TestRouteSecurity:
+    def test_only_the_allowlisted_routes_are_open(self, app: FastAPI):
+        seen_open = set()
+        for route in iter_route_contexts(app.routes):
+            methods = getattr(route, "methods", None) or set()
+            for method in methods - {"HEAD"}:
+                key = (method, route.path)
+                api_route = isinstance(route.original_route, APIRoute)
+                if api_route and _depends_on(route.dependant, authenticate):
+                    assert key not in OPEN_ROUTES, f"{key} is allowlisted but authenticates"
+                else:
+                    assert key in OPEN_ROUTES, f"{key} answers without a credential"
+                    seen_open.add(key)
+        assert seen_open == OPEN_ROUTES
