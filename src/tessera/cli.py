@@ -18,6 +18,7 @@ from tessera.auth.tokens import TokenIssuer, bind_identity
 from tessera.config import Settings, get_settings
 from tessera.crypto import SecretBox
 from tessera.db import Database
+from tessera.errors import AppError
 
 app = typer.Typer(no_args_is_help=True, help="Tessera: event tickets, perks and user wallets.")
 db_app = typer.Typer(no_args_is_help=True, help="Database schema.")
@@ -48,7 +49,11 @@ def _run(work: Callable[[Database, Settings], Awaitable[Any]]) -> Any:
         finally:
             await database.dispose()
 
-    return asyncio.run(main())
+    try:
+        return asyncio.run(main())
+    except AppError as exc:
+        typer.echo(f"error: {exc.message}", err=True)
+        raise typer.Exit(1) from None
 
 
 def _hash_key(settings: Settings) -> bytes:

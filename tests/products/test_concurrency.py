@@ -124,3 +124,37 @@ class TestConcurrentIssuing:
         )
         assert Counter(r.status_code for r in responses) == {200: 3, 409: REQUESTS - 3}
         assert [i.redemption_count for i in await _items(database, product["id"])] == [3]
+
+
+class TestConcurrentWrites:
+    async def test_multi_product_orders_neither_deadlock_nor_oversell(
+        self, client, tenant, database, live_url
+    ):
+        first = await create_product(client, tenant, stock=8)
+        second = await create_product(client, tenant, stock=8)
+        users = await create_users(client, tenant, 20)
+        calls = []
+        for i in range(REQUESTS):
+            lines = [first["id"], second["id"]][:: 1 if i % 2 else -1]  # both lock orders
+            calls.append(
+                (
+                    "/v1/orders",
+                    {
+                        "user": {"id": users[i % 20]["id"]},
+                        "items": [{"product_id": p, "quantity": 1} for p in lines],
+                    },
+                )
+            )
+        responses = await _burst(live_url, calls, tenant.w)
+        assert Counter(r.status_code for r in responses) == {201: 8, 409: REQUESTS - 8}
+        for product in (first, second):
+            assert [i.item_id for i in await _items(database, product["id"])] == list(range(1, 9))
+
+    async def test_one_email_is_created_once(self, client, tenant, live_url):
+        calls = [("/v1/users/create", [{"email": "race@example.com"}])] * REQUESTS
+        responses = await _burst(live_url, calls, tenant.w)
+        assert Counter(r.status_code for r in responses) == {201: 1, 409: REQUESTS - 1}
+        listed = await client.post(
+            "/v1/users/fetch", headers=tenant.r, json={"email": "race@example.com"}
+        )
+        assert listed.json()["total"] == 1

@@ -1,0 +1,149 @@
+"""The `tessera` command against the session's database, used together with the API."""
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import jwt
+import pytest
+
+from tests.conftest import OIDC_AUDIENCE, OIDC_ISSUER
+
+TESSERA = str(Path(sys.executable).with_name("tessera"))
+
+
+@pytest.fixture
+def cli(settings):
+    env = os.environ | {
+        "TESSERA_ENV": "test",
+        "TESSERA_DATABASE_URL": settings.database_url,
+        "TESSERA_SECRET_KEYS": settings.secret_keys.get_secret_value(),
+        "TESSERA_HASH_KEY": settings.hash_key.get_secret_value(),
+    }
+
+    def run(*args: str, ok: bool = True) -> subprocess.CompletedProcess[str]:
+        result = subprocess.run(
+            [TESSERA, *args], env=env, capture_output=True, text=True, timeout=60, check=False
+        )
+        if ok:
+            assert result.returncode == 0, result.stderr
+        return result
+
+    return run
+
+
+class TestCli:
+    async def test_project_keys_tokens_and_revocation(self, cli, client):
+        created = json.loads(cli("project", "create", "--name", "Cli Co").stdout)
+        assert set(created) == {"project_id", "api_key", "client_id", "client_secret"}
+        write = {"x-api-key": created["api_key"]}
+        response = await client.post(
+            "/v1/users/create", headers=write, json=[{"email": "c@example.com"}]
+        )
+        assert response.status_code == 201
+        token = await client.post(
+            "/v1/auth/token",
+            data={"client_id": created["client_id"], "client_secret": created["client_secret"]},
+        )
+        assert token.status_code == 200
+
+        project = created["project_id"]
+        read = json.loads(
+            cli(
+                "apikey",
+                "create",
+                "--project",
+                project,
+                "--permission",
+                "read",
+                "--expires-in",
+                "600",
+            ).stdout
+        )
+        assert set(read) == {"id", "api_key", "permission", "expires_at"}
+        assert read["permission"] == "read" and read["expires_at"]
+        headers = {"x-api-key": read["api_key"]}
+        assert (await client.get("/v1/users/count", headers=headers)).status_code == 200
+        denied = await client.post(
+            "/v1/users/create", headers=headers, json=[{"email": "d@example.com"}]
+        )
+        assert denied.status_code == 403
+
+        listed = json.loads(cli("apikey", "list", "--project", project).stdout)
+        assert sorted(k["permission"] for k in listed) == ["read", "write"]
+        assert read["api_key"] not in json.dumps(listed) and created["api_key"] not in json.dumps(
+            listed
+        )
+        cli("apikey", "revoke", "--project", project, "--id", read["id"])
+        assert (await client.get("/v1/users/count", headers=headers)).status_code == 401
+
+        bearer = cli(
+            "token", "--project", project, "--scope", "read", "--ttl", "120"
+        ).stdout.strip()
+        claims = jwt.decode(bearer, options={"verify_signature": False})
+        assert claims["exp"] - claims["iat"] == 120 and claims["pid"] == project
+        auth = {"Authorization": f"Bearer {bearer}"}
+        assert (await client.get("/v1/users/count", headers=auth)).json() == {"count": 0}
+        denied = await client.post(
+            "/v1/users/create", headers=auth, json=[{"email": "e@example.com"}]
+        )
+        assert denied.status_code == 403
+
+    async def test_identity_bind(self, cli, client, tenant, jwks_server):
+        bound = json.loads(
+            cli(
+                "identity",
+                "bind",
+                "--project",
+                str(tenant.project_id),
+                "--issuer",
+                OIDC_ISSUER,
+                "--subject",
+                "robot@acme",
+            ).stdout
+        )
+        assert bound["permission"] == "write" and bound["subject"] == "robot@acme"
+        now = int(time.time())
+        token = jwt.encode(
+            {"iss": OIDC_ISSUER, "aud": OIDC_AUDIENCE, "sub": "robot@acme", "exp": now + 60},
+            jwks_server.private_key,
+            algorithm="RS256",
+            headers={"kid": jwks_server.kid},
+        )
+        response = await client.post(
+            "/v1/users/create",
+            headers={"Authorization": f"Bearer {token}"},
+            json=[{"email": "robot-made@example.com"}],
+        )
+        assert response.status_code == 201
+
+    async def test_demo_fills_a_project(self, cli, client, tenant):
+        cli("demo", "--project", str(tenant.project_id))
+        products = (await client.get("/v1/products", headers=tenant.r)).json()
+        assert [p["name"] for p in products] == ["Festival pass", "Drink voucher"]
+        sales = await client.get(f"/v1/products/{products[0]['id']}/sales", headers=tenant.r)
+        assert sales.json()["pagination"]["total"] == 2
+        users = await client.post("/v1/users/fetch", headers=tenant.r, json={})
+        assert users.json()["total"] == 4
+
+    def test_errors_are_one_line_and_exit_1(self, cli, tenant):
+        result = cli(
+            "apikey", "create", "--project", "00000000-0000-0000-0000-000000000000", ok=False
+        )
+        assert result.returncode == 1 and result.stderr.strip() == "error: project not found"
+        result = cli(
+            "apikey",
+            "create",
+            "--project",
+            str(tenant.project_id),
+            "--permission",
+            "admin",
+            ok=False,
+        )
+        assert result.returncode == 2 and "admin" in result.stderr
+
+    def test_db_upgrade_is_idempotent(self, cli):
+        cli("db", "upgrade")
