@@ -1,4 +1,5 @@
 import re
+import uuid
 
 from fastapi import FastAPI
 from fastapi.routing import APIRoute, iter_route_contexts
@@ -43,3 +44,38 @@ class TestRouteSecurity:
                     assert key in OPEN_ROUTES, f"{key} answers without a credential"
                     seen_open.add(key)
         assert seen_open == OPEN_ROUTES
+
+
+# POST routes that only read (lookups with a body).
+READ_POSTS = {"/v1/users/profile", "/v1/users/fetch", "/v1/users/activation"}
+
+
+def _project_routes(app):
+    for route in iter_route_contexts(app.routes):
+        if not isinstance(route.original_route, APIRoute):
+            continue
+        for method in route.methods:
+            if (method, route.path) not in OPEN_ROUTES:
+                path = re.sub(r"{[^}]+}", str(uuid.uuid4()), route.path)
+                yield method, route.path, path
+
+
+class TestEveryProjectRoute:
+    async def test_needs_a_credential(self, app, client, tenant):
+        routes = list(_project_routes(app))
+        assert len(routes) == 26
+        for method, template, path in routes:
+            response = await client.request(method, path, json={})
+            assert response.status_code == 401, (method, template)
+            assert set(response.json()) == {"message"}
+
+    async def test_read_credential_cannot_write(self, app, client, tenant):
+        writes = [r for r in _project_routes(app) if r[0] != "GET" and r[1] not in READ_POSTS]
+        assert len(writes) == 14
+        for method, template, path in writes:
+            # Permission is checked before the body is validated: {} is enough to get a 403.
+            response = await client.request(method, path, headers=tenant.r, json={})
+            assert response.status_code == 403, (method, template)
+            assert response.json() == {
+                "message": "this credential is read-only; a write credential is required"
+            }
