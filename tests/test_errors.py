@@ -132,3 +132,15 @@ class TestNoSecretsLeak:
             assert secret not in caplog.text
         assert "secret_blob" not in "".join(bodies) and "public_key" not in "".join(bodies)
         assert "**********" in repr(settings)
+
+
+class TestSettings:
+    def test_production_refuses_placeholder_secrets(self):
+        from pydantic import ValidationError
+
+        from tessera.config import Settings
+
+        with pytest.raises(ValidationError, match="must be set in production"):
+            Settings(env="production")
+        with pytest.raises(ValidationError, match="must be 32 bytes"):
+            Settings(secret_keys="k1:c2hvcnQ=")

@@ -67,11 +67,8 @@ class Settings(BaseSettings):
 
     @model_validator(mode="after")
     def _refuse_placeholders(self) -> "Settings":
-        if self.env == "production":
-            if self.secret_keys.get_secret_value() == DEV_SECRET_KEYS:
-                raise ValueError("TESSERA_SECRET_KEYS must be set in production")
-            if self.hash_key.get_secret_value() == DEV_HASH_KEY:
-                raise ValueError("TESSERA_HASH_KEY must be set in production")
+        if self.env == "production" and self.uses_dev_secrets:
+            raise ValueError("TESSERA_SECRET_KEYS and TESSERA_HASH_KEY must be set in production")
         if bool(self.oidc_issuer) != bool(self.oidc_jwks_url) or (
             self.oidc_issuer and not self.oidc_audience
         ):
@@ -79,6 +76,13 @@ class Settings(BaseSettings):
                 "TESSERA_OIDC_ISSUER, TESSERA_OIDC_AUDIENCE and TESSERA_OIDC_JWKS_URL go together"
             )
         return self
+
+    @property
+    def uses_dev_secrets(self) -> bool:
+        return (
+            self.secret_keys.get_secret_value() == DEV_SECRET_KEYS
+            or self.hash_key.get_secret_value() == DEV_HASH_KEY
+        )
 
     @property
     def key_ring(self) -> dict[str, bytes]:

@@ -33,6 +33,10 @@ gets 403 on writes. Errors are `{"errors": [...]}` (400) or `{"message": ...}` (
 
 def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or get_settings()
+    if settings.uses_dev_secrets:
+        log.warning(
+            "using the dev placeholder secrets: set TESSERA_SECRET_KEYS and TESSERA_HASH_KEY"
+        )
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
