@@ -8,6 +8,7 @@ nature and use plain ``int``.
 from typing import Annotated
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     ConfigDict,
     EmailStr,
@@ -18,12 +19,18 @@ from pydantic import (
 )
 from pydantic.alias_generators import to_camel
 
+
+def normalize_email(email: str) -> str:
+    """Emails compare case-insensitively: they are stored and matched lowercased."""
+    return email.strip().lower()
+
+
 # Unix timestamps in seconds (the spec's start_date, registered_at, ...).
 UnixSeconds = Annotated[StrictInt, Field(gt=0, le=253402300799)]  # up to 9999-12-31
 PositiveInt = Annotated[StrictInt, Field(ge=1, le=2**53)]
 NonNegativeInt = Annotated[StrictInt, Field(ge=0, le=2**53)]
 Bool = StrictBool
-Email = Annotated[EmailStr, StringConstraints(max_length=320)]
+Email = Annotated[EmailStr, StringConstraints(max_length=320), AfterValidator(normalize_email)]
 RefId = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=255)]
 
 
@@ -43,11 +50,6 @@ class Pagination(SnakeModel):
     page: int
     limit: int
     total: int
-
-
-def normalize_email(email: str) -> str:
-    """Emails compare case-insensitively: they are stored and matched lowercased."""
-    return email.strip().lower()
 
 
 class PageParams(SnakeModel):

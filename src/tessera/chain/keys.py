@@ -24,6 +24,17 @@ class CustodialKey:
     address: str
     secret: Sealed
 
+    def columns(self) -> dict[str, object]:
+        """The wallet row's columns (see ``CustodialKeyMixin``)."""
+        return {
+            "type": WALLET_TYPE,
+            "custody": CUSTODIAL,
+            "public_key": self.public_key,
+            "address": self.address,
+            "secret_key_id": self.secret.key_id,
+            "secret_blob": self.secret.blob,
+        }
+
 
 def wallet_aad(public_key: bytes) -> bytes:
     return b"tessera/wallet/" + public_key

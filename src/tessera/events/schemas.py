@@ -2,9 +2,9 @@ import uuid
 from datetime import datetime
 from typing import Annotated, Self
 
-from pydantic import StringConstraints, field_validator, model_validator
+from pydantic import StringConstraints, model_validator
 
-from tessera.schemas import Email, Pagination, RefId, SnakeModel, UnixSeconds, normalize_email
+from tessera.schemas import Email, Pagination, RefId, SnakeModel, UnixSeconds
 from tessera.users.schemas import UserBase
 
 EventName = Annotated[str, StringConstraints(strip_whitespace=True, min_length=3, max_length=255)]
@@ -88,11 +88,6 @@ class AttendeeRegister(SnakeModel):
     email: Email | None = None
     registered_at: UnixSeconds | None = None
     checked_in_at: UnixSeconds | None = None
-
-    @field_validator("email")
-    @classmethod
-    def _lower(cls, value: str | None) -> str | None:
-        return normalize_email(value) if value else value
 
     @model_validator(mode="after")
     def _one_user(self) -> Self:

@@ -14,7 +14,6 @@ from tessera.schemas import (
     Pagination,
     PositiveInt,
     SnakeModel,
-    normalize_email,
 )
 
 ProductType = Literal["admission", "presale", "perks"]
@@ -128,11 +127,6 @@ class ItemsIssue(SnakeModel):
     users: list[uuid.UUID] = Field(default_factory=list, max_length=MAX_ISSUE)
     emails: list[Email] = Field(default_factory=list, max_length=MAX_ISSUE)
 
-    @field_validator("emails")
-    @classmethod
-    def _lower(cls, value: list[str]) -> list[str]:
-        return [normalize_email(e) for e in value]
-
     @model_validator(mode="after")
     def _recipients(self) -> Self:
         count = len(self.users) + len(self.emails)
@@ -207,11 +201,6 @@ class TransferRequest(SnakeModel):
     sender_user_id: uuid.UUID | None = None
     recipient_email: Email | None = None
     recipient_user_id: uuid.UUID | None = None
-
-    @field_validator("sender_email", "recipient_email")
-    @classmethod
-    def _lower(cls, value: str | None) -> str | None:
-        return normalize_email(value) if value else value
 
     @model_validator(mode="after")
     def _parties(self) -> Self:

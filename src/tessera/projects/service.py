@@ -9,7 +9,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from tessera.auth.api_keys import create_api_key
 from tessera.auth.principal import Principal
 from tessera.auth.tokens import create_client
-from tessera.chain.keys import CUSTODIAL, WALLET_TYPE, new_custodial_key
+from tessera.chain.keys import new_custodial_key
 from tessera.crypto import SecretBox
 from tessera.models import Project, ProjectWallet
 
@@ -29,17 +29,7 @@ async def create_project(
     project = Project(id=uuid.uuid4(), name=name)
     session.add(project)
     key = new_custodial_key(box, ss58_prefix=ss58_prefix)
-    session.add(
-        ProjectWallet(
-            project_id=project.id,
-            type=WALLET_TYPE,
-            custody=CUSTODIAL,
-            public_key=key.public_key,
-            address=key.address,
-            secret_key_id=key.secret.key_id,
-            secret_blob=key.secret.blob,
-        )
-    )
+    session.add(ProjectWallet(project_id=project.id, **key.columns()))
     await session.flush()
     api_key = await create_api_key(
         session, project_id=project.id, permission="write", hash_key=hash_key, name="default"

@@ -4,7 +4,7 @@ from typing import Annotated, ClassVar, Self
 
 from pydantic import Field, StrictInt, StringConstraints, field_validator, model_validator
 
-from tessera.schemas import CamelModel, Email, RefId, normalize_email
+from tessera.schemas import CamelModel, Email, RefId
 
 Name = Annotated[str, StringConstraints(strip_whitespace=True, max_length=255)]
 
@@ -16,11 +16,6 @@ class UserLookup(CamelModel):
     id: uuid.UUID | None = None
     email: Email | None = None
     reference_id: RefId | None = None
-
-    @field_validator("email")
-    @classmethod
-    def _lower(cls, value: str | None) -> str | None:
-        return normalize_email(value) if value else value
 
     @model_validator(mode="after")
     def _one_identifier(self) -> Self:
@@ -52,11 +47,6 @@ class UserCreate(CamelModel):
     first_name: Name | None = None
     last_name: Name | None = None
     reference_id: RefId | None = None
-
-    @field_validator("email")
-    @classmethod
-    def _lower(cls, value: str) -> str:
-        return normalize_email(value)
 
 
 class WalletRead(CamelModel):

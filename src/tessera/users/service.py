@@ -11,7 +11,7 @@ from sqlalchemy.orm import selectinload
 from sqlalchemy.orm.attributes import set_committed_value
 
 from tessera.auth.principal import Principal
-from tessera.chain.keys import CUSTODIAL, WALLET_TYPE, new_custodial_key
+from tessera.chain.keys import new_custodial_key
 from tessera.crypto import SecretBox
 from tessera.errors import EmailTaken, InvalidInput, ReferenceIdTaken
 from tessera.models import ReputationEntry, User, UserWallet
@@ -60,13 +60,8 @@ async def create_users(
             id=uuid.uuid4(),
             user_id=user.id,
             project_id=project_id,
-            type=WALLET_TYPE,
-            custody=CUSTODIAL,
-            public_key=key.public_key,
-            address=key.address,
-            secret_key_id=key.secret.key_id,
-            secret_blob=key.secret.blob,
             created_at=at,
+            **key.columns(),
         )
         session.add(user)
         session.add(wallet)
