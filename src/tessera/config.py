@@ -6,6 +6,8 @@ placeholder secrets that make a fresh clone run are refused at start-up.
 
 import base64
 import binascii
+from dataclasses import dataclass
+from decimal import Decimal
 from functools import lru_cache
 from typing import Annotated, Literal
 
@@ -18,6 +20,7 @@ DEV_SECRET_KEYS = "dev:ZGV2LW9ubHkta2V5LWRvLW5vdC11c2UtaW4tcHJvZCE="  # noqa: S1
 DEV_HASH_KEY = "dev-only-hash-key-do-not-use-in-production"
 
 Chain = Literal["AssetHub", "WestendAssetHub"]
+CHAINS: tuple[Chain, ...] = ("AssetHub", "WestendAssetHub")
 
 
 class Settings(BaseSettings):
@@ -55,9 +58,26 @@ class Settings(BaseSettings):
 
     ss58_prefix: int = Field(default=42, ge=0, le=16383)
 
-    # Chains are "configured" when they have an RPC URL (used by the chain worker).
+    # Chains are "configured" when they have an RPC URL (ws:// or wss://).
     chain_assethub_rpc_url: str | None = None
+    chain_assethub_ss58_prefix: int = Field(default=0, ge=0, le=16383)
+    chain_assethub_symbol: str = "DOT"
+    chain_assethub_decimals: int = Field(default=10, ge=0, le=30)
     chain_westendassethub_rpc_url: str | None = None
+    chain_westendassethub_ss58_prefix: int = Field(default=42, ge=0, le=16383)
+    chain_westendassethub_symbol: str = "WND"
+    chain_westendassethub_decimals: int = Field(default=12, ge=0, le=30)
+    chain_timeout_seconds: float = Field(default=30.0, gt=0)
+
+    # The job worker. `tessera serve` runs one in-process unless this is off (separate workers).
+    worker_in_process: bool = True
+    worker_poll_seconds: float = Field(default=1.0, gt=0)
+    job_max_attempts: int = Field(default=8, ge=1)
+    job_lease_seconds: int = Field(default=120, ge=5)
+
+    # `tessera devchain`: Chopsticks from the npm registry, on the Polkadot Asset Hub spec.
+    devchain_spec: str = "../shared/chain/asset-hub-polkadot-local.chainspec.json"
+    devchain_port: int = Field(default=9944, ge=1, le=65535)
 
     @field_validator("secret_keys")
     @classmethod
@@ -88,11 +108,36 @@ class Settings(BaseSettings):
     def key_ring(self) -> dict[str, bytes]:
         return parse_key_ring(self.secret_keys.get_secret_value())
 
-    def chain_rpc_url(self, chain: Chain) -> str | None:
-        return {
-            "AssetHub": self.chain_assethub_rpc_url,
-            "WestendAssetHub": self.chain_westendassethub_rpc_url,
-        }[chain]
+    def chain(self, name: Chain) -> "ChainConfig":
+        prefix = f"chain_{name.lower()}_"
+        return ChainConfig(
+            name=name,
+            rpc_url=getattr(self, prefix + "rpc_url"),
+            ss58_prefix=getattr(self, prefix + "ss58_prefix"),
+            symbol=getattr(self, prefix + "symbol"),
+            decimals=getattr(self, prefix + "decimals"),
+        )
+
+    def configured_chains(self) -> list["ChainConfig"]:
+        return [c for c in map(self.chain, CHAINS) if c.rpc_url]
+
+
+@dataclass(frozen=True, slots=True)
+class ChainConfig:
+    name: Chain
+    rpc_url: str | None
+    ss58_prefix: int
+    symbol: str
+    decimals: int
+
+    @property
+    def setting(self) -> str:
+        return f"TESSERA_CHAIN_{self.name.upper()}_RPC_URL"
+
+    def amount(self, planck: int) -> str:
+        """An amount in the chain's units, e.g. "10.0053 DOT"."""
+        whole = Decimal(planck) / (Decimal(10) ** self.decimals)
+        return f"{whole.normalize():f} {self.symbol}"
 
 
 def parse_key_ring(text: str) -> dict[str, bytes]:

@@ -41,10 +41,8 @@ async def create_product(
     event = None
     if body.event_id is not None:
         event = await get_event(session, principal.project_id, body.event_id)
-    if body.mint_nft and body.chain and settings.chain_rpc_url(body.chain) is None:
-        raise ChainNotConfigured(
-            f"chain {body.chain} is not configured: set TESSERA_CHAIN_{body.chain.upper()}_RPC_URL"
-        )
+    if body.mint_nft and body.chain and not (chain := settings.chain(body.chain)).rpc_url:
+        raise ChainNotConfigured(f"chain {chain.name} is not configured: set {chain.setting}")
     product = Product(
         id=uuid.uuid4(), project_id=principal.project_id, issued_count=0, **body.model_dump()
     )

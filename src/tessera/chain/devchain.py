@@ -1,0 +1,143 @@
+"""A real Asset Hub runtime on loopback: Chopsticks from the npm registry, for dev and tests.
+
+Chopsticks is installed once into ``.cache/chopsticks`` of the checkout (ignored by git) and
+started on 127.0.0.1 with the raw chain spec from ``../shared/chain``. It needs no network.
+"""
+
+import json
+import shutil
+import socket
+import subprocess
+import time
+import urllib.request
+from pathlib import Path
+
+CHOPSTICKS = "@acala-network/chopsticks@1.5.1"
+ROOT = Path(__file__).resolve().parents[3]
+CACHE = ROOT / ".cache" / "chopsticks"
+ENTRY = CACHE / "node_modules" / "@acala-network" / "chopsticks" / "chopsticks.cjs"
+
+
+class DevchainUnavailable(RuntimeError):
+    pass
+
+
+def installed() -> bool:
+    return ENTRY.exists()
+
+
+def install() -> None:
+    """npm install into the cache folder (about 1.5 minutes the first time, then nothing)."""
+    if installed():
+        return
+    npm = shutil.which("npm")
+    if npm is None:
+        raise DevchainUnavailable("npm (Node.js) is needed to run Chopsticks")
+    CACHE.mkdir(parents=True, exist_ok=True)
+    subprocess.run(  # noqa: S603 - fixed arguments
+        [
+            npm,
+            "install",
+            "--no-audit",
+            "--no-fund",
+            "--loglevel=error",
+            "--prefix",
+            str(CACHE),
+            CHOPSTICKS,
+        ],
+        check=True,
+    )
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+class Devchain:
+    """One Chopsticks process; ``url`` is its websocket endpoint."""
+
+    def __init__(self, spec: str | Path, *, port: int | None = None, log: Path | None = None):
+        self.spec = Path(spec) if Path(spec).is_absolute() else (ROOT / spec).resolve()
+        self.port = port or free_port()
+        self.log = log
+        self.process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"ws://127.0.0.1:{self.port}"
+
+    def start(self, timeout: float = 60.0) -> "Devchain":
+        if not installed():
+            raise DevchainUnavailable(f"Chopsticks is not installed in {CACHE} (make devchain)")
+        if not self.spec.exists():
+            raise DevchainUnavailable(f"chain spec not found: {self.spec}")
+        node = shutil.which("node")
+        if node is None:
+            raise DevchainUnavailable("Node.js is needed to run Chopsticks")
+        output = open(self.log, "wb") if self.log else subprocess.DEVNULL
+        self.process = subprocess.Popen(  # noqa: S603 - fixed arguments
+            [
+                node,
+                str(ENTRY),
+                f"--genesis={self.spec}",
+                "--host=127.0.0.1",
+                f"--port={self.port}",
+                "--build-block-mode=Instant",
+            ],
+            stdout=output,
+            stderr=subprocess.STDOUT,
+            cwd=CACHE,
+        )
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise DevchainUnavailable(f"Chopsticks exited with {self.process.returncode}")
+            try:
+                self.rpc("system_chain", [])
+                return self
+            except OSError:
+                time.sleep(0.2)
+        self.stop()
+        raise DevchainUnavailable(f"Chopsticks did not answer on port {self.port}")
+
+    def rpc(self, method: str, params: list[object]) -> object:
+        """A JSON-RPC call over HTTP (Chopsticks serves both HTTP and websocket on its port)."""
+        body = json.dumps({"id": 1, "jsonrpc": "2.0", "method": method, "params": params})
+        request = urllib.request.Request(
+            f"http://127.0.0.1:{self.port}",
+            data=body.encode(),
+            headers={"content-type": "application/json"},
+        )
+        with urllib.request.urlopen(request, timeout=30) as response:  # noqa: S310 - loopback
+            answer = json.loads(response.read())
+        if "error" in answer:
+            raise RuntimeError(f"{method}: {answer['error']}")
+        return answer["result"]
+
+    def fund(self, address: str, planck: int) -> None:
+        """Set an account's free balance (the dev chain has no sudo; Chopsticks writes storage)."""
+        self.rpc(
+            "dev_setStorage",
+            [{"System": {"Account": [[[address], {"providers": 1, "data": {"free": planck}}]]}}],
+        )
+
+    def stop(self) -> None:
+        if self.process and self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+        self.process = None
+
+    def __enter__(self) -> "Devchain":
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def node_available() -> bool:
+    return shutil.which("node") is not None

@@ -1,0 +1,229 @@
+"""The chain gateway on substrate-interface (pallet-nfts, pallet-balances, System)."""
+
+import threading
+from typing import Any
+
+from scalecodec.utils.ss58 import ss58_decode, ss58_encode
+from substrateinterface import Keypair, KeypairType, SubstrateInterface
+from substrateinterface.exceptions import SubstrateRequestException
+
+from tessera.chain.gateway import (
+    Balance,
+    ChainError,
+    ChainUnreachable,
+    Collection,
+    Deposits,
+    TxResult,
+)
+
+ISSUER_ONLY_MINTING = {
+    "mint_type": "Issuer",
+    "price": None,
+    "start_block": None,
+    "end_block": None,
+    "default_item_settings": 0,
+}
+
+
+class SubstrateGateway:
+    """One websocket to one chain; calls are serialised (the client is not thread-safe)."""
+
+    def __init__(self, url: str, *, timeout: float = 30.0) -> None:
+        self.url = url
+        self.timeout = timeout
+        self._client: SubstrateInterface | None = None
+        self._lock = threading.RLock()
+
+    # plumbing
+
+    def _substrate(self) -> SubstrateInterface:
+        if self._client is None:
+            try:
+                self._client = SubstrateInterface(
+                    url=self.url, ws_options={"timeout": self.timeout}, auto_reconnect=True
+                )
+            except (OSError, ConnectionError, SubstrateRequestException) as exc:
+                raise ChainUnreachable(f"cannot reach {self.url}: {exc}") from exc
+        return self._client
+
+    def _call(self, work: Any) -> Any:
+        with self._lock:
+            try:
+                return work(self._substrate())
+            except ChainError:
+                raise
+            except (OSError, ConnectionError) as exc:
+                self._client = None  # reconnect on the next call
+                raise ChainUnreachable(f"lost {self.url}: {exc}") from exc
+            except SubstrateRequestException as exc:
+                raise ChainError(str(exc)) from exc
+
+    def _address(self, substrate: SubstrateInterface, account: bytes) -> str:
+        return ss58_encode(account, ss58_format=substrate.ss58_format)
+
+    @staticmethod
+    def _public_key(address: str) -> bytes:
+        return bytes.fromhex(ss58_decode(address))
+
+    def _submit(self, substrate: SubstrateInterface, seed: bytes, call: Any) -> Any:
+        keypair = Keypair.create_from_seed(
+            "0x" + seed.hex(), ss58_format=substrate.ss58_format, crypto_type=KeypairType.SR25519
+        )
+        # Chopsticks does not serve account_nextIndex; system_accountNextIndex counts the pool too.
+        nonce = substrate.rpc_request("system_accountNextIndex", [keypair.ss58_address])["result"]
+        extrinsic = substrate.create_signed_extrinsic(call=call, keypair=keypair, nonce=nonce)
+        receipt = substrate.submit_extrinsic(extrinsic, wait_for_inclusion=True)
+        if not receipt.is_success:
+            error = receipt.error_message or {}
+            name = error.get("name", "unknown") if isinstance(error, dict) else str(error)
+            raise ChainError(f"{call.call_module['name']}.{call.call_function['name']}: {name}")
+        block = substrate.get_block_number(receipt.block_hash)
+        return receipt, TxResult(receipt.extrinsic_hash, receipt.block_hash, int(block))
+
+    # reads
+
+    def balance(self, account: bytes) -> Balance:
+        def work(s: SubstrateInterface) -> Balance:
+            data = s.query("System", "Account", [self._address(s, account)]).value["data"]
+            return Balance(free=int(data["free"]), frozen=int(data.get("frozen", 0)))
+
+        return self._call(work)
+
+    def deposits(self) -> Deposits:
+        def work(s: SubstrateInterface) -> Deposits:
+            return Deposits(
+                collection=int(s.get_constant("Nfts", "CollectionDeposit").value),
+                item=int(s.get_constant("Nfts", "ItemDeposit").value),
+                existential=int(s.get_constant("Balances", "ExistentialDeposit").value),
+            )
+
+        return self._call(work)
+
+    def _create_call(self, s: SubstrateInterface, admin: bytes, max_supply: int | None) -> Any:
+        config = {"settings": 0, "max_supply": max_supply, "mint_settings": ISSUER_ONLY_MINTING}
+        return s.compose_call(
+            "Nfts", "create", {"admin": self._address(s, admin), "config": config}
+        )
+
+    def create_collection_fee(self, admin: bytes, *, max_supply: int | None) -> int:
+        def work(s: SubstrateInterface) -> int:
+            call = self._create_call(s, admin, max_supply)
+            return int(
+                s.get_payment_info(call, Keypair(public_key=admin, ss58_format=s.ss58_format))[
+                    "partialFee"
+                ]
+            )
+
+        return self._call(work)
+
+    def collections_owned_by(self, account: bytes) -> list[int]:
+        def work(s: SubstrateInterface) -> list[int]:
+            entries = s.query_map("Nfts", "CollectionAccount", [self._address(s, account)])
+            return sorted(int(key.value if hasattr(key, "value") else key) for key, _ in entries)
+
+        return self._call(work)
+
+    def collection(self, collection_id: int) -> Collection | None:
+        def work(s: SubstrateInterface) -> Collection | None:
+            details = s.query("Nfts", "Collection", [collection_id]).value
+            if details is None:
+                return None
+            config = s.query("Nfts", "CollectionConfigOf", [collection_id]).value or {}
+            return Collection(
+                owner=self._public_key(details["owner"]),
+                items=int(details["items"]),
+                max_supply=config.get("max_supply"),
+            )
+
+        return self._call(work)
+
+    def item_owner(self, collection_id: int, item_id: int) -> bytes | None:
+        def work(s: SubstrateInterface) -> bytes | None:
+            item = s.query("Nfts", "Item", [collection_id, item_id]).value
+            return None if item is None else self._public_key(item["owner"])
+
+        return self._call(work)
+
+    def item_metadata(self, collection_id: int, item_id: int) -> str | None:
+        def work(s: SubstrateInterface) -> str | None:
+            meta = s.query("Nfts", "ItemMetadataOf", [collection_id, item_id]).value
+            return None if meta is None else meta["data"]
+
+        return self._call(work)
+
+    def transfer_fee(self, sender: bytes, *, collection_id: int, item_id: int, dest: bytes) -> int:
+        def work(s: SubstrateInterface) -> int:
+            call = s.compose_call(
+                "Nfts",
+                "transfer",
+                {"collection": collection_id, "item": item_id, "dest": self._address(s, dest)},
+            )
+            payer = Keypair(public_key=sender, ss58_format=s.ss58_format)
+            return int(s.get_payment_info(call, payer)["partialFee"])
+
+        return self._call(work)
+
+    # writes (signed with a custodial seed)
+
+    def create_collection(self, seed: bytes, *, max_supply: int | None) -> tuple[int, TxResult]:
+        def work(s: SubstrateInterface) -> tuple[int, TxResult]:
+            admin = Keypair.create_from_seed("0x" + seed.hex(), crypto_type=KeypairType.SR25519)
+            receipt, tx = self._submit(s, seed, self._create_call(s, admin.public_key, max_supply))
+            for event in receipt.triggered_events:
+                value = event.value
+                if value["module_id"] == "Nfts" and value["event_id"] == "Created":
+                    return int(value["attributes"]["collection"]), tx
+            raise ChainError("Nfts.create succeeded without a Created event")
+
+        return self._call(work)
+
+    def mint(self, seed: bytes, *, collection_id: int, item_id: int, owner: bytes) -> TxResult:
+        def work(s: SubstrateInterface) -> TxResult:
+            call = s.compose_call(
+                "Nfts",
+                "mint",
+                {
+                    "collection": collection_id,
+                    "item": item_id,
+                    "mint_to": self._address(s, owner),
+                    "witness_data": None,
+                },
+            )
+            return self._submit(s, seed, call)[1]
+
+        return self._call(work)
+
+    def set_metadata(self, seed: bytes, *, collection_id: int, item_id: int, data: str) -> TxResult:
+        def work(s: SubstrateInterface) -> TxResult:
+            call = s.compose_call(
+                "Nfts", "set_metadata", {"collection": collection_id, "item": item_id, "data": data}
+            )
+            return self._submit(s, seed, call)[1]
+
+        return self._call(work)
+
+    def transfer(self, seed: bytes, *, collection_id: int, item_id: int, dest: bytes) -> TxResult:
+        def work(s: SubstrateInterface) -> TxResult:
+            call = s.compose_call(
+                "Nfts",
+                "transfer",
+                {"collection": collection_id, "item": item_id, "dest": self._address(s, dest)},
+            )
+            return self._submit(s, seed, call)[1]
+
+        return self._call(work)
+
+    def send(self, seed: bytes, *, dest: bytes, amount: int) -> TxResult:
+        def work(s: SubstrateInterface) -> TxResult:
+            call = s.compose_call(
+                "Balances", "transfer_keep_alive", {"dest": self._address(s, dest), "value": amount}
+            )
+            return self._submit(s, seed, call)[1]
+
+        return self._call(work)
+
+    def close(self) -> None:
+        with self._lock:
+            if self._client is not None:
+                self._client.close()
+                self._client = None
