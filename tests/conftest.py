@@ -137,8 +137,10 @@ def settings(database_url: str, jwks_server: _JwksServer) -> Settings:
         oidc_audience=OIDC_AUDIENCE,
         oidc_jwks_url=jwks_server.url,
         max_body_bytes=64 * 1024,
-        # Configured (so mint_nft products can be created) but never dialled by these tests.
+        # Configured but unreachable: the real runtime is in the `chain` tests (tests/chain/).
         chain_westendassethub_rpc_url="ws://127.0.0.1:9",
+        chain_timeout_seconds=2,
+        worker_in_process=False,
     )
 
 

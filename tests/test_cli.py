@@ -1,5 +1,6 @@
 """The `tessera` command against the session's database, used together with the API."""
 
+import asyncio
 import json
 import os
 import subprocess
@@ -24,9 +25,17 @@ def cli(settings):
         "TESSERA_HASH_KEY": settings.hash_key.get_secret_value(),
     }
 
-    def run(*args: str, ok: bool = True) -> subprocess.CompletedProcess[str]:
-        result = subprocess.run(
-            [TESSERA, *args], env=env, capture_output=True, text=True, timeout=60, check=False
+    async def run(*args: str, ok: bool = True) -> subprocess.CompletedProcess[str]:
+        # In a thread: blocking the event loop would freeze this process's open transactions
+        # (the API-key usage flush) and the CLI would wait on SQLite's write lock.
+        result = await asyncio.to_thread(
+            subprocess.run,
+            [TESSERA, *args],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
         )
         if ok:
             assert result.returncode == 0, result.stderr
@@ -37,7 +46,7 @@ def cli(settings):
 
 class TestCli:
     async def test_project_keys_tokens_and_revocation(self, cli, client):
-        created = json.loads(cli("project", "create", "--name", "Cli Co").stdout)
+        created = json.loads((await cli("project", "create", "--name", "Cli Co")).stdout)
         assert set(created) == {"project_id", "api_key", "client_id", "client_secret"}
         write = {"x-api-key": created["api_key"]}
         response = await client.post(
@@ -52,15 +61,17 @@ class TestCli:
 
         project = created["project_id"]
         read = json.loads(
-            cli(
-                "apikey",
-                "create",
-                "--project",
-                project,
-                "--permission",
-                "read",
-                "--expires-in",
-                "600",
+            (
+                await cli(
+                    "apikey",
+                    "create",
+                    "--project",
+                    project,
+                    "--permission",
+                    "read",
+                    "--expires-in",
+                    "600",
+                )
             ).stdout
         )
         assert set(read) == {"id", "api_key", "permission", "expires_at"}
@@ -72,16 +83,16 @@ class TestCli:
         )
         assert denied.status_code == 403
 
-        listed = json.loads(cli("apikey", "list", "--project", project).stdout)
+        listed = json.loads((await cli("apikey", "list", "--project", project)).stdout)
         assert sorted(k["permission"] for k in listed) == ["read", "write"]
         assert read["api_key"] not in json.dumps(listed) and created["api_key"] not in json.dumps(
             listed
         )
-        cli("apikey", "revoke", "--project", project, "--id", read["id"])
+        await cli("apikey", "revoke", "--project", project, "--id", read["id"])
         assert (await client.get("/v1/users/count", headers=headers)).status_code == 401
 
-        bearer = cli(
-            "token", "--project", project, "--scope", "read", "--ttl", "120"
+        bearer = (
+            await cli("token", "--project", project, "--scope", "read", "--ttl", "120")
         ).stdout.strip()
         claims = jwt.decode(bearer, options={"verify_signature": False})
         assert claims["exp"] - claims["iat"] == 120 and claims["pid"] == project
@@ -94,15 +105,17 @@ class TestCli:
 
     async def test_identity_bind(self, cli, client, tenant, jwks_server):
         bound = json.loads(
-            cli(
-                "identity",
-                "bind",
-                "--project",
-                str(tenant.project_id),
-                "--issuer",
-                OIDC_ISSUER,
-                "--subject",
-                "robot@acme",
+            (
+                await cli(
+                    "identity",
+                    "bind",
+                    "--project",
+                    str(tenant.project_id),
+                    "--issuer",
+                    OIDC_ISSUER,
+                    "--subject",
+                    "robot@acme",
+                )
             ).stdout
         )
         assert bound["permission"] == "write" and bound["subject"] == "robot@acme"
@@ -121,7 +134,7 @@ class TestCli:
         assert response.status_code == 201
 
     async def test_demo_fills_a_project(self, cli, client, tenant):
-        cli("demo", "--project", str(tenant.project_id))
+        await cli("demo", "--project", str(tenant.project_id))
         products = (await client.get("/v1/products", headers=tenant.r)).json()
         assert [p["name"] for p in products] == ["Festival pass", "Drink voucher"]
         sales = await client.get(f"/v1/products/{products[0]['id']}/sales", headers=tenant.r)
@@ -129,12 +142,12 @@ class TestCli:
         users = await client.post("/v1/users/fetch", headers=tenant.r, json={})
         assert users.json()["total"] == 4
 
-    def test_errors_are_one_line_and_exit_1(self, cli, tenant):
-        result = cli(
+    async def test_errors_are_one_line_and_exit_1(self, cli, tenant):
+        result = await cli(
             "apikey", "create", "--project", "00000000-0000-0000-0000-000000000000", ok=False
         )
         assert result.returncode == 1 and result.stderr.strip() == "error: project not found"
-        result = cli(
+        result = await cli(
             "apikey",
             "create",
             "--project",
@@ -145,5 +158,5 @@ class TestCli:
         )
         assert result.returncode == 2 and "admin" in result.stderr
 
-    def test_db_upgrade_is_idempotent(self, cli):
-        cli("db", "upgrade")
+    async def test_db_upgrade_is_idempotent(self, cli):
+        await cli("db", "upgrade")

@@ -108,3 +108,8 @@ async def get_session(request: Request) -> AsyncIterator[AsyncSession]:
 
 
 SessionDep = Annotated[AsyncSession, Depends(get_session)]
+
+
+def skip_locked(statement: SelectT) -> SelectT:
+    """For claiming work: PostgreSQL skips rows another worker holds; SQLite has one writer."""
+    return statement.with_for_update(skip_locked=True)

@@ -5,6 +5,7 @@ import uuid
 from typing import Any
 
 from tessera.auth.principal import Principal
+from tessera.chain.registry import Chains
 from tessera.config import Settings
 from tessera.crypto import SecretBox
 from tessera.db import Database
@@ -40,6 +41,7 @@ async def fill(database: Database, settings: Settings, *, project_id: uuid.UUID 
             "client_secret": created.client_secret,
         }
     principal = Principal(project_id, True, "cli:demo")
+    chains = Chains(settings)  # the sample products mint nothing: no chain is dialled
     tag = uuid.uuid4().hex[:6]
     now = int(time.time())
 
@@ -76,7 +78,7 @@ async def fill(database: Database, settings: Settings, *, project_id: uuid.UUID 
         admission = await products.create_product(
             session,
             principal,
-            settings=settings,
+            chains=chains,
             body=ProductCreate(
                 type="admission",
                 name="Festival pass",
@@ -92,7 +94,7 @@ async def fill(database: Database, settings: Settings, *, project_id: uuid.UUID 
         perk = await products.create_product(
             session,
             principal,
-            settings=settings,
+            chains=chains,
             body=ProductCreate(
                 type="perks", name="Drink voucher", description="Two drinks", redemption_quantity=2
             ),

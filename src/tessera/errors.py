@@ -8,6 +8,7 @@
 | 404    | {"message"}                | no such object in the caller's project                   |
 | 409    | {"message"}                | state conflicts (duplicates, stock, limits, ownership)   |
 | 413    | {"message"}                | body larger than TESSERA_MAX_BODY_BYTES                  |
+| 503    | {"message"}                | a chain the request must read is unreachable             |
 | 500    | {"message", "request_id"}  | anything unexpected (traceback goes to the log only)     |
 """
 
@@ -182,6 +183,16 @@ class ChainNotConfigured(Conflict):
     pass
 
 
+class InsufficientCollectionBalance(Conflict):
+    pass
+
+
+# 503
+class ChainUnavailable(AppError):
+    status_code = 503
+    message = "chain unavailable"
+
+
 # 413
 class PayloadTooLarge(AppError):
     status_code = 413
@@ -229,5 +240,6 @@ def responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
         404: (ErrorMessage, "No such object in this project."),
         409: (ErrorMessage, "The request conflicts with the current state."),
         413: (ErrorMessage, "Request body too large."),
+        503: (ErrorMessage, "A chain this request reads is unreachable."),
     }
     return {s: {"model": described[s][0], "description": described[s][1]} for s in statuses}

@@ -12,6 +12,7 @@ from tessera import API_VERSION
 from tessera.api import v1, version_router
 from tessera.auth.dependencies import Authenticator
 from tessera.auth.router import router as auth_router
+from tessera.chain.registry import Chains
 from tessera.config import Settings, get_settings
 from tessera.crypto import SecretBox
 from tessera.db import Database
@@ -70,6 +71,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.settings = settings
     app.state.box = box
     app.state.authenticator = Authenticator(settings, box)
+    app.state.chains = Chains(settings)
 
     install_error_handlers(app)
     app.add_middleware(RequestContextMiddleware, max_body_bytes=settings.max_body_bytes)

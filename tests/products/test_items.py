@@ -1,9 +1,7 @@
 import uuid
 
 import pytest
-from sqlalchemy import select
 
-from tessera.models import Job
 from tests.factories import create_product, create_user, create_users, issue_items
 
 ITEM_KEYS = {
@@ -18,6 +16,7 @@ ITEM_KEYS = {
     "redeemed_at",
     "user",
     "product",
+    "nft",
 }
 
 
@@ -168,31 +167,6 @@ class TestIssueItems:
             json={"id": user["id"], "delta": 2, "reason": "regular"},
         )
         assert len(await issue_items(client, tenant, product["id"], user["id"])) == 1
-
-    async def test_max_items_bounds_an_nft_collection(self, client, tenant, database):
-        product = await create_product(
-            client,
-            tenant,
-            mint_nft=True,
-            metadata_uri="https://m/1.json",
-            chain="WestendAssetHub",
-            max_items=2,
-        )
-        user, second = await create_users(client, tenant, 2)
-        items = await issue_items(client, tenant, product["id"], user["id"], second["id"])
-        response = await client.post(
-            f"/v1/products/{product['id']}/items", headers=tenant.w, json={"users": [user["id"]]}
-        )
-        assert response.status_code == 409
-        assert response.json() == {
-            "message": "the NFT collection holds at most 2 items (2 issued, 1 requested)"
-        }
-        async with database.session(write=False) as session:
-            mints = list(await session.scalars(select(Job).where(Job.kind == "nft.mint")))
-        assert sorted((j.payload["nft_id"], j.payload["product_item_id"]) for j in mints) == [
-            (1, items[0]["id"]),
-            (2, items[1]["id"]),
-        ]
 
 
 class TestRedeem:

@@ -1,9 +1,7 @@
 import uuid
 
 import pytest
-from sqlalchemy import select
 
-from tessera.models import Job
 from tests.factories import create_event, create_order, create_product, create_user, product_body
 
 PRODUCT_KEYS = {
@@ -27,6 +25,7 @@ PRODUCT_KEYS = {
     "chain",
     "max_items",
     "event",
+    "nft",
 }
 
 
@@ -64,6 +63,7 @@ class TestCreateProduct:
             "chain": None,
             "max_items": None,
             "event": None,
+            "nft": None,
         }
 
     async def test_with_event_and_every_field(self, client, tenant):
@@ -170,24 +170,14 @@ class TestCreateProduct:
         }
         assert (await client.get("/v1/products", headers=tenant.r)).json() == []
 
-    async def test_mint_nft_queues_collection_creation_in_the_same_transaction(
-        self, client, tenant, database
+    async def test_mint_nft_on_an_unreachable_chain_is_503_and_records_nothing(
+        self, client, tenant
     ):
-        product = await create_product(
-            client,
-            tenant,
-            mint_nft=True,
-            metadata_uri="https://m/1.json",
-            chain="WestendAssetHub",
-            max_items=5,
-        )
-        async with database.session(write=False) as session:
-            jobs = list(
-                await session.scalars(select(Job).where(Job.project_id == tenant.project_id))
-            )
-        assert [(j.kind, j.payload, j.status) for j in jobs] == [
-            ("nft.create_collection", {"product_id": product["id"]}, "queued")
-        ]
+        body = product_body(mint_nft=True, metadata_uri="https://m/1.json", chain="WestendAssetHub")
+        response = await client.post("/v1/products", headers=tenant.w, json=body)
+        assert response.status_code == 503
+        assert response.json()["message"].startswith("chain WestendAssetHub is unavailable")
+        assert (await client.get("/v1/products", headers=tenant.r)).json() == []
 
     async def test_another_projects_event_is_404(self, client, tenant, other):
         theirs = await create_event(client, other)

@@ -3,7 +3,7 @@ import time
 import pytest
 from sqlalchemy import select, update
 
-from tessera.models import ItemTransfer, Job, Product
+from tessera.models import ItemTransfer, Product
 from tests.factories import create_product, create_users, issue_items
 from tests.products.test_items import owner
 
@@ -199,20 +199,3 @@ class TestTransfer:
         assert response.json()["errors"][0].startswith(
             "recipient_user_id: Input should be a valid UUID"
         )
-
-    async def test_minted_items_queue_an_on_chain_transfer(self, client, tenant, database):
-        product, item, sender, recipient = await _setup(
-            client, tenant, mint_nft=True, metadata_uri="https://m/1.json", chain="WestendAssetHub"
-        )
-        await client.post(
-            f"/v1/products/{product['id']}/transfer",
-            headers=tenant.w,
-            json=_body(item, sender, recipient),
-        )
-        async with database.session(write=False) as session:
-            job = await session.scalar(select(Job).where(Job.kind == "nft.transfer"))
-        assert job.payload == {
-            "product_item_id": item["id"],
-            "from_user_id": sender["id"],
-            "to_user_id": recipient["id"],
-        }

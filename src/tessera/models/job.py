@@ -9,7 +9,11 @@ from tessera.models.base import Base, IdMixin, TimestampMixin, UTCDateTime, utcn
 
 
 class Job(IdMixin, TimestampMixin, Base):
-    """Durable work for the worker, written in the same transaction as the change needing it."""
+    """Durable work for the worker, written in the same transaction as the change needing it.
+
+    ``status``: queued -> running -> succeeded | failed. While running, ``run_after`` is the end of
+    the claiming worker's lease: a job whose worker died is claimed again when it passes.
+    """
 
     __tablename__ = "jobs"
     __table_args__ = (Index("ix_jobs_status_run_after", "status", "run_after"),)
@@ -18,6 +22,8 @@ class Job(IdMixin, TimestampMixin, Base):
         Uuid, ForeignKey("projects.id", ondelete="CASCADE"), index=True
     )
     kind: Mapped[str] = mapped_column(String(64))
+    # Jobs with the same subject never run at the same time (e.g. "item:<id>").
+    subject: Mapped[str] = mapped_column(String(128), index=True)
     payload: Mapped[dict[str, Any]] = mapped_column(JSON)
     status: Mapped[str] = mapped_column(String(16), default="queued")
     attempts: Mapped[int] = mapped_column(default=0)

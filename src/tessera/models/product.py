@@ -36,6 +36,9 @@ class Product(IdMixin, TimestampMixin, Base):
     max_items: Mapped[int | None] = mapped_column(BigInteger)
     # Items issued so far, which is also the last item_id: bumped under the product's row lock.
     issued_count: Mapped[int] = mapped_column(BigInteger, default=0)
+    # mint_nft products: the collection the worker created (queued -> submitted -> created|failed).
+    nft_status: Mapped[str | None] = mapped_column(String(16))
+    nft_collection_id: Mapped[int | None] = mapped_column(BigInteger)
 
     event: Mapped[Event | None] = relationship(lazy="raise")
 
@@ -58,6 +61,14 @@ class ProductItem(IdMixin, TimestampMixin, Base):
     )
     redemption_count: Mapped[int] = mapped_column(BigInteger, default=0)
     redeemed_at: Mapped[int | None] = mapped_column(BigInteger)
+    # NFT id = item_id. Mint: queued -> submitted -> minted|failed; the last on-chain transfer:
+    # queued -> submitted -> transferred|failed.
+    nft_status: Mapped[str | None] = mapped_column(String(16))
+    nft_tx_hash: Mapped[str | None] = mapped_column(String(80))
+    nft_block: Mapped[int | None] = mapped_column(BigInteger)
+    nft_transfer_status: Mapped[str | None] = mapped_column(String(16))
+    nft_transfer_tx_hash: Mapped[str | None] = mapped_column(String(80))
+    nft_transfer_block: Mapped[int | None] = mapped_column(BigInteger)
 
     product: Mapped[Product] = relationship(lazy="raise")
     owner: Mapped[User] = relationship(lazy="raise")

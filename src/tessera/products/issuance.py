@@ -23,7 +23,7 @@ from tessera.errors import (
     ProductOutOfStock,
     ReputationTooLow,
 )
-from tessera.jobs.queue import MINT, enqueue
+from tessera.jobs.queue import MINT, enqueue, item_subject
 from tessera.models import Product, ProductItem, User
 from tessera.models.base import utcnow
 
@@ -117,10 +117,12 @@ async def issue(
         set_committed_value(item, "owner", user)
         items.append(item)
         if product.mint_nft:
+            item.nft_status = "queued"
             enqueue(
                 session,
                 project_id=product.project_id,
                 kind=MINT,
+                subject=item_subject(item.id),
                 payload={"product_item_id": str(item.id), "nft_id": item.item_id},
             )
     session.add_all(items)

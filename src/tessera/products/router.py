@@ -4,7 +4,7 @@ from typing import Annotated
 from fastapi import APIRouter, Query
 
 from tessera.auth.dependencies import Reader, Writer
-from tessera.config import SettingsDep
+from tessera.chain.registry import ChainsDep
 from tessera.db import SessionDep
 from tessera.errors import responses
 from tessera.products import service
@@ -28,13 +28,16 @@ router = APIRouter(prefix="/products", tags=["products"])
 
 
 @router.post(
-    "", status_code=201, response_model=ProductRead, responses=responses(400, 401, 403, 404, 409)
+    "",
+    status_code=201,
+    response_model=ProductRead,
+    responses=responses(400, 401, 403, 404, 409, 503),
 )
 async def create_product(
-    session: SessionDep, principal: Writer, settings: SettingsDep, body: ProductCreate
+    session: SessionDep, principal: Writer, chains: ChainsDep, body: ProductCreate
 ) -> ProductRead:
     """Create a product, optionally attached to an event and minting an NFT per item."""
-    product = await service.create_product(session, principal, body=body, settings=settings)
+    product = await service.create_product(session, principal, body=body, chains=chains)
     return ProductRead.model_validate(product)
 
 

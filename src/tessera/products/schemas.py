@@ -2,7 +2,7 @@ import uuid
 from datetime import datetime
 from typing import Annotated, Literal, Self
 
-from pydantic import Field, StringConstraints, field_validator, model_validator
+from pydantic import Field, StringConstraints, computed_field, field_validator, model_validator
 
 from tessera.config import Chain
 from tessera.events.schemas import EventRead
@@ -62,6 +62,12 @@ class ProductCreate(SnakeModel):
         ]
 
 
+class ProductNft(SnakeModel):
+    chain: str
+    collection_id: int | None
+    status: str
+
+
 class ProductRead(SnakeModel):
     id: uuid.UUID
     created_at: datetime
@@ -83,6 +89,20 @@ class ProductRead(SnakeModel):
     chain: str | None
     max_items: int | None
     event: EventRead | None
+    nft_status: str | None = Field(default=None, exclude=True)
+    nft_collection_id: int | None = Field(default=None, exclude=True)
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def nft(self) -> ProductNft | None:
+        """The NFT collection of a ``mint_nft`` product: queued, submitted, created or failed."""
+        if not self.mint_nft or self.chain is None:
+            return None
+        return ProductNft(
+            chain=self.chain,
+            collection_id=self.nft_collection_id,
+            status=self.nft_status or "queued",
+        )
 
 
 class SaleRead(SnakeModel):
@@ -151,6 +171,40 @@ class ItemProduct(SnakeModel):
     redemption_quantity: int
 
 
+class NftTransfer(SnakeModel):
+    status: str
+    tx_hash: str | None
+    block: int | None
+
+
+class ItemNft(SnakeModel):
+    """The item's NFT (id = ``item_id``): queued, submitted, minted or failed; and the last
+    on-chain transfer: queued, submitted, transferred or failed."""
+
+    status: str
+    tx_hash: str | None
+    block: int | None
+    transfer: NftTransfer | None
+
+    @classmethod
+    def of(cls, item: ProductItem) -> Self | None:
+        if item.nft_status is None:
+            return None
+        transfer = None
+        if item.nft_transfer_status is not None:
+            transfer = NftTransfer(
+                status=item.nft_transfer_status,
+                tx_hash=item.nft_transfer_tx_hash,
+                block=item.nft_transfer_block,
+            )
+        return cls(
+            status=item.nft_status,
+            tx_hash=item.nft_tx_hash,
+            block=item.nft_block,
+            transfer=transfer,
+        )
+
+
 class ProductItemRead(SnakeModel):
     id: uuid.UUID
     created_at: datetime
@@ -163,6 +217,7 @@ class ProductItemRead(SnakeModel):
     redeemed_at: int | None
     user: ItemOwner
     product: ItemProduct
+    nft: ItemNft | None
 
     @classmethod
     def of(cls, item: ProductItem, *, as_of: Redemption | None = None) -> Self:
@@ -181,6 +236,7 @@ class ProductItemRead(SnakeModel):
             redeemed_at=as_of.redeemed_at if as_of else item.redeemed_at,
             user=ItemOwner.model_validate(item.owner),
             product=ItemProduct.model_validate(product),
+            nft=ItemNft.of(item),
         )
 
 

@@ -8,10 +8,12 @@ from sqlalchemy.orm import selectinload
 from sqlalchemy.orm.attributes import set_committed_value
 
 from tessera.auth.principal import Principal
-from tessera.config import Settings
+from tessera.chain.gateway import ChainGateway, Deposits
+from tessera.chain.keys import ss58_address
+from tessera.chain.registry import Chains
 from tessera.db import lock_for_update
 from tessera.errors import (
-    ChainNotConfigured,
+    InsufficientCollectionBalance,
     InvalidInput,
     ItemFullyRedeemed,
     ItemNotOwnedBySender,
@@ -22,8 +24,23 @@ from tessera.errors import (
     UserNotFound,
 )
 from tessera.events.repository import get_event
-from tessera.jobs.queue import CREATE_COLLECTION, TRANSFER, enqueue
-from tessera.models import ItemTransfer, Order, OrderItem, Product, ProductItem, Redemption, User
+from tessera.jobs.queue import (
+    CREATE_COLLECTION,
+    TRANSFER,
+    collections_subject,
+    enqueue,
+    item_subject,
+)
+from tessera.models import (
+    ItemTransfer,
+    Order,
+    OrderItem,
+    Product,
+    ProductItem,
+    ProjectWallet,
+    Redemption,
+    User,
+)
 from tessera.models.base import unix_now
 from tessera.products import issuance
 from tessera.products.schemas import ItemsIssue, ProductCreate, RedeemRequest, TransferRequest
@@ -32,31 +49,62 @@ from tessera.users.repository import get_user, users_by
 
 
 async def create_product(
-    session: AsyncSession, principal: Principal, *, body: ProductCreate, settings: Settings
+    session: AsyncSession, principal: Principal, *, body: ProductCreate, chains: Chains
 ) -> Product:
-    """Create a product. ``mint_nft`` needs ``metadata_uri`` and ``chain`` (400), and the chain
-    must be configured (409); the NFT collection is then created by the worker."""
+    """Create a product. ``mint_nft`` needs ``metadata_uri`` and ``chain`` (400), a configured
+    chain (409), and a project wallet that can pay the collection deposit, the fee and keep its
+    existential deposit (409 stating both amounts); the worker then creates the collection."""
     if problems := body.missing_for_mint():
         raise InvalidInput(*problems)
     event = None
     if body.event_id is not None:
         event = await get_event(session, principal.project_id, body.event_id)
-    if body.mint_nft and body.chain and not (chain := settings.chain(body.chain)).rpc_url:
-        raise ChainNotConfigured(f"chain {chain.name} is not configured: set {chain.setting}")
+    if body.mint_nft and body.chain:
+        await _require_collection_balance(session, principal, chains, body)
     product = Product(
         id=uuid.uuid4(), project_id=principal.project_id, issued_count=0, **body.model_dump()
     )
     session.add(product)
     if product.mint_nft:
+        product.nft_status = "queued"
         enqueue(
             session,
             project_id=principal.project_id,
             kind=CREATE_COLLECTION,
+            subject=collections_subject(principal.project_id, product.chain or ""),
             payload={"product_id": str(product.id)},
         )
     await session.commit()
     set_committed_value(product, "event", event)
     return product
+
+
+async def _require_collection_balance(
+    session: AsyncSession, principal: Principal, chains: Chains, body: ProductCreate
+) -> None:
+    chain = chains.config(str(body.chain))
+    wallet = await session.scalar(
+        select(ProjectWallet)
+        .where(ProjectWallet.project_id == principal.project_id)
+        .order_by(ProjectWallet.created_at)
+        .limit(1)
+    )
+    assert wallet is not None
+
+    def read(gateway: ChainGateway) -> tuple[Deposits, int, int]:
+        deposits = gateway.deposits()
+        fee = gateway.create_collection_fee(wallet.public_key, max_supply=body.max_items)
+        return deposits, fee, gateway.balance(wallet.public_key).free
+
+    deposits, fee, available = await chains.run(chain.name, read)
+    needed = deposits.collection + fee + deposits.existential
+    if available < needed:
+        raise InsufficientCollectionBalance(
+            f"the project wallet {ss58_address(wallet.public_key, chain.ss58_prefix)} holds "
+            f"{chain.amount(available)} on {chain.name}; creating the NFT collection needs "
+            f"{chain.amount(needed)} (deposit {chain.amount(deposits.collection)}, fee "
+            f"{chain.amount(fee)}, existential deposit {chain.amount(deposits.existential)})"
+        )
 
 
 async def list_products(
@@ -215,10 +263,12 @@ async def transfer_item(
         )
     )
     if product.mint_nft:
+        item.nft_transfer_status = "queued"
         enqueue(
             session,
             project_id=principal.project_id,
             kind=TRANSFER,
+            subject=item_subject(item.id),
             payload={
                 "product_item_id": str(item.id),
                 "from_user_id": str(sender.id),

@@ -1,0 +1,56 @@
+"""The configured chains of a process, each with one lazily connected gateway."""
+
+import asyncio
+from collections.abc import Callable
+from typing import Annotated, TypeVar
+
+from fastapi import Depends, Request
+
+from tessera.chain.gateway import ChainGateway, ChainUnreachable
+from tessera.chain.substrate import SubstrateGateway
+from tessera.config import ChainConfig, Settings
+from tessera.errors import ChainNotConfigured, ChainUnavailable
+
+T = TypeVar("T")
+
+
+class Chains:
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.timeout = settings.chain_timeout_seconds
+        self.gateways: dict[str, ChainGateway] = {}
+
+    def config(self, name: str) -> ChainConfig:
+        config = self.settings.chain(name)  # type: ignore[arg-type]
+        if not config.rpc_url:
+            raise ChainNotConfigured(f"chain {name} is not configured: set {config.setting}")
+        return config
+
+    def gateway(self, name: str) -> ChainGateway:
+        if name not in self.gateways:
+            url = self.config(name).rpc_url
+            assert url is not None
+            self.gateways[name] = SubstrateGateway(url, timeout=self.timeout)
+        return self.gateways[name]
+
+    async def run(self, name: str, work: Callable[[ChainGateway], T]) -> T:
+        """Run blocking gateway calls in a thread; an unreachable chain is a 503."""
+        gateway = self.gateway(name)
+        try:
+            return await asyncio.wait_for(asyncio.to_thread(work, gateway), self.timeout * 4)
+        except (ChainUnreachable, TimeoutError) as exc:
+            raise ChainUnavailable(f"chain {name} is unavailable: {exc or 'timeout'}") from exc
+
+    def close(self) -> None:
+        for gateway in self.gateways.values():
+            close = getattr(gateway, "close", None)
+            if close:
+                close()
+        self.gateways.clear()
+
+
+def chains_of(request: Request) -> Chains:
+    return request.app.state.chains
+
+
+ChainsDep = Annotated[Chains, Depends(chains_of)]
