@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 PYTEST_WORKERS ?= 2
 
-.PHONY: serve test lint migrate clean
+.PHONY: serve test lint clean devchain chopsticks
 
 $(VENV)/.runtime: pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -21,8 +21,11 @@ serve: $(VENV)/.runtime
 	$(BIN)/tessera serve
 
 # The suite runs on SQLite; with TESSERA_TEST_DATABASE_URL set it runs a second time on PostgreSQL.
+# Chain tests need Node.js (Chopsticks is installed once into .cache/); without it they skip.
 test: $(VENV)/.dev
 	$(BIN)/ruff check src tests migrations
+	@if command -v node >/dev/null; then $(MAKE) --no-print-directory chopsticks; \
+	else echo "Node.js not found: the chain tests will be skipped"; fi
 	TESSERA_TEST_BACKEND=sqlite $(BIN)/pytest -q -n $(PYTEST_WORKERS)
 	@if [ -n "$$TESSERA_TEST_DATABASE_URL" ]; then \
 		echo "== again on PostgreSQL =="; \
@@ -37,3 +40,11 @@ lint: $(VENV)/.dev
 
 clean:
 	rm -rf $(VENV) tessera.db tessera.db-shm tessera.db-wal
+
+chopsticks: $(VENV)/.runtime
+	$(BIN)/python -c "from tessera.chain.devchain import install; install()"
+
+# A real Asset Hub runtime on 127.0.0.1 (Chopsticks, installed once into .cache/chopsticks).
+devchain: $(VENV)/.runtime
+	$(BIN)/tessera db upgrade
+	$(BIN)/tessera devchain

@@ -47,7 +47,12 @@ class TestRouteSecurity:
 
 
 # POST routes that only read (lookups with a body).
-READ_POSTS = {"/v1/users/profile", "/v1/users/fetch", "/v1/users/activation"}
+READ_POSTS = {
+    "/v1/users/profile",
+    "/v1/users/fetch",
+    "/v1/users/activation",
+    "/v1/users/balances",
+}
 
 
 def _project_routes(app):
@@ -63,7 +68,7 @@ def _project_routes(app):
 class TestEveryProjectRoute:
     async def test_needs_a_credential(self, app, client, tenant):
         routes = list(_project_routes(app))
-        assert len(routes) == 26
+        assert len(routes) == 28
         for method, template, path in routes:
             response = await client.request(method, path, json={})
             assert response.status_code == 401, (method, template)

@@ -6,6 +6,7 @@ that print credentials print JSON on stdout and nothing else, so scripts can par
 
 import asyncio
 import json
+import logging
 import uuid
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -25,10 +26,14 @@ db_app = typer.Typer(no_args_is_help=True, help="Database schema.")
 project_app = typer.Typer(no_args_is_help=True, help="Projects.")
 apikey_app = typer.Typer(no_args_is_help=True, help="API keys of a project.")
 identity_app = typer.Typer(no_args_is_help=True, help="External identities (OIDC subjects).")
+jobs_app = typer.Typer(
+    no_args_is_help=True, help="Durable jobs (NFT collections, mints, transfers)."
+)
 app.add_typer(db_app, name="db")
 app.add_typer(project_app, name="project")
 app.add_typer(apikey_app, name="apikey")
 app.add_typer(identity_app, name="identity")
+app.add_typer(jobs_app, name="jobs")
 
 ProjectOpt = Annotated[uuid.UUID, typer.Option("--project", help="Project id.")]
 PermissionOpt = Literal["read", "write"]
@@ -39,8 +44,16 @@ def _print(data: Any) -> None:
     typer.echo(json.dumps(data, indent=2, default=str))
 
 
+def _configure_logging(settings: Settings) -> None:
+    # Records carry ids and error texts only: secrets are SecretStr or sealed, never logged.
+    logging.basicConfig(
+        level=settings.log_level.upper(), format="%(levelname)s %(name)s %(message)s"
+    )
+
+
 def _run(work: Callable[[Database, Settings], Awaitable[Any]]) -> Any:
     settings = get_settings()
+    _configure_logging(settings)
 
     async def main() -> Any:
         database = Database(settings.database_url)
@@ -70,6 +83,7 @@ def serve(
     import uvicorn
 
     settings = get_settings()
+    _configure_logging(settings)
     host, port = host or settings.host, port or settings.port
     typer.echo(f"Tessera API at http://{host}:{port}/v1 (docs: http://{host}:{port}/docs)")
     typer.echo("Credentials: `tessera project create --name NAME` prints an API key and a client.")
@@ -255,3 +269,118 @@ def demo(
         return await fill(database, settings, project_id=project)
 
     _print(_run(work))
+
+
+def _worker(database: Database, settings: Settings) -> Any:
+    from tessera.chain.registry import Chains
+    from tessera.jobs.worker import Worker
+
+    return Worker(database, settings, SecretBox(settings.key_ring), Chains(settings))
+
+
+@app.command()
+def worker() -> None:
+    """Run a job worker until interrupted (any number can run against PostgreSQL)."""
+    import signal
+
+    async def work(database: Database, settings: Settings) -> None:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
+        runner = _worker(database, settings)
+        try:
+            await runner.run_forever(stop)
+        finally:
+            runner.chains.close()
+
+    _run(work)
+
+
+@jobs_app.command("list")
+def jobs_list(
+    status: Annotated[str | None, typer.Option(help="queued, running, succeeded or failed")] = None,
+    limit: Annotated[int, typer.Option(min=1, max=1000)] = 50,
+) -> None:
+    """The newest jobs, optionally of one status."""
+    from sqlalchemy import select
+
+    from tessera.models import Job
+
+    async def work(database: Database, _settings: Settings) -> Any:
+        statement = select(Job).order_by(Job.created_at.desc()).limit(limit)
+        if status:
+            statement = statement.where(Job.status == status)
+        async with database.session(write=False) as session:
+            return list(await session.scalars(statement))
+
+    _print(
+        [
+            {
+                "id": job.id,
+                "kind": job.kind,
+                "subject": job.subject,
+                "status": job.status,
+                "attempts": job.attempts,
+                "run_after": job.run_after,
+                "last_error": job.last_error,
+                "created_at": job.created_at,
+            }
+            for job in _run(work)
+        ]
+    )
+
+
+@jobs_app.command("retry")
+def jobs_retry(job_id: Annotated[uuid.UUID, typer.Argument(help="Job id.")]) -> None:
+    """Queue a job again with fresh attempts (and its item or product back to queued)."""
+    from tessera.jobs.worker import retry_job
+
+    async def work(database: Database, settings: Settings) -> Any:
+        return await retry_job(database, _worker(database, settings), job_id)
+
+    job = _run(work)
+    if job is None:
+        typer.echo("error: job not found", err=True)
+        raise typer.Exit(1)
+    _print({"id": job.id, "status": job.status})
+
+
+@app.command()
+def devchain(
+    port: Annotated[int | None, typer.Option(help="Default TESSERA_DEVCHAIN_PORT.")] = None,
+    fund: Annotated[int, typer.Option(help="Whole tokens for each project wallet.")] = 100,
+) -> None:
+    """Run a real Asset Hub runtime (Chopsticks) on 127.0.0.1 and fund the project wallets."""
+    import time
+
+    from sqlalchemy import select
+
+    from tessera.chain import devchain as dc
+    from tessera.models import ProjectWallet
+
+    settings = get_settings()
+    dc.install()
+    chain = dc.Devchain(settings.devchain_spec, port=port or settings.devchain_port).start()
+    decimals = int(chain.rpc("system_properties", [])["tokenDecimals"])  # type: ignore[index]
+    typer.echo(f"Asset Hub runtime at {chain.url}. In the shell that runs Tessera:")
+    typer.echo(f"  export TESSERA_CHAIN_ASSETHUB_RPC_URL={chain.url}")
+    typer.echo(f"  export TESSERA_CHAIN_WESTENDASSETHUB_RPC_URL={chain.url}")
+    typer.echo(f"Project wallets get {fund} tokens each (new ones within 5 s). Ctrl-C stops.")
+
+    async def wallets(database: Database, _settings: Settings) -> list[str]:
+        async with database.session(write=False) as session:
+            return list(await session.scalars(select(ProjectWallet.address)))
+
+    funded: set[str] = set()
+    try:
+        while chain.process is not None and chain.process.poll() is None:
+            for address in set(_run(wallets)) - funded:
+                chain.fund(address, fund * 10**decimals)
+                funded.add(address)
+                typer.echo(f"funded {address}")
+            time.sleep(5)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        chain.stop()

@@ -17,6 +17,7 @@ from tessera.config import Settings, get_settings
 from tessera.crypto import SecretBox
 from tessera.db import Database
 from tessera.errors import install_error_handlers
+from tessera.jobs.worker import Worker
 from tessera.middleware import RequestContextMiddleware
 
 log = logging.getLogger("tessera")
@@ -50,14 +51,23 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         usage = asyncio.create_task(
             app.state.authenticator.usage.run(database, USAGE_FLUSH_SECONDS)
         )
+        stop = asyncio.Event()
+        worker = None
+        if settings.worker_in_process:
+            runner = Worker(database, settings, box, app.state.chains)
+            worker = asyncio.create_task(runner.run_forever(stop))
         try:
             yield
         finally:
+            stop.set()  # the worker finishes the job in hand
             usage.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await usage
+            for task in (usage, worker):
+                if task is not None:
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await task
             async with database.session() as session:
                 await app.state.authenticator.usage.flush(session)
+            await asyncio.to_thread(app.state.chains.close)
             await database.dispose()
 
     app = FastAPI(

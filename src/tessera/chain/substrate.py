@@ -1,5 +1,6 @@
 """The chain gateway on substrate-interface (pallet-nfts, pallet-balances, System)."""
 
+import json
 import threading
 from typing import Any
 
@@ -72,11 +73,15 @@ class SubstrateGateway:
         # Chopsticks does not serve account_nextIndex; system_accountNextIndex counts the pool too.
         nonce = substrate.rpc_request("system_accountNextIndex", [keypair.ss58_address])["result"]
         extrinsic = substrate.create_signed_extrinsic(call=call, keypair=keypair, nonce=nonce)
-        receipt = substrate.submit_extrinsic(extrinsic, wait_for_inclusion=True)
+        name = f"{call.call_module['name']}.{call.call_function['name']}"
+        try:
+            receipt = substrate.submit_extrinsic(extrinsic, wait_for_inclusion=True)
+        except SubstrateRequestException as exc:
+            raise ChainError(f"{name}: {_rejection(exc)}") from exc
         if not receipt.is_success:
             error = receipt.error_message or {}
-            name = error.get("name", "unknown") if isinstance(error, dict) else str(error)
-            raise ChainError(f"{call.call_module['name']}.{call.call_function['name']}: {name}")
+            error_name = error.get("name", "unknown") if isinstance(error, dict) else str(error)
+            raise ChainError(f"{name}: {error_name}")
         block = substrate.get_block_number(receipt.block_hash)
         return receipt, TxResult(receipt.extrinsic_hash, receipt.block_hash, int(block))
 
@@ -227,3 +232,21 @@ class SubstrateGateway:
             if self._client is not None:
                 self._client.close()
                 self._client = None
+
+
+def _rejection(exc: SubstrateRequestException) -> str:
+    """A transaction pool rejection in words, e.g. {"invalid":{"payment":null}}."""
+    detail = exc.args[0] if exc.args else {}
+    message = detail.get("message", "") if isinstance(detail, dict) else str(detail)
+    try:
+        reason = json.loads(message)
+    except (TypeError, ValueError):
+        return f"rejected: {message or detail}"
+    path = []
+    while isinstance(reason, dict) and reason:
+        key = next(iter(reason))
+        path.append(key)
+        reason = reason[key]
+    if path == ["invalid", "payment"]:
+        return "rejected: the signer cannot pay the fee"
+    return "rejected: " + ".".join(path or [message])

@@ -1,6 +1,9 @@
 from fastapi import APIRouter
 
 from tessera.auth.dependencies import Reader
+from tessera.chain.balances import WalletBalance, default_chain, wallet_balances
+from tessera.chain.registry import ChainsDep
+from tessera.config import Chain
 from tessera.db import SessionDep
 from tessera.errors import responses
 from tessera.projects import service
@@ -10,8 +13,23 @@ router = APIRouter(prefix="/projects", tags=["projects"])
 
 
 @router.get("/wallets", response_model=list[ProjectWalletRead], responses=responses(401))
-async def fetch_project_wallets(session: SessionDep, principal: Reader) -> list[ProjectWalletRead]:
-    """All wallets of the project."""
-    return [
-        ProjectWalletRead.model_validate(w) for w in await service.list_wallets(session, principal)
-    ]
+async def fetch_project_wallets(
+    session: SessionDep, principal: Reader, chains: ChainsDep
+) -> list[ProjectWalletRead]:
+    """All wallets of the project, with their address on each configured chain."""
+    configured = chains.settings.configured_chains()
+    wallets = await service.list_wallets(session, principal)
+    return [ProjectWalletRead.of(wallet, configured) for wallet in wallets]
+
+
+@router.get(
+    "/wallets/balances",
+    response_model=list[WalletBalance],
+    responses=responses(400, 401, 409, 503),
+)
+async def fetch_project_wallet_balances(
+    session: SessionDep, principal: Reader, chains: ChainsDep, chain: Chain | None = None
+) -> list[WalletBalance]:
+    """Native balances of the project's wallets on ``chain`` (default: the first configured)."""
+    wallets = await service.list_wallets(session, principal)
+    return await wallet_balances(chains, chain or default_chain(chains), wallets)

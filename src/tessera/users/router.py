@@ -1,6 +1,8 @@
 from fastapi import APIRouter, Body
 
 from tessera.auth.dependencies import Reader, Writer
+from tessera.chain.balances import WalletBalance, default_chain, wallet_balances
+from tessera.chain.registry import ChainsDep
 from tessera.config import SettingsDep
 from tessera.crypto import BoxDep
 from tessera.db import SessionDep
@@ -8,6 +10,7 @@ from tessera.errors import responses
 from tessera.users import service
 from tessera.users.schemas import (
     ActivationRead,
+    BalancesQuery,
     ReputationAdjust,
     ReputationRead,
     UserCount,
@@ -79,6 +82,17 @@ async def user_activation_status(
     return ActivationRead.model_validate(
         await service.activation_status(session, principal, lookup=body)
     )
+
+
+@router.post(
+    "/balances", response_model=list[WalletBalance], responses=responses(400, 401, 404, 409, 503)
+)
+async def get_wallet_balances(
+    session: SessionDep, principal: Reader, chains: ChainsDep, body: BalancesQuery
+) -> list[WalletBalance]:
+    """Native balances of the user's wallets on ``chain`` (default: the first configured)."""
+    user = await service.get_profile(session, principal, lookup=body)
+    return await wallet_balances(chains, body.chain or default_chain(chains), user.wallets)
 
 
 @router.post(

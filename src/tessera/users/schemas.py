@@ -4,6 +4,7 @@ from typing import Annotated, ClassVar, Self
 
 from pydantic import Field, StrictInt, StringConstraints, field_validator, model_validator
 
+from tessera.config import Chain
 from tessera.schemas import CamelModel, Email, RefId
 
 Name = Annotated[str, StringConstraints(strip_whitespace=True, max_length=255)]
@@ -33,6 +34,10 @@ class UserLookup(CamelModel):
         if self.id is not None:
             return "id", self.id
         return None
+
+
+class BalancesQuery(UserLookup):
+    chain: Chain | None = None
 
 
 class UserFetch(UserLookup):

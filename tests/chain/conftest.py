@@ -1,0 +1,66 @@
+"""The real Asset Hub runtime (Chopsticks on loopback), one per xdist worker.
+
+Without Node.js or the installed Chopsticks these tests skip with the reason; with
+TESSERA_REQUIRE_CHAIN=1 (CI) they fail instead.
+"""
+
+import os
+from collections.abc import AsyncIterator, Iterator
+
+import httpx
+import pytest
+from fastapi import FastAPI
+
+from tessera.chain import devchain as dc
+from tessera.jobs.worker import Worker
+from tessera.main import create_app
+
+DOT = 10**10  # the Polkadot Asset Hub runtime of ../shared/chain counts in DOT, 10 decimals
+
+
+@pytest.fixture(scope="session")
+def devchain(tmp_path_factory: pytest.TempPathFactory, settings) -> Iterator[dc.Devchain]:
+    reason = None
+    if not dc.node_available():
+        reason = "Node.js is not installed: chain tests need Chopsticks"
+    elif not dc.installed():
+        reason = f"Chopsticks is not installed in {dc.CACHE}: run `make chopsticks` once"
+    if reason:
+        if os.environ.get("TESSERA_REQUIRE_CHAIN") == "1":
+            pytest.fail(f"TESSERA_REQUIRE_CHAIN=1 but {reason}")
+        pytest.skip(reason)
+    chain = dc.Devchain(
+        settings.devchain_spec, log=tmp_path_factory.mktemp("chain") / "chopsticks.log"
+    )
+    chain.start()
+    yield chain
+    chain.stop()
+
+
+@pytest.fixture(scope="session")
+async def chain_app(settings, devchain, database) -> AsyncIterator[FastAPI]:
+    chain_settings = settings.model_copy(
+        update={"chain_assethub_rpc_url": devchain.url, "chain_timeout_seconds": 30.0}
+    )
+    application = create_app(chain_settings)
+    async with application.router.lifespan_context(application):
+        yield application
+
+
+@pytest.fixture
+async def chain_client(chain_app) -> AsyncIterator[httpx.AsyncClient]:
+    transport = httpx.ASGITransport(app=chain_app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://tessera.test") as http:
+        yield http
+
+
+@pytest.fixture
+def worker(chain_app) -> Worker:
+    state = chain_app.state
+    return Worker(state.database, state.settings, state.box, state.chains)
+
+
+@pytest.fixture
+def gateway(chain_app):
+    """The real gateway (for assertions about chain state)."""
+    return chain_app.state.chains.gateway("AssetHub")

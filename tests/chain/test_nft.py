@@ -1,0 +1,403 @@
+"""NFT collections, mints, transfers and balances against the real Asset Hub runtime."""
+
+import uuid
+
+import pytest
+from scalecodec.utils.ss58 import ss58_decode
+from sqlalchemy import select, update
+
+from tessera.jobs.worker import Worker, retry_job
+from tessera.models import Job
+from tests.chain.conftest import DOT
+from tests.factories import create_users, product_body
+
+pytestmark = pytest.mark.chain
+
+NFT = {"mint_nft": True, "metadata_uri": "https://meta.example/ticket.json", "chain": "AssetHub"}
+
+
+def public_key(address: str) -> bytes:
+    return bytes.fromhex(ss58_decode(address))
+
+
+async def project_wallet(client, tenant) -> dict:
+    [wallet] = (await client.get("/v1/projects/wallets", headers=tenant.r)).json()
+    return wallet
+
+
+async def funded(client, tenant, devchain, amount: int = 100 * DOT) -> dict:
+    wallet = await project_wallet(client, tenant)
+    devchain.fund(wallet["address"], amount)
+    return wallet
+
+
+async def nft_product(client, tenant, **extra) -> dict:
+    response = await client.post(
+        "/v1/products", headers=tenant.w, json=product_body(**NFT, **extra)
+    )
+    assert response.status_code == 201, response.text
+    return response.json()
+
+
+async def get_product(client, tenant, product_id: str) -> dict:
+    return (await client.get(f"/v1/products/{product_id}", headers=tenant.r)).json()
+
+
+class TestCollections:
+    async def test_created_by_the_worker_with_max_supply_and_the_project_wallet_as_admin(
+        self, chain_client, tenant, devchain, worker, gateway
+    ):
+        wallet = await funded(chain_client, tenant, devchain)
+        product = await nft_product(chain_client, tenant, max_items=3)
+        assert product["nft"] == {"chain": "AssetHub", "collection_id": None, "status": "queued"}
+        assert await worker.run_until_idle() == 1
+        nft = (await get_product(chain_client, tenant, product["id"]))["nft"]
+        assert nft["status"] == "created" and isinstance(nft["collection_id"], int)
+        collection = gateway.collection(nft["collection_id"])
+        assert collection.owner == public_key(wallet["address"])
+        assert collection.max_supply == 3 and collection.items == 0
+        assert nft["collection_id"] in gateway.collections_owned_by(public_key(wallet["address"]))
+
+    async def test_insufficient_balance_is_refused_and_nothing_recorded(
+        self, chain_client, tenant, devchain, database
+    ):
+        wallet = await funded(chain_client, tenant, devchain, amount=5 * DOT)
+        response = await chain_client.post(
+            "/v1/products", headers=tenant.w, json=product_body(**NFT)
+        )
+        assert response.status_code == 409
+        message = response.json()["message"]
+        assert message.startswith(
+            f"the project wallet {wallet['addresses']['AssetHub']} holds 5 DOT"
+        )
+        assert "creating the NFT collection needs 10.01" in message and "deposit 10 DOT" in message
+        assert (await chain_client.get("/v1/products", headers=tenant.r)).json() == []
+        async with database.session(write=False) as session:
+            assert list(await session.scalars(select(Job))) == []
+
+    async def test_wallet_addresses_and_balances_per_chain(self, chain_client, tenant, devchain):
+        wallet = await funded(chain_client, tenant, devchain, amount=42 * DOT)
+        assert set(wallet["addresses"]) == {"AssetHub", "WestendAssetHub"}
+        assert wallet["addresses"]["AssetHub"].startswith("1")  # SS58 prefix 0
+        assert public_key(wallet["addresses"]["AssetHub"]) == public_key(wallet["address"])
+        response = await chain_client.get("/v1/projects/wallets/balances", headers=tenant.r)
+        assert response.status_code == 200
+        [entry] = response.json()
+        assert entry["address"] == wallet["addresses"]["AssetHub"]
+        assert (entry["type"], entry["code"], entry["message"]) == ("Polkadot", 200, "OK")
+        assert entry["data"] == [
+            {
+                "asset_id": "native",
+                "balance": str(42 * DOT),
+                "name": "AssetHub",
+                "symbol": "DOT",
+                "decimals": 10,
+                "lock": "0",
+            }
+        ]
+
+
+class TestMinting:
+    async def test_items_are_minted_with_their_ids_owners_and_metadata(
+        self, chain_client, tenant, devchain, worker, gateway
+    ):
+        await funded(chain_client, tenant, devchain)
+        product = await nft_product(chain_client, tenant)
+        ada, bob = await create_users(chain_client, tenant, 2)
+        issued = await chain_client.post(
+            f"/v1/products/{product['id']}/items",
+            headers=tenant.w,
+            json={"users": [ada["id"], bob["id"]]},
+        )
+        items = issued.json()["items"]
+        assert [i["nft"] for i in items] == [
+            {"status": "queued", "tx_hash": None, "block": None, "transfer": None}
+        ] * 2
+        order = await chain_client.post(
+            "/v1/orders",
+            headers=tenant.w,
+            json={
+                "user": {"id": bob["id"]},
+                "items": [{"product_id": product["id"], "quantity": 1}],
+            },
+        )
+        assert order.status_code == 201
+        assert await worker.run_until_idle() == 4  # the collection, then three mints
+
+        collection_id = (await get_product(chain_client, tenant, product["id"]))["nft"][
+            "collection_id"
+        ]
+        minted = (
+            await chain_client.get(f"/v1/orders/{order.json()['id']}", headers=tenant.r)
+        ).json()
+        [third] = minted["product_items"]
+        assert third["item_id"] == 3 and third["nft"]["status"] == "minted"
+        assert third["nft"]["tx_hash"].startswith("0x") and third["nft"]["block"] > 0
+        owners = {1: ada, 2: bob, 3: bob}
+        for nft_id, user in owners.items():
+            owner = gateway.item_owner(collection_id, nft_id)
+            assert owner == public_key(user["wallets"][0]["address"])
+            assert gateway.item_metadata(collection_id, nft_id) == NFT["metadata_uri"]
+        assert gateway.collection(collection_id).items == 3
+
+    async def test_max_items_reached_refuses_further_issues(
+        self, chain_client, tenant, devchain, worker, gateway
+    ):
+        await funded(chain_client, tenant, devchain)
+        product = await nft_product(chain_client, tenant, max_items=2)
+        ada, bob = await create_users(chain_client, tenant, 2)
+        path = f"/v1/products/{product['id']}/items"
+        assert (
+            await chain_client.post(path, headers=tenant.w, json={"users": [ada["id"], bob["id"]]})
+        ).status_code == 201
+        refused = await chain_client.post(path, headers=tenant.w, json={"users": [ada["id"]]})
+        assert refused.status_code == 409
+        assert refused.json() == {
+            "message": "the NFT collection holds at most 2 items (2 issued, 1 requested)"
+        }
+        await worker.run_until_idle()
+        collection_id = (await get_product(chain_client, tenant, product["id"]))["nft"][
+            "collection_id"
+        ]
+        assert gateway.collection(collection_id).items == 2
+        assert gateway.collection(collection_id).max_supply == 2
+
+
+class Crash(BaseException):
+    """A worker dying right after the chain accepted its transaction (not an Exception)."""
+
+
+class CrashAfter:
+    """The real gateway, except that one method dies after it has submitted."""
+
+    def __init__(self, gateway, method: str) -> None:
+        self._gateway, self._method = gateway, method
+
+    def __getattr__(self, name: str):
+        real = getattr(self._gateway, name)
+        if name != self._method:
+            return real
+
+        def submit_then_die(*args, **kwargs):
+            real(*args, **kwargs)
+            raise Crash
+
+        return submit_then_die
+
+
+async def _expire_leases(database) -> None:
+    async with database.session() as session:
+        await session.execute(
+            update(Job).where(Job.status == "running").values(run_after=Job.created_at)
+        )
+        await session.commit()
+
+
+class TestCrashSafety:
+    async def test_a_worker_killed_after_submit_neither_mints_nor_creates_twice(
+        self, chain_client, chain_app, tenant, devchain, database, gateway
+    ):
+        wallet = await funded(chain_client, tenant, devchain)
+        product = await nft_product(chain_client, tenant, max_items=5)
+        [ada] = await create_users(chain_client, tenant, 1)
+        await chain_client.post(
+            f"/v1/products/{product['id']}/items", headers=tenant.w, json={"users": [ada["id"]]}
+        )
+        state = chain_app.state
+
+        # The first worker dies after creating the collection, before recording it.
+        chains = state.chains
+        chains.gateways["AssetHub"] = CrashAfter(gateway, "create_collection")
+        try:
+            with pytest.raises(Crash):
+                await Worker(database, state.settings, state.box, chains).run_one()
+        finally:
+            chains.gateways["AssetHub"] = gateway
+        owned = gateway.collections_owned_by(public_key(wallet["address"]))
+        assert len(owned) == 1
+        assert (await get_product(chain_client, tenant, product["id"]))["nft"][
+            "collection_id"
+        ] is None
+
+        # A restarted worker (after the lease) adopts that collection instead of creating another.
+        await _expire_leases(database)
+        restarted = Worker(database, state.settings, state.box, chains)
+        assert await restarted.run_one()
+        assert (await get_product(chain_client, tenant, product["id"]))["nft"][
+            "collection_id"
+        ] == owned[0]
+        assert gateway.collections_owned_by(public_key(wallet["address"])) == owned
+
+        # The next worker dies after minting, before recording.
+        chains.gateways["AssetHub"] = CrashAfter(gateway, "mint")
+        try:
+            with pytest.raises(Crash):
+                await Worker(database, state.settings, state.box, chains).run_one()
+        finally:
+            chains.gateways["AssetHub"] = gateway
+        assert gateway.collection(owned[0]).items == 1
+        await _expire_leases(database)
+        assert await restarted.run_until_idle() == 1
+        assert gateway.collection(owned[0]).items == 1  # not minted twice
+        assert gateway.item_owner(owned[0], 1) == public_key(ada["wallets"][0]["address"])
+        assert gateway.item_metadata(owned[0], 1) == NFT["metadata_uri"]
+        async with database.session(write=False) as session:
+            jobs = list(await session.scalars(select(Job).order_by(Job.created_at)))
+        assert [(j.kind, j.status, j.attempts) for j in jobs] == [
+            ("nft.create_collection", "succeeded", 2),
+            ("nft.mint", "succeeded", 2),
+        ]
+
+
+class TestTransfers:
+    async def test_transfer_is_mirrored_on_chain_with_the_fee_sponsored(
+        self, chain_client, tenant, devchain, worker, gateway
+    ):
+        wallet = await funded(chain_client, tenant, devchain)
+        product = await nft_product(chain_client, tenant, is_transferable=True)
+        ada, bob = await create_users(chain_client, tenant, 2)
+        [item] = (
+            await chain_client.post(
+                f"/v1/products/{product['id']}/items", headers=tenant.w, json={"users": [ada["id"]]}
+            )
+        ).json()["items"]
+        await worker.run_until_idle()
+        ada_key = public_key(ada["wallets"][0]["address"])
+        assert gateway.balance(ada_key).free == 0  # custodial wallets hold nothing
+        sponsor_before = gateway.balance(public_key(wallet["address"])).free
+
+        moved = await chain_client.post(
+            f"/v1/products/{product['id']}/transfer",
+            headers=tenant.w,
+            json={
+                "product_item_id": item["id"],
+                "sender_user_id": ada["id"],
+                "recipient_user_id": bob["id"],
+            },
+        )
+        assert moved.status_code == 200 and moved.json()["new_owner"]["id"] == bob["id"]
+        collection_id = (await get_product(chain_client, tenant, product["id"]))["nft"][
+            "collection_id"
+        ]
+        assert gateway.item_owner(collection_id, 1) == ada_key  # the database moves first
+        assert await worker.run_until_idle() == 1
+        assert gateway.item_owner(collection_id, 1) == public_key(bob["wallets"][0]["address"])
+        assert gateway.balance(ada_key).free > 0  # the project wallet paid its fee and deposit
+        assert gateway.balance(public_key(wallet["address"])).free < sponsor_before
+
+        order = await chain_client.post(
+            "/v1/orders",
+            headers=tenant.w,
+            json={
+                "user": {"id": bob["id"]},
+                "items": [{"product_id": product["id"], "quantity": 1}],
+            },
+        )
+        listed = (
+            await chain_client.get(f"/v1/orders/{order.json()['id']}", headers=tenant.r)
+        ).json()
+        assert listed["product_items"][0]["nft"]["status"] == "queued"
+
+    async def test_failed_jobs_are_visible_and_can_be_retried(
+        self, chain_client, chain_app, tenant, devchain, database, gateway
+    ):
+        wallet = await funded(chain_client, tenant, devchain)
+        product = await nft_product(chain_client, tenant)
+        [ada] = await create_users(chain_client, tenant, 1)
+        state = chain_app.state
+        impatient = Worker(
+            database,
+            state.settings.model_copy(update={"job_max_attempts": 1}),
+            state.box,
+            state.chains,
+        )
+        await impatient.run_until_idle()  # the collection
+        devchain.fund(wallet["address"], 10**8)  # just the existential deposit: mints cannot pay
+        await chain_client.post(
+            f"/v1/products/{product['id']}/items", headers=tenant.w, json={"users": [ada["id"]]}
+        )
+        await impatient.run_until_idle()
+        async with database.session(write=False) as session:
+            job = await session.scalar(select(Job).where(Job.kind == "nft.mint"))
+        assert (job.status, job.attempts) == ("failed", 1)
+        assert job.last_error == "ChainError: Nfts.mint: rejected: the signer cannot pay the fee"
+        items = await _items(database, product["id"])
+        assert items[0].nft_status == "failed"
+
+        devchain.fund(wallet["address"], 100 * DOT)
+        await retry_job(database, impatient, job.id)
+        assert (await _items(database, product["id"]))[0].nft_status == "queued"
+        await impatient.run_until_idle()
+        assert (await _items(database, product["id"]))[0].nft_status == "minted"
+        collection_id = (await get_product(chain_client, tenant, product["id"]))["nft"][
+            "collection_id"
+        ]
+        assert gateway.item_owner(collection_id, 1) == public_key(ada["wallets"][0]["address"])
+
+
+async def _items(database, product_id: str):
+    from tessera.models import ProductItem
+
+    async with database.session(write=False) as session:
+        return list(
+            await session.scalars(
+                select(ProductItem)
+                .where(ProductItem.product_id == uuid.UUID(product_id))
+                .order_by(ProductItem.item_id)
+            )
+        )
+
+
+class TestUserBalances:
+    async def test_one_entry_per_wallet_from_the_chain(self, chain_client, tenant, devchain):
+        [ada] = await create_users(chain_client, tenant, 1)
+        devchain.fund(ada["wallets"][0]["address"], 3 * DOT)
+        response = await chain_client.post(
+            "/v1/users/balances",
+            headers=tenant.r,
+            json={"email": ada["email"], "chain": "AssetHub"},
+        )
+        assert response.status_code == 200
+        [entry] = response.json()
+        assert set(entry) == {"address", "type", "code", "message", "generated_at", "data"}
+        assert public_key(entry["address"]) == public_key(ada["wallets"][0]["address"])
+        assert entry["data"][0]["balance"] == str(3 * DOT) and entry["data"][0]["symbol"] == "DOT"
+        missing = await chain_client.post(
+            "/v1/users/balances", headers=tenant.r, json={"id": str(uuid.uuid4())}
+        )
+        assert missing.status_code == 404
+        assert (
+            await chain_client.post("/v1/users/balances", json={"email": ada["email"]})
+        ).status_code == 401
+
+
+class TestInProcessWorker:
+    async def test_serve_runs_a_worker_that_creates_the_collection(
+        self, settings, devchain, tenant
+    ):
+        import asyncio
+
+        import httpx
+
+        from tessera.main import create_app
+
+        app = create_app(
+            settings.model_copy(
+                update={
+                    "chain_assethub_rpc_url": devchain.url,
+                    "worker_in_process": True,
+                    "worker_poll_seconds": 0.2,
+                }
+            )
+        )
+        async with app.router.lifespan_context(app):
+            transport = httpx.ASGITransport(app=app)
+            async with httpx.AsyncClient(transport=transport, base_url="http://t") as client:
+                await funded(client, tenant, devchain)
+                product = await nft_product(client, tenant)
+                for _ in range(150):
+                    nft = (await get_product(client, tenant, product["id"]))["nft"]
+                    if nft["status"] == "created":
+                        break
+                    await asyncio.sleep(0.2)
+                assert nft["status"] == "created" and nft["collection_id"] is not None
