@@ -160,3 +160,33 @@ class TestCli:
 
     async def test_db_upgrade_is_idempotent(self, cli):
         await cli("db", "upgrade")
+
+
+class TestJobsCli:
+    async def test_list_and_retry_a_failed_job(self, cli, tenant, database):
+        from sqlalchemy import select
+
+        from tessera.jobs.queue import enqueue
+        from tessera.models import Job
+
+        async with database.session() as session:
+            job = enqueue(
+                session,
+                project_id=tenant.project_id,
+                kind="nft.unknown",
+                subject="test",
+                payload={},
+            )
+            job.status, job.attempts, job.last_error = "failed", 8, "RuntimeError: boom"
+            await session.commit()
+        listed = json.loads((await cli("jobs", "list", "--status", "failed")).stdout)
+        assert [(j["id"], j["kind"], j["attempts"], j["last_error"]) for j in listed] == [
+            (str(job.id), "nft.unknown", 8, "RuntimeError: boom")
+        ]
+        retried = json.loads((await cli("jobs", "retry", str(job.id))).stdout)
+        assert retried == {"id": str(job.id), "status": "queued"}
+        async with database.session(write=False) as session:
+            again = await session.scalar(select(Job).where(Job.id == job.id))
+        assert (again.status, again.attempts, again.last_error) == ("queued", 0, None)
+        missing = await cli("jobs", "retry", "00000000-0000-0000-0000-000000000000", ok=False)
+        assert missing.returncode == 1 and missing.stderr.strip() == "error: job not found"
