@@ -136,3 +136,19 @@ async def create_order(
         "items": [{"product_id": p, "quantity": q} for p, q in lines],
     } | extra
     return await client.post("/v1/orders", headers=tenant.w, json=body)
+
+
+async def items_of(database: Any, product_id: str) -> list[Any]:
+    """A product's items straight from the database, by item_id."""
+    from sqlalchemy import select
+
+    from tessera.models import ProductItem
+
+    async with database.session(write=False) as session:
+        return list(
+            await session.scalars(
+                select(ProductItem)
+                .where(ProductItem.product_id == uuid.UUID(product_id))
+                .order_by(ProductItem.item_id)
+            )
+        )

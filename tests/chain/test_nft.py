@@ -9,7 +9,7 @@ from sqlalchemy import select, update
 from tessera.jobs.worker import Worker, retry_job
 from tessera.models import Job
 from tests.chain.conftest import DOT
-from tests.factories import create_users, product_body
+from tests.factories import create_users, items_of, product_body
 
 pytestmark = pytest.mark.chain
 
@@ -321,31 +321,18 @@ class TestTransfers:
             job = await session.scalar(select(Job).where(Job.kind == "nft.mint"))
         assert (job.status, job.attempts) == ("failed", 1)
         assert job.last_error == "ChainError: Nfts.mint: rejected: the signer cannot pay the fee"
-        items = await _items(database, product["id"])
+        items = await items_of(database, product["id"])
         assert items[0].nft_status == "failed"
 
         devchain.fund(wallet["address"], 100 * DOT)
         await retry_job(database, impatient, job.id)
-        assert (await _items(database, product["id"]))[0].nft_status == "queued"
+        assert (await items_of(database, product["id"]))[0].nft_status == "queued"
         await impatient.run_until_idle()
-        assert (await _items(database, product["id"]))[0].nft_status == "minted"
+        assert (await items_of(database, product["id"]))[0].nft_status == "minted"
         collection_id = (await get_product(chain_client, tenant, product["id"]))["nft"][
             "collection_id"
         ]
         assert gateway.item_owner(collection_id, 1) == public_key(ada["wallets"][0]["address"])
-
-
-async def _items(database, product_id: str):
-    from tessera.models import ProductItem
-
-    async with database.session(write=False) as session:
-        return list(
-            await session.scalars(
-                select(ProductItem)
-                .where(ProductItem.product_id == uuid.UUID(product_id))
-                .order_by(ProductItem.item_id)
-            )
-        )
 
 
 class TestUserBalances:

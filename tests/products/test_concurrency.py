@@ -8,18 +8,15 @@ import asyncio
 import socket
 import threading
 import time
-import uuid
 from collections import Counter
 from collections.abc import Iterator
 
 import httpx
 import pytest
 import uvicorn
-from sqlalchemy import select
 
 from tessera.main import create_app
-from tessera.models import ProductItem
-from tests.factories import create_product, create_users, issue_items
+from tests.factories import create_product, create_users, issue_items, items_of
 
 REQUESTS = 60
 
@@ -53,17 +50,6 @@ async def _burst(url: str, calls: list[tuple[str, dict]], headers: dict) -> list
         )
 
 
-async def _items(database, product_id: str) -> list[ProductItem]:
-    async with database.session(write=False) as session:
-        return list(
-            await session.scalars(
-                select(ProductItem)
-                .where(ProductItem.product_id == uuid.UUID(product_id))
-                .order_by(ProductItem.item_id)
-            )
-        )
-
-
 class TestConcurrentIssuing:
     async def test_stock_is_never_oversold(self, client, tenant, database, live_url):
         product = await create_product(client, tenant, stock=10, max_per_account=2)
@@ -73,7 +59,7 @@ class TestConcurrentIssuing:
         responses = await _burst(live_url, calls, tenant.w)
         statuses = Counter(r.status_code for r in responses)
         assert statuses == {201: 10, 409: REQUESTS - 10}, statuses
-        items = await _items(database, product["id"])
+        items = await items_of(database, product["id"])
         assert [i.item_id for i in items] == list(range(1, 11))
         assert max(Counter(i.owner_id for i in items).values()) <= 2
         issued = sorted(r.json()["items"][0]["item_id"] for r in responses if r.status_code == 201)
@@ -86,7 +72,7 @@ class TestConcurrentIssuing:
         calls = [(path, {"users": [users[i % 5]["id"]]}) for i in range(REQUESTS)]
         responses = await _burst(live_url, calls, tenant.w)
         assert Counter(r.status_code for r in responses) == {201: 10, 409: REQUESTS - 10}
-        items = await _items(database, product["id"])
+        items = await items_of(database, product["id"])
         assert [i.item_id for i in items] == list(range(1, 11))
         assert sorted(Counter(i.owner_id for i in items).values()) == [2] * 5
 
@@ -110,7 +96,7 @@ class TestConcurrentIssuing:
                 )
         responses = await _burst(live_url, calls, tenant.w)
         assert Counter(r.status_code for r in responses) == {201: 7, 409: REQUESTS - 7}
-        assert [i.item_id for i in await _items(database, product["id"])] == list(range(1, 8))
+        assert [i.item_id for i in await items_of(database, product["id"])] == list(range(1, 8))
 
     async def test_redemptions_stop_at_redemption_quantity(
         self, client, tenant, database, live_url
@@ -123,7 +109,7 @@ class TestConcurrentIssuing:
             live_url, [(path, {"product_item_id": item["id"]})] * REQUESTS, tenant.w
         )
         assert Counter(r.status_code for r in responses) == {200: 3, 409: REQUESTS - 3}
-        assert [i.redemption_count for i in await _items(database, product["id"])] == [3]
+        assert [i.redemption_count for i in await items_of(database, product["id"])] == [3]
 
 
 class TestConcurrentWrites:
@@ -148,7 +134,7 @@ class TestConcurrentWrites:
         responses = await _burst(live_url, calls, tenant.w)
         assert Counter(r.status_code for r in responses) == {201: 8, 409: REQUESTS - 8}
         for product in (first, second):
-            assert [i.item_id for i in await _items(database, product["id"])] == list(range(1, 9))
+            assert [i.item_id for i in await items_of(database, product["id"])] == list(range(1, 9))
 
     async def test_one_email_is_created_once(self, client, tenant, live_url):
         calls = [("/v1/users/create", [{"email": "race@example.com"}])] * REQUESTS

@@ -16,6 +16,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from tessera.auth.principal import Permission, Principal
 from tessera.crypto import hashes_match, keyed_hash
+from tessera.db import Database
 from tessera.errors import ApiKeyNotFound, CredentialInvalid, ProjectNotFound
 from tessera.models import ApiKey, Project
 from tessera.models.base import utcnow
@@ -117,7 +118,7 @@ class UsageRecorder:
             )
         await session.commit()
 
-    async def run(self, database, interval: float) -> None:
+    async def run(self, database: Database, interval: float) -> None:
         while True:
             await asyncio.sleep(interval)
             try:

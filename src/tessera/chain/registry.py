@@ -36,6 +36,8 @@ class Chains:
     async def run(self, name: str, work: Callable[[ChainGateway], T]) -> T:
         """Run blocking gateway calls in a thread; an unreachable chain is a 503."""
         gateway = self.gateway(name)
+        # Each RPC has `timeout`; a piece of work makes a few (a fee estimate, a submit that
+        # waits for inclusion), so the whole gets a few times that.
         try:
             return await asyncio.wait_for(asyncio.to_thread(work, gateway), self.timeout * 4)
         except (ChainUnreachable, TimeoutError) as exc:

@@ -104,11 +104,6 @@ async def create_collection(worker: Worker, job: Job) -> None:
     await _set(worker, Product, product_id, nft_status="created", nft_collection_id=collection_id)
 
 
-async def collection_failed(worker: Worker, job: Job, error: str | None) -> None:
-    product_id = uuid.UUID(job.payload["product_id"])
-    await _set(worker, Product, product_id, nft_status="failed" if error else "queued")
-
-
 # mint
 
 
@@ -142,11 +137,6 @@ async def mint(worker: Worker, job: Job) -> None:
     await _set(worker, ProductItem, item_id, nft_status="submitted")
     tx = await worker.chains.run(str(product.chain), work)
     await _set(worker, ProductItem, item_id, nft_status="minted", **_tx(tx))
-
-
-async def mint_failed(worker: Worker, job: Job, error: str | None) -> None:
-    item_id = uuid.UUID(job.payload["product_item_id"])
-    await _set(worker, ProductItem, item_id, nft_status="failed" if error else "queued")
 
 
 # transfer
@@ -203,13 +193,22 @@ async def transfer(worker: Worker, job: Job) -> None:
     )
 
 
-async def transfer_failed(worker: Worker, job: Job, error: str | None) -> None:
-    item_id = uuid.UUID(job.payload["product_item_id"])
-    await _set(worker, ProductItem, item_id, nft_transfer_status="failed" if error else "queued")
+def _status_marker(model: Any, key: str, column: str) -> Any:
+    """The hook that shows a job's end on its row: failed, or queued again on retry."""
+
+    async def mark(worker: Worker, job: Job, error: str | None) -> None:
+        row_id = uuid.UUID(job.payload[key])
+        await _set(worker, model, row_id, **{column: "failed" if error else "queued"})
+
+    return mark
 
 
 KINDS = {
-    CREATE_COLLECTION: JobKind(create_collection, collection_failed),
-    MINT: JobKind(mint, mint_failed),
-    TRANSFER: JobKind(transfer, transfer_failed),
+    CREATE_COLLECTION: JobKind(
+        create_collection, _status_marker(Product, "product_id", "nft_status")
+    ),
+    MINT: JobKind(mint, _status_marker(ProductItem, "product_item_id", "nft_status")),
+    TRANSFER: JobKind(
+        transfer, _status_marker(ProductItem, "product_item_id", "nft_transfer_status")
+    ),
 }
