@@ -18,20 +18,22 @@ TESSERA = str(Path(sys.executable).with_name("tessera"))
 
 @pytest.fixture
 def cli(settings):
-    env = os.environ | {
+    base = os.environ | {
         "TESSERA_ENV": "test",
         "TESSERA_DATABASE_URL": settings.database_url,
         "TESSERA_SECRET_KEYS": settings.secret_keys.get_secret_value(),
         "TESSERA_HASH_KEY": settings.hash_key.get_secret_value(),
     }
 
-    async def run(*args: str, ok: bool = True) -> subprocess.CompletedProcess[str]:
+    async def run(
+        *args: str, ok: bool = True, env: dict[str, str] | None = None
+    ) -> subprocess.CompletedProcess[str]:
         # In a thread: blocking the event loop would freeze this process's open transactions
         # (the API-key usage flush) and the CLI would wait on SQLite's write lock.
         result = await asyncio.to_thread(
             subprocess.run,
             [TESSERA, *args],
-            env=env,
+            env=base | (env or {}),
             capture_output=True,
             text=True,
             timeout=60,
@@ -190,3 +192,53 @@ class TestJobsCli:
         assert (again.status, again.attempts, again.last_error) == ("queued", 0, None)
         missing = await cli("jobs", "retry", "00000000-0000-0000-0000-000000000000", ok=False)
         assert missing.returncode == 1 and missing.stderr.strip() == "error: job not found"
+
+
+class TestSecretsRotation:
+    async def test_rotate_reseals_every_secret_under_the_new_key(
+        self, cli, client, tenant, settings, database
+    ):
+        import base64
+        import secrets
+
+        from sqlalchemy import select
+
+        from tessera.chain.keys import open_seed
+        from tessera.config import parse_key_ring
+        from tessera.crypto import Sealed, SecretBox
+        from tessera.models import ProjectWallet, UserWallet
+        from tests.factories import create_users
+
+        await create_users(client, tenant, 3)
+        old_ring = settings.secret_keys.get_secret_value()
+        ring = f"k2:{base64.b64encode(secrets.token_bytes(32)).decode()},{old_ring}"
+        back = f"{old_ring},{ring.split(',')[0]}"
+        try:
+            result = await cli("secrets", "rotate", env={"TESSERA_SECRET_KEYS": ring})
+            counts = json.loads(result.stdout)
+            assert counts["active_key_id"] == "k2"
+            assert (counts["user_wallets"], counts["project_wallets"]) == (3, 1)
+            only_new = SecretBox({"k2": parse_key_ring(ring)["k2"]})
+            async with database.session(write=False) as session:
+                rows = [
+                    *await session.scalars(select(UserWallet)),
+                    *await session.scalars(select(ProjectWallet)),
+                ]
+            assert {row.secret_key_id for row in rows} == {"k2"}
+            for row in rows:  # the old key is no longer needed to open them
+                seed = open_seed(
+                    only_new,
+                    public_key=row.public_key,
+                    secret=Sealed(row.secret_key_id, row.secret_blob),
+                )
+                assert len(seed) == 32
+            again = json.loads(
+                (await cli("secrets", "rotate", env={"TESSERA_SECRET_KEYS": ring})).stdout
+            )
+            assert (again["user_wallets"], again["project_wallets"], again["signing_keys"]) == (
+                0,
+                0,
+                0,
+            )
+        finally:  # signing keys outlive tests: seal them with k1 again for the app's key ring
+            await cli("secrets", "rotate", env={"TESSERA_SECRET_KEYS": back})

@@ -26,6 +26,7 @@ db_app = typer.Typer(no_args_is_help=True, help="Database schema.")
 project_app = typer.Typer(no_args_is_help=True, help="Projects.")
 apikey_app = typer.Typer(no_args_is_help=True, help="API keys of a project.")
 identity_app = typer.Typer(no_args_is_help=True, help="External identities (OIDC subjects).")
+secrets_app = typer.Typer(no_args_is_help=True, help="Secrets at rest (TESSERA_SECRET_KEYS).")
 jobs_app = typer.Typer(
     no_args_is_help=True, help="Durable jobs (NFT collections, mints, transfers)."
 )
@@ -34,6 +35,7 @@ app.add_typer(project_app, name="project")
 app.add_typer(apikey_app, name="apikey")
 app.add_typer(identity_app, name="identity")
 app.add_typer(jobs_app, name="jobs")
+app.add_typer(secrets_app, name="secrets")
 
 ProjectOpt = Annotated[uuid.UUID, typer.Option("--project", help="Project id.")]
 PermissionOpt = Literal["read", "write"]
@@ -384,3 +386,22 @@ def devchain(
         pass
     finally:
         chain.stop()
+
+
+@secrets_app.command("rotate")
+def secrets_rotate() -> None:
+    """Re-seal every stored secret under the first key of TESSERA_SECRET_KEYS."""
+    from tessera.keyring import reseal_all
+
+    async def work(database: Database, settings: Settings) -> Any:
+        return await reseal_all(database, SecretBox(settings.key_ring))
+
+    resealed = _run(work)
+    _print(
+        {
+            "active_key_id": next(iter(get_settings().key_ring)),
+            "user_wallets": resealed.user_wallets,
+            "project_wallets": resealed.project_wallets,
+            "signing_keys": resealed.signing_keys,
+        }
+    )

@@ -5,6 +5,7 @@ import uuid
 import pytest
 from scalecodec.utils.ss58 import ss58_decode
 from sqlalchemy import select, update
+from substrateinterface import SubstrateInterface
 
 from tessera.jobs.worker import Worker, retry_job
 from tessera.models import Job
@@ -57,6 +58,15 @@ class TestCollections:
         assert collection.owner == public_key(wallet["address"])
         assert collection.max_supply == 3 and collection.items == 0
         assert nft["collection_id"] in gateway.collections_owned_by(public_key(wallet["address"]))
+        # Issuer, Freezer and Admin roles (bits 1, 2, 4) belong to the project wallet.
+        substrate = SubstrateInterface(url=devchain.url)
+        try:
+            roles = substrate.query(
+                "Nfts", "CollectionRoleOf", [nft["collection_id"], wallet["addresses"]["AssetHub"]]
+            ).value
+        finally:
+            substrate.close()
+        assert roles == 7
 
     async def test_insufficient_balance_is_refused_and_nothing_recorded(
         self, chain_client, tenant, devchain, database

@@ -58,7 +58,7 @@ async def create_client(
     return IssuedClient(client_id, client_secret)
 
 
-def _key_aad(kid: str) -> bytes:
+def signing_key_aad(kid: str) -> bytes:
     return b"tessera/signing-key/" + kid.encode()
 
 
@@ -79,7 +79,7 @@ class TokenIssuer:
         if row is None or (utcnow() - row.created_at).total_seconds() >= rotation:
             row = await self._new_signing_key(session)
         private = serialization.load_der_private_key(
-            self.box.open(Sealed(row.secret_key_id, row.secret_blob), aad=_key_aad(row.kid)),
+            self.box.open(Sealed(row.secret_key_id, row.secret_blob), aad=signing_key_aad(row.kid)),
             password=None,
         )
         self._signing = (row.kid, private, row.created_at.timestamp())
@@ -95,7 +95,7 @@ class TokenIssuer:
         )
         jwk = json.loads(jwt.algorithms.ECAlgorithm.to_jwk(private.public_key()))
         jwk |= {"kid": kid, "alg": ALGORITHM, "use": "sig"}
-        sealed = self.box.seal(der, aad=_key_aad(kid))
+        sealed = self.box.seal(der, aad=signing_key_aad(kid))
         row = SigningKey(
             kid=kid,
             algorithm=ALGORITHM,
