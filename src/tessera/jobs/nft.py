@@ -24,24 +24,13 @@ from tessera.crypto import Sealed, SecretBox
 from tessera.jobs.queue import CREATE_COLLECTION, MINT, TRANSFER
 from tessera.jobs.worker import JobKind, NotReady, Worker
 from tessera.models import Job, Product, ProductItem, ProjectWallet, UserWallet
+from tessera.projects.service import primary_wallet
 
 
 def _seed(box: SecretBox, wallet: ProjectWallet | UserWallet) -> bytes:
     return open_seed(
         box, public_key=wallet.public_key, secret=Sealed(wallet.secret_key_id, wallet.secret_blob)
     )
-
-
-async def _project_wallet(session: AsyncSession, project_id: uuid.UUID) -> ProjectWallet:
-    wallet = await session.scalar(
-        select(ProjectWallet)
-        .where(ProjectWallet.project_id == project_id)
-        .order_by(ProjectWallet.created_at)
-        .limit(1)
-    )
-    if wallet is None:
-        raise RuntimeError(f"project {project_id} has no project wallet")
-    return wallet
 
 
 async def _user_wallet(session: AsyncSession, user_id: uuid.UUID) -> UserWallet:
@@ -77,7 +66,7 @@ async def create_collection(worker: Worker, job: Job) -> None:
         product = await session.get(Product, product_id)
         if product is None or product.nft_collection_id is not None:
             return  # deleted with its unused event, or done
-        wallet = await _project_wallet(session, product.project_id)
+        wallet = await primary_wallet(session, product.project_id)
         recorded = set(
             await session.scalars(
                 select(Product.nft_collection_id).where(
@@ -120,7 +109,7 @@ async def mint(worker: Worker, job: Job) -> None:
                 raise RuntimeError("the product's NFT collection could not be created")
             raise NotReady("the product's NFT collection is not created yet")
         owner = await _user_wallet(session, item.owner_id)
-        wallet = await _project_wallet(session, product.project_id)
+        wallet = await primary_wallet(session, product.project_id)
     seed = _seed(worker.box, wallet)
     collection_id, nft_id, metadata = product.nft_collection_id, item.item_id, product.metadata_uri
 
@@ -153,7 +142,7 @@ async def transfer(worker: Worker, job: Job) -> None:
         product = await session.get(Product, item.product_id)
         assert product is not None and product.nft_collection_id is not None
         target = await _user_wallet(session, item.owner_id)
-        wallet = await _project_wallet(session, product.project_id)
+        wallet = await primary_wallet(session, product.project_id)
         holders = {
             w.public_key: w
             for w in await session.scalars(

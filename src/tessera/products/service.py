@@ -37,13 +37,13 @@ from tessera.models import (
     OrderItem,
     Product,
     ProductItem,
-    ProjectWallet,
     Redemption,
     User,
 )
 from tessera.models.base import unix_now
 from tessera.products import issuance
 from tessera.products.schemas import ItemsIssue, ProductCreate, RedeemRequest, TransferRequest
+from tessera.projects.service import primary_wallet
 from tessera.schemas import PageParams
 from tessera.users.repository import get_user, users_by
 
@@ -83,13 +83,7 @@ async def _require_collection_balance(
     session: AsyncSession, principal: Principal, chains: Chains, body: ProductCreate
 ) -> None:
     chain = chains.config(str(body.chain))
-    wallet = await session.scalar(
-        select(ProjectWallet)
-        .where(ProjectWallet.project_id == principal.project_id)
-        .order_by(ProjectWallet.created_at)
-        .limit(1)
-    )
-    assert wallet is not None
+    wallet = await primary_wallet(session, principal.project_id)
 
     def read(gateway: ChainGateway) -> tuple[Deposits, int, int]:
         deposits = gateway.deposits()

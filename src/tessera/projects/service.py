@@ -48,3 +48,16 @@ async def list_wallets(session: AsyncSession, principal: Principal) -> list[Proj
         .order_by(ProjectWallet.created_at, ProjectWallet.id)
     )
     return list(wallets)
+
+
+async def primary_wallet(session: AsyncSession, project_id: uuid.UUID) -> ProjectWallet:
+    """The wallet that pays for the project's collections, mints and sponsored fees."""
+    wallet = await session.scalar(
+        select(ProjectWallet)
+        .where(ProjectWallet.project_id == project_id)
+        .order_by(ProjectWallet.created_at, ProjectWallet.id)
+        .limit(1)
+    )
+    if wallet is None:
+        raise RuntimeError(f"project {project_id} has no project wallet")
+    return wallet
