@@ -398,3 +398,48 @@ class TestInProcessWorker:
                         break
                     await asyncio.sleep(0.2)
                 assert nft["status"] == "created" and nft["collection_id"] is not None
+
+
+class TestTransferCrashSafety:
+    async def test_a_worker_killed_after_a_transfer_does_not_transfer_again(
+        self, chain_client, chain_app, tenant, devchain, database, worker, gateway
+    ):
+        await funded(chain_client, tenant, devchain)
+        product = await nft_product(chain_client, tenant, is_transferable=True)
+        ada, bob = await create_users(chain_client, tenant, 2)
+        [item] = (
+            await chain_client.post(
+                f"/v1/products/{product['id']}/items", headers=tenant.w, json={"users": [ada["id"]]}
+            )
+        ).json()["items"]
+        await worker.run_until_idle()
+        await chain_client.post(
+            f"/v1/products/{product['id']}/transfer",
+            headers=tenant.w,
+            json={
+                "product_item_id": item["id"],
+                "sender_email": ada["email"],
+                "recipient_email": bob["email"],
+            },
+        )
+        chains = chain_app.state.chains
+        chains.gateways["AssetHub"] = CrashAfter(gateway, "transfer")
+        try:
+            with pytest.raises(Crash):
+                await worker.run_one()
+        finally:
+            chains.gateways["AssetHub"] = gateway
+        collection_id = (await get_product(chain_client, tenant, product["id"]))["nft"][
+            "collection_id"
+        ]
+        bob_key = public_key(bob["wallets"][0]["address"])
+        assert gateway.item_owner(collection_id, 1) == bob_key
+        ada_balance = gateway.balance(public_key(ada["wallets"][0]["address"])).free
+
+        await _expire_leases(database)
+        assert await worker.run_until_idle() == 1
+        assert gateway.item_owner(collection_id, 1) == bob_key
+        # Neither sponsored nor signed again: Ada's balance did not move.
+        assert gateway.balance(public_key(ada["wallets"][0]["address"])).free == ada_balance
+        [done] = await items_of(database, product["id"])
+        assert done.nft_transfer_status == "transferred"

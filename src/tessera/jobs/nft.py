@@ -143,40 +143,38 @@ async def transfer(worker: Worker, job: Job) -> None:
         assert product is not None and product.nft_collection_id is not None
         target = await _user_wallet(session, item.owner_id)
         wallet = await primary_wallet(session, product.project_id)
-        holders = {
-            w.public_key: w
-            for w in await session.scalars(
+    chain, collection_id, nft_id = str(product.chain), product.nft_collection_id, item.item_id
+
+    current = await worker.chains.run(chain, lambda g: g.item_owner(collection_id, nft_id))
+    if current != target.public_key:
+        async with worker.database.session(write=False) as session:
+            holder = await session.scalar(
                 select(UserWallet).where(
-                    UserWallet.project_id == product.project_id, UserWallet.custody == "custodial"
+                    UserWallet.project_id == product.project_id,
+                    UserWallet.public_key == current,
+                    UserWallet.custody == "custodial",
                 )
             )
-        }
-    sponsor = _seed(worker.box, wallet)
-    collection_id, nft_id = product.nft_collection_id, item.item_id
-
-    def work(gateway: ChainGateway) -> TxResult | None:
-        current = gateway.item_owner(collection_id, nft_id)
-        if current == target.public_key:
-            return None
-        holder = holders.get(current) if current else None
-        if holder is None:
+        if current is None or holder is None:
             raise RuntimeError("the on-chain owner is not a custodial wallet of this project")
-        fee = gateway.transfer_fee(
-            current, collection_id=collection_id, item_id=nft_id, dest=target.public_key
-        )
-        needed = 2 * fee + gateway.deposits().existential
-        held = gateway.balance(current).free
-        if held < needed:
-            gateway.send(sponsor, dest=current, amount=needed - held)
-        return gateway.transfer(
-            _seed(worker.box, holder),
-            collection_id=collection_id,
-            item_id=nft_id,
-            dest=target.public_key,
-        )
+        sponsor, signer = _seed(worker.box, wallet), _seed(worker.box, holder)
 
-    await _set(worker, ProductItem, item_id, nft_transfer_status="submitted")
-    tx = await worker.chains.run(str(product.chain), work)
+        def work(gateway: ChainGateway) -> TxResult:
+            fee = gateway.transfer_fee(
+                current, collection_id=collection_id, item_id=nft_id, dest=target.public_key
+            )
+            needed = 2 * fee + gateway.deposits().existential
+            held = gateway.balance(current).free
+            if held < needed:
+                gateway.send(sponsor, dest=current, amount=needed - held)
+            return gateway.transfer(
+                signer, collection_id=collection_id, item_id=nft_id, dest=target.public_key
+            )
+
+        await _set(worker, ProductItem, item_id, nft_transfer_status="submitted")
+        tx = await worker.chains.run(chain, work)
+    else:
+        tx = None  # the chain already agrees (a run that died after submitting, or no move)
     await _set(
         worker, ProductItem, item_id, nft_transfer_status="transferred", **_tx(tx, "nft_transfer")
     )

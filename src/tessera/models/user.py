@@ -40,6 +40,8 @@ class User(IdMixin, TimestampMixin, Base):
 
 class UserWallet(IdMixin, CustodialKeyMixin, Base):
     __tablename__ = "user_wallets"
+    # The worker finds the custodial key that owns an NFT on chain by its public key.
+    __table_args__ = (Index("ix_user_wallets_project_public_key", "project_id", "public_key"),)
 
     user_id: Mapped[uuid.UUID] = mapped_column(
         Uuid, ForeignKey("users.id", ondelete="CASCADE"), index=True
