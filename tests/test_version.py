@@ -84,3 +84,12 @@ class TestEveryProjectRoute:
             assert response.json() == {
                 "message": "this credential is read-only; a write credential is required"
             }
+
+
+def test_the_read_only_posts_are_marked(app):
+    marked = {
+        route.path
+        for route in iter_route_contexts(app.routes)
+        if getattr(getattr(route.original_route, "endpoint", None), "reads_only", False)
+    }
+    assert marked == READ_POSTS

@@ -12,7 +12,7 @@ already provides.
 """
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Annotated, Any, TypeVar
 
@@ -89,6 +89,7 @@ def _sqlite_engine(url: str, *, begin: str) -> AsyncEngine:
 
 
 SelectT = TypeVar("SelectT", bound=Select[Any])
+EndpointT = TypeVar("EndpointT", bound=Callable[..., Any])
 
 
 def lock_for_update(statement: SelectT) -> SelectT:
@@ -101,9 +102,22 @@ def lock_for_update(statement: SelectT) -> SelectT:
     return statement.with_for_update(key_share=True)
 
 
+def reads_only(endpoint: EndpointT) -> EndpointT:
+    """Mark a POST route that only reads (a lookup with a body): it gets a read session, so on
+    SQLite it does not queue behind writers."""
+    endpoint.reads_only = True  # type: ignore[attr-defined]
+    return endpoint
+
+
+def _writes(request: Request) -> bool:
+    if request.method in READ_METHODS:
+        return False
+    return not getattr(request.scope.get("endpoint"), "reads_only", False)
+
+
 async def get_session(request: Request) -> AsyncIterator[AsyncSession]:
     database: Database = request.app.state.database
-    async with database.session(write=request.method not in READ_METHODS) as session:
+    async with database.session(write=_writes(request)) as session:
         yield session
 
 

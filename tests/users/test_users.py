@@ -368,3 +368,27 @@ class TestReputation:
             json={"id": theirs["id"], "delta": 1, "reason": "x"},
         )
         assert response.status_code == 404
+
+
+class TestReadOnlyPosts:
+    async def test_lookups_do_not_queue_behind_a_writer(self, client, tenant, database):
+        import asyncio
+
+        from sqlalchemy import update
+
+        from tessera.models import User
+
+        user = await create_user(client, tenant)
+        async with database.session() as writer:  # on SQLite: the single write slot
+            await writer.execute(
+                update(User).where(User.id == uuid.UUID(user["id"])).values(first_name="Held")
+            )
+            lookup = client.post("/v1/users/profile", headers=tenant.r, json={"id": user["id"]})
+            response = await asyncio.wait_for(lookup, timeout=10)
+            assert response.status_code == 200
+            assert response.json()["firstName"] == user["firstName"]  # uncommitted: not seen
+            if database.is_sqlite:  # a write does wait for the slot
+                write = client.post("/v1/users/activate", headers=tenant.w, json={"id": user["id"]})
+                with pytest.raises(TimeoutError):
+                    await asyncio.wait_for(write, timeout=0.5)
+            await writer.rollback()

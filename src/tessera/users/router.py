@@ -5,7 +5,7 @@ from tessera.chain.balances import WalletBalance, default_chain, wallet_balances
 from tessera.chain.registry import ChainsDep
 from tessera.config import SettingsDep
 from tessera.crypto import BoxDep
-from tessera.db import SessionDep
+from tessera.db import SessionDep, reads_only
 from tessera.errors import responses
 from tessera.users import service
 from tessera.users.schemas import (
@@ -46,12 +46,14 @@ async def create_users(
 
 
 @router.post("/profile", response_model=UserRead, responses=responses(400, 401, 404))
+@reads_only
 async def fetch_user(session: SessionDep, principal: Reader, body: UserLookup) -> UserRead:
     """One user with its wallets, by email, referenceId or id (in that priority)."""
     return UserRead.model_validate(await service.get_profile(session, principal, lookup=body))
 
 
 @router.post("/fetch", response_model=UserList, responses=responses(400, 401))
+@reads_only
 async def fetch_users(
     session: SessionDep, principal: Reader, body: UserFetch | None = None
 ) -> UserList:
@@ -75,6 +77,7 @@ async def activate_user(session: SessionDep, principal: Writer, body: UserLookup
 
 
 @router.post("/activation", response_model=ActivationRead, responses=responses(400, 401, 404))
+@reads_only
 async def user_activation_status(
     session: SessionDep, principal: Reader, body: UserLookup
 ) -> ActivationRead:
@@ -87,6 +90,7 @@ async def user_activation_status(
 @router.post(
     "/balances", response_model=list[WalletBalance], responses=responses(400, 401, 404, 409, 503)
 )
+@reads_only
 async def get_wallet_balances(
     session: SessionDep, principal: Reader, chains: ChainsDep, body: BalancesQuery
 ) -> list[WalletBalance]:
