@@ -1,6 +1,7 @@
 """NFT collections, mints, transfers and balances against the real Asset Hub runtime."""
 
 import uuid
+from contextlib import contextmanager
 
 import pytest
 from scalecodec.utils.ss58 import ss58_decode
@@ -10,7 +11,7 @@ from substrateinterface import SubstrateInterface
 from tessera.jobs.worker import Worker, retry_job
 from tessera.models import Job
 from tests.chain.conftest import DOT
-from tests.factories import create_users, items_of, product_body
+from tests.factories import create_users, issue_items, items_of, product_body
 
 pytestmark = pytest.mark.chain
 
@@ -195,6 +196,16 @@ class CrashAfter:
         return submit_then_die
 
 
+@contextmanager
+def crashing(chains, gateway, method: str):
+    """Within the block, the chain's gateway dies right after `method` has submitted."""
+    chains.gateways["AssetHub"] = CrashAfter(gateway, method)
+    try:
+        yield
+    finally:
+        chains.gateways["AssetHub"] = gateway
+
+
 async def _expire_leases(database) -> None:
     async with database.session() as session:
         await session.execute(
@@ -210,19 +221,14 @@ class TestCrashSafety:
         wallet = await funded(chain_client, tenant, devchain)
         product = await nft_product(chain_client, tenant, max_items=5)
         [ada] = await create_users(chain_client, tenant, 1)
-        await chain_client.post(
-            f"/v1/products/{product['id']}/items", headers=tenant.w, json={"users": [ada["id"]]}
-        )
+        await issue_items(chain_client, tenant, product["id"], ada["id"])
         state = chain_app.state
 
         # The first worker dies after creating the collection, before recording it.
         chains = state.chains
-        chains.gateways["AssetHub"] = CrashAfter(gateway, "create_collection")
-        try:
+        with crashing(chains, gateway, "create_collection"):
             with pytest.raises(Crash):
                 await Worker(database, state.settings, state.box, chains).run_one()
-        finally:
-            chains.gateways["AssetHub"] = gateway
         owned = gateway.collections_owned_by(public_key(wallet["address"]))
         assert len(owned) == 1
         assert (await get_product(chain_client, tenant, product["id"]))["nft"][
@@ -239,12 +245,9 @@ class TestCrashSafety:
         assert gateway.collections_owned_by(public_key(wallet["address"])) == owned
 
         # The next worker dies after minting, before recording.
-        chains.gateways["AssetHub"] = CrashAfter(gateway, "mint")
-        try:
+        with crashing(chains, gateway, "mint"):
             with pytest.raises(Crash):
                 await Worker(database, state.settings, state.box, chains).run_one()
-        finally:
-            chains.gateways["AssetHub"] = gateway
         assert gateway.collection(owned[0]).items == 1
         await _expire_leases(database)
         assert await restarted.run_until_idle() == 1
@@ -266,11 +269,7 @@ class TestTransfers:
         wallet = await funded(chain_client, tenant, devchain)
         product = await nft_product(chain_client, tenant, is_transferable=True)
         ada, bob = await create_users(chain_client, tenant, 2)
-        [item] = (
-            await chain_client.post(
-                f"/v1/products/{product['id']}/items", headers=tenant.w, json={"users": [ada["id"]]}
-            )
-        ).json()["items"]
+        [item] = await issue_items(chain_client, tenant, product["id"], ada["id"])
         await worker.run_until_idle()
         ada_key = public_key(ada["wallets"][0]["address"])
         assert gateway.balance(ada_key).free == 0  # custodial wallets hold nothing
@@ -323,9 +322,7 @@ class TestTransfers:
         )
         await impatient.run_until_idle()  # the collection
         devchain.fund(wallet["address"], 10**8)  # just the existential deposit: mints cannot pay
-        await chain_client.post(
-            f"/v1/products/{product['id']}/items", headers=tenant.w, json={"users": [ada["id"]]}
-        )
+        await issue_items(chain_client, tenant, product["id"], ada["id"])
         await impatient.run_until_idle()
         async with database.session(write=False) as session:
             job = await session.scalar(select(Job).where(Job.kind == "nft.mint"))
@@ -407,11 +404,7 @@ class TestTransferCrashSafety:
         await funded(chain_client, tenant, devchain)
         product = await nft_product(chain_client, tenant, is_transferable=True)
         ada, bob = await create_users(chain_client, tenant, 2)
-        [item] = (
-            await chain_client.post(
-                f"/v1/products/{product['id']}/items", headers=tenant.w, json={"users": [ada["id"]]}
-            )
-        ).json()["items"]
+        [item] = await issue_items(chain_client, tenant, product["id"], ada["id"])
         await worker.run_until_idle()
         await chain_client.post(
             f"/v1/products/{product['id']}/transfer",
@@ -423,12 +416,9 @@ class TestTransferCrashSafety:
             },
         )
         chains = chain_app.state.chains
-        chains.gateways["AssetHub"] = CrashAfter(gateway, "transfer")
-        try:
+        with crashing(chains, gateway, "transfer"):
             with pytest.raises(Crash):
                 await worker.run_one()
-        finally:
-            chains.gateways["AssetHub"] = gateway
         collection_id = (await get_product(chain_client, tenant, product["id"]))["nft"][
             "collection_id"
         ]
