@@ -20,6 +20,22 @@ class TestErrorShapes:
         [error] = response.json()["errors"]
         assert error.startswith("malformed JSON")
 
+    @pytest.mark.parametrize("content_type", ["text/plain", "application/x-www-form-urlencoded"])
+    async def test_json_without_a_json_content_type_is_400_naming_it(
+        self, client, tenant, content_type
+    ):
+        response = await client.post(
+            "/v1/users/profile",
+            headers=tenant.r | {"content-type": content_type},
+            content=b'{"email": "a@example.com"}',
+        )
+        assert response.status_code == 400
+        assert response.json() == {
+            "errors": [
+                f"body: send JSON with Content-Type: application/json (got '{content_type}')"
+            ]
+        }
+
     async def test_unknown_route_is_404_message(self, client, tenant):
         response = await client.get("/v1/nothing-here", headers=tenant.r)
         assert response.status_code == 404 and response.json() == {"message": "Not Found"}

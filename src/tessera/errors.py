@@ -222,8 +222,14 @@ def install_error_handlers(app: FastAPI) -> None:
         return JSONResponse(exc.body(), status_code=exc.status_code)
 
     @app.exception_handler(RequestValidationError)
-    async def _validation_error(_request: Request, exc: RequestValidationError) -> JSONResponse:
-        return JSONResponse({"errors": validation_messages(exc.errors())}, status_code=400)
+    async def _validation_error(request: Request, exc: RequestValidationError) -> JSONResponse:
+        errors = validation_messages(exc.errors())
+        content_type = request.headers.get("content-type", "")
+        whole_body = any(tuple(e.get("loc", ())) == ("body",) for e in exc.errors())
+        if whole_body and "json" not in content_type:
+            # FastAPI reads a body as JSON only when the request says it is JSON.
+            errors = [f"body: send JSON with Content-Type: application/json (got {content_type!r})"]
+        return JSONResponse({"errors": errors}, status_code=400)
 
     @app.exception_handler(StarletteHTTPException)
     async def _http_error(_request: Request, exc: StarletteHTTPException) -> JSONResponse:
