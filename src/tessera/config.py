@@ -68,6 +68,9 @@ class Settings(BaseSettings):
     chain_westendassethub_symbol: str = "WND"
     chain_westendassethub_decimals: int = Field(default=12, ge=0, le=30)
     chain_timeout_seconds: float = Field(default=30.0, gt=0)
+    # Chain reads inside a request (balance checks) get less: on SQLite a write request holds
+    # the single write slot while it waits.
+    chain_request_timeout_seconds: float = Field(default=10.0, gt=0)
 
     # The job worker. `tessera serve` runs one in-process unless this is off (separate workers).
     worker_in_process: bool = True

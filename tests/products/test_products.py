@@ -293,3 +293,40 @@ class TestSales:
         assert response.status_code == 404
         response = await client.get(f"/v1/products/{uuid.uuid4()}/sales", headers=tenant.r)
         assert response.status_code == 404
+
+
+class TestHungChain:
+    async def test_a_chain_that_never_answers_is_a_503_within_the_request_deadline(
+        self, settings, tenant
+    ):
+        import socket
+        import time
+
+        import httpx
+
+        from tessera.main import create_app
+
+        with socket.socket() as silent:  # accepts connections, never speaks
+            silent.bind(("127.0.0.1", 0))
+            silent.listen(8)
+            app = create_app(
+                settings.model_copy(
+                    update={
+                        "chain_assethub_rpc_url": f"ws://127.0.0.1:{silent.getsockname()[1]}",
+                        "chain_timeout_seconds": 30.0,
+                        "chain_request_timeout_seconds": 1.0,
+                    }
+                )
+            )
+            async with app.router.lifespan_context(app):
+                transport = httpx.ASGITransport(app=app)
+                async with httpx.AsyncClient(transport=transport, base_url="http://t") as client:
+                    body = product_body(
+                        mint_nft=True, metadata_uri="https://m/1.json", chain="AssetHub"
+                    )
+                    started = time.monotonic()
+                    response = await client.post("/v1/products", headers=tenant.w, json=body)
+                    assert time.monotonic() - started < 5
+                    assert response.status_code == 503
+                    assert response.json() == {"message": "chain AssetHub is unavailable: timeout"}
+                    assert (await client.get("/v1/products", headers=tenant.r)).json() == []

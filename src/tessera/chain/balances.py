@@ -44,7 +44,7 @@ async def wallet_balances(
     def read(gateway: ChainGateway) -> list[tuple[int, int]]:
         return [(b.free, b.frozen) for b in map(gateway.balance, keys)]
 
-    balances = await chains.run(chain.name, read)
+    balances = await chains.run(chain.name, read, in_request=True)
     now = int(time.time())
     return [
         WalletBalance(

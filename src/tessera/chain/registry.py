@@ -33,15 +33,20 @@ class Chains:
             self.gateways[name] = SubstrateGateway(url, timeout=self.timeout)
         return self.gateways[name]
 
-    async def run(self, name: str, work: Callable[[ChainGateway], T]) -> T:
-        """Run blocking gateway calls in a thread; an unreachable chain is a 503."""
+    async def run(
+        self, name: str, work: Callable[[ChainGateway], T], *, in_request: bool = False
+    ) -> T:
+        """Run blocking gateway calls in a thread; an unreachable chain is a 503.
+
+        A piece of work makes a few RPCs (each with its own timeout): the worker allows it a few
+        times the RPC timeout; a request allows ``chain_request_timeout_seconds`` in all.
+        """
         gateway = self.gateway(name)
-        # Each RPC has `timeout`; a piece of work makes a few (a fee estimate, a submit that
-        # waits for inclusion), so the whole gets a few times that.
+        deadline = self.settings.chain_request_timeout_seconds if in_request else self.timeout * 4
         try:
-            return await asyncio.wait_for(asyncio.to_thread(work, gateway), self.timeout * 4)
+            return await asyncio.wait_for(asyncio.to_thread(work, gateway), deadline)
         except (ChainUnreachable, TimeoutError) as exc:
-            raise ChainUnavailable(f"chain {name} is unavailable: {exc or 'timeout'}") from exc
+            raise ChainUnavailable(f"chain {name} is unavailable: {str(exc) or 'timeout'}") from exc
 
     def close(self) -> None:
         for gateway in self.gateways.values():

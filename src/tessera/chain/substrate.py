@@ -7,6 +7,7 @@ from typing import Any
 from scalecodec.utils.ss58 import ss58_decode, ss58_encode
 from substrateinterface import Keypair, KeypairType, SubstrateInterface
 from substrateinterface.exceptions import SubstrateRequestException
+from websocket import WebSocketException
 
 from tessera.chain.gateway import (
     Balance,
@@ -43,7 +44,7 @@ class SubstrateGateway:
                 self._client = SubstrateInterface(
                     url=self.url, ws_options={"timeout": self.timeout}, auto_reconnect=True
                 )
-            except (OSError, ConnectionError, SubstrateRequestException) as exc:
+            except (OSError, WebSocketException, SubstrateRequestException) as exc:
                 raise ChainUnreachable(f"cannot reach {self.url}: {exc}") from exc
         return self._client
 
@@ -53,7 +54,7 @@ class SubstrateGateway:
                 return work(self._substrate())
             except ChainError:
                 raise
-            except (OSError, ConnectionError) as exc:
+            except (OSError, WebSocketException) as exc:
                 self._client = None  # reconnect on the next call
                 raise ChainUnreachable(f"lost {self.url}: {exc}") from exc
             except SubstrateRequestException as exc:
@@ -228,10 +229,16 @@ class SubstrateGateway:
         return self._call(work)
 
     def close(self) -> None:
-        with self._lock:
+        # A call stuck on a hung node holds the lock until its own timeout: do not wait for it
+        # at shutdown (the process is going away and takes the socket with it).
+        if not self._lock.acquire(timeout=1):
+            return
+        try:
             if self._client is not None:
                 self._client.close()
                 self._client = None
+        finally:
+            self._lock.release()
 
 
 def _rejection(exc: SubstrateRequestException) -> str:

@@ -90,7 +90,7 @@ async def _require_collection_balance(
         fee = gateway.create_collection_fee(wallet.public_key, max_supply=body.max_items)
         return deposits, fee, gateway.balance(wallet.public_key).free
 
-    deposits, fee, available = await chains.run(chain.name, read)
+    deposits, fee, available = await chains.run(chain.name, read, in_request=True)
     needed = deposits.collection + fee + deposits.existential
     if available < needed:
         raise InsufficientCollectionBalance(
