@@ -199,6 +199,18 @@ class PayloadTooLarge(AppError):
     message = "request body too large"
 
 
+# 500 (rendered by the request middleware, outside FastAPI's handlers)
+class InternalError(AppError):
+    status_code = 500
+
+    def __init__(self, request_id: str) -> None:
+        super().__init__("internal error")
+        self.request_id = request_id
+
+    def body(self) -> dict[str, Any]:
+        return {"message": self.message, "request_id": self.request_id}
+
+
 def validation_messages(errors: Sequence[Any]) -> list[str]:
     """One readable "field: why" line per problem, from pydantic/FastAPI error dicts."""
     lines = []

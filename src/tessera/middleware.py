@@ -8,9 +8,10 @@ import json
 import logging
 import re
 import uuid
-from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from tessera.errors import AppError, InternalError, PayloadTooLarge
 
 log = logging.getLogger("tessera.requests")
 
@@ -41,7 +42,7 @@ class RequestContextMiddleware:
 
         declared = _content_length(scope)
         if declared is not None and declared > self.max_body_bytes:
-            await _send_json(send_with_id, 413, {"message": self._too_large()})
+            await _send_error(send_with_id, self._too_large())
             return
 
         received = 0
@@ -58,7 +59,7 @@ class RequestContextMiddleware:
                 received += len(message.get("body", b""))
                 if received > self.max_body_bytes:
                     too_large = True
-                    await _send_json(send_with_id, 413, {"message": self._too_large()})
+                    await _send_error(send_with_id, self._too_large())
                     return {"type": "http.disconnect"}
             return message
 
@@ -73,11 +74,10 @@ class RequestContextMiddleware:
                 return
             log.exception("unhandled error (request_id=%s)", request_id)
             if not started:
-                body = {"message": "internal error", "request_id": request_id}
-                await _send_json(send_with_id, 500, body)
+                await _send_error(send_with_id, InternalError(request_id))
 
-    def _too_large(self) -> str:
-        return f"request body too large (limit {self.max_body_bytes} bytes)"
+    def _too_large(self) -> PayloadTooLarge:
+        return PayloadTooLarge(f"request body too large (limit {self.max_body_bytes} bytes)")
 
 
 def _incoming_request_id(scope: Scope) -> str | None:
@@ -98,12 +98,12 @@ def _content_length(scope: Scope) -> int | None:
     return None
 
 
-async def _send_json(send: Send, status: int, body: dict[str, Any]) -> None:
-    payload = json.dumps(body).encode()
+async def _send_error(send: Send, error: AppError) -> None:
+    payload = json.dumps(error.body()).encode()
     await send(
         {
             "type": "http.response.start",
-            "status": status,
+            "status": error.status_code,
             "headers": [
                 (b"content-type", b"application/json"),
                 (b"content-length", str(len(payload)).encode()),
