@@ -11,7 +11,7 @@ from substrateinterface import SubstrateInterface
 from tessera.jobs.worker import Worker, retry_job
 from tessera.models import Job
 from tests.chain.conftest import DOT
-from tests.factories import create_users, issue_items, items_of, product_body
+from tests.factories import create_order, create_users, issue_items, items_of, product_body
 
 pytestmark = pytest.mark.chain
 
@@ -124,14 +124,7 @@ class TestMinting:
         assert [i["nft"] for i in items] == [
             {"status": "queued", "tx_hash": None, "block": None, "transfer": None}
         ] * 2
-        order = await chain_client.post(
-            "/v1/orders",
-            headers=tenant.w,
-            json={
-                "user": {"id": bob["id"]},
-                "items": [{"product_id": product["id"], "quantity": 1}],
-            },
-        )
+        order = await create_order(chain_client, tenant, bob["id"], (product["id"], 1))
         assert order.status_code == 201
         assert await worker.run_until_idle() == 4  # the collection, then three mints
 
@@ -294,14 +287,7 @@ class TestTransfers:
         assert gateway.balance(ada_key).free > 0  # the project wallet paid its fee and deposit
         assert gateway.balance(public_key(wallet["address"])).free < sponsor_before
 
-        order = await chain_client.post(
-            "/v1/orders",
-            headers=tenant.w,
-            json={
-                "user": {"id": bob["id"]},
-                "items": [{"product_id": product["id"], "quantity": 1}],
-            },
-        )
+        order = await create_order(chain_client, tenant, bob["id"], (product["id"], 1))
         listed = (
             await chain_client.get(f"/v1/orders/{order.json()['id']}", headers=tenant.r)
         ).json()
