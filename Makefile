@@ -23,7 +23,7 @@ serve: $(VENV)/.runtime
 # The suite runs on SQLite; with TESSERA_TEST_DATABASE_URL set it runs a second time on PostgreSQL.
 # Chain tests need Node.js (Chopsticks is installed once into .cache/); without it they skip.
 test: $(VENV)/.dev
-	$(BIN)/ruff check src tests migrations
+	$(BIN)/ruff check src tests
 	@if command -v node >/dev/null; then $(MAKE) --no-print-directory chopsticks; \
 	else echo "Node.js not found: the chain tests will be skipped"; fi
 	TESSERA_TEST_BACKEND=sqlite $(BIN)/pytest -q -n $(PYTEST_WORKERS)
@@ -35,14 +35,14 @@ test: $(VENV)/.dev
 	fi
 
 lint: $(VENV)/.dev
-	$(BIN)/ruff check src tests migrations
-	$(BIN)/ruff format --check src tests migrations
+	$(BIN)/ruff check src tests
+	$(BIN)/ruff format --check src tests
 
 clean:
 	rm -rf $(VENV) tessera.db tessera.db-shm tessera.db-wal
 
 chopsticks: $(VENV)/.runtime
-	$(BIN)/python -c "from tessera.chain.devchain import install; install()"
+	$(BIN)/python -c "from tessera.chain import devchain as d; from tessera.config import get_settings as s; d.install(d.cache_path(s()))"
 
 # A real Asset Hub runtime on 127.0.0.1 (Chopsticks, installed once into .cache/chopsticks).
 devchain: $(VENV)/.runtime

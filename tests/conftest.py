@@ -18,14 +18,13 @@ from pathlib import Path
 
 import httpx
 import pytest
-from alembic import command
-from alembic.config import Config
 from cryptography.hazmat.primitives.asymmetric import rsa
 from fastapi import FastAPI
 from jwt.algorithms import RSAAlgorithm
 from sqlalchemy import delete
 from sqlalchemy.engine import make_url
 
+from tessera import migrations
 from tessera.config import Settings
 from tessera.db import Database
 from tessera.main import create_app
@@ -62,9 +61,7 @@ async def _recreate_postgres_database(base_url: str, name: str) -> None:
 
 
 def _migrate(url: str) -> None:
-    config = Config(str(ROOT / "alembic.ini"))
-    config.attributes["database_url"] = url
-    command.upgrade(config, "head")
+    migrations.upgrade(url)
 
 
 @pytest.fixture(scope="session")

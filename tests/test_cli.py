@@ -186,7 +186,7 @@ class TestJobsCli:
             (str(job.id), "nft.unknown", 8, "RuntimeError: boom")
         ]
         retried = json.loads((await cli("jobs", "retry", str(job.id))).stdout)
-        assert retried == {"id": str(job.id), "status": "queued"}
+        assert (retried["id"], retried["status"], retried["attempts"]) == (str(job.id), "queued", 0)
         async with database.session(write=False) as session:
             again = await session.scalar(select(Job).where(Job.id == job.id))
         assert (again.status, again.attempts, again.last_error) == ("queued", 0, None)

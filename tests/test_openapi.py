@@ -1,7 +1,7 @@
 from fastapi.routing import APIRoute, iter_route_contexts
 
 from tessera.api import OPEN_ROUTES
-from tests.test_version import READ_POSTS
+from tests.test_security import READ_POSTS
 
 
 class TestOpenApi:

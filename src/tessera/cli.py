@@ -5,21 +5,22 @@ that print credentials print JSON on stdout and nothing else, so scripts can par
 """
 
 import asyncio
-import json
 import logging
 import uuid
-from collections.abc import Awaitable, Callable
-from pathlib import Path
-from typing import Annotated, Any, Literal
+from collections.abc import Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING, Annotated, Literal, TypeVar
 
 import typer
+from pydantic import BaseModel, TypeAdapter
 
-from tessera.auth.api_keys import create_api_key, list_api_keys, revoke_api_key
-from tessera.auth.tokens import TokenIssuer, bind_identity
 from tessera.config import Settings, get_settings
 from tessera.crypto import SecretBox
 from tessera.db import Database
 from tessera.errors import AppError
+from tessera.models import JobStatus
+
+if TYPE_CHECKING:  # the commands import what they need, so that `tessera --help` starts fast
+    from tessera.jobs.worker import JobContext
 
 app = typer.Typer(no_args_is_help=True, help="Tessera: event tickets, perks and user wallets.")
 db_app = typer.Typer(no_args_is_help=True, help="Database schema.")
@@ -39,11 +40,15 @@ app.add_typer(secrets_app, name="secrets")
 
 ProjectOpt = Annotated[uuid.UUID, typer.Option("--project", help="Project id.")]
 PermissionOpt = Literal["read", "write"]
-MIGRATIONS = Path(__file__).resolve().parents[2] / "migrations"
+T = TypeVar("T")
 
 
-def _print(data: Any) -> None:
-    typer.echo(json.dumps(data, indent=2, default=str))
+def _print(data: BaseModel | Sequence[BaseModel]) -> None:
+    """A schema's JSON dump on stdout, the only thing a command prints there."""
+    if isinstance(data, BaseModel):
+        typer.echo(data.model_dump_json(indent=2))
+    else:
+        typer.echo(TypeAdapter(type(data)).dump_json(data, indent=2).decode())
 
 
 def _configure_logging(settings: Settings) -> None:
@@ -53,11 +58,11 @@ def _configure_logging(settings: Settings) -> None:
     )
 
 
-def _run(work: Callable[[Database, Settings], Awaitable[Any]]) -> Any:
+def _run(work: Callable[[Database, Settings], Awaitable[T]]) -> T:
     settings = get_settings()
     _configure_logging(settings)
 
-    async def main() -> Any:
+    async def main() -> T:
         database = Database(settings.database_url)
         try:
             return await work(database, settings)
@@ -105,13 +110,9 @@ def serve(
 @db_app.command("upgrade")
 def db_upgrade(revision: str = "head") -> None:
     """Apply migrations up to REVISION (default head)."""
-    from alembic import command
-    from alembic.config import Config
+    from tessera import migrations
 
-    config = Config(str(MIGRATIONS.parent / "alembic.ini"))
-    config.set_main_option("script_location", str(MIGRATIONS))
-    config.attributes["database_url"] = get_settings().database_url
-    command.upgrade(config, revision)
+    migrations.upgrade(get_settings().database_url, revision)
 
 
 @project_app.command("create")
@@ -119,7 +120,7 @@ def project_create(name: Annotated[str, typer.Option("--name")]) -> None:
     """Create a project with a project wallet; prints its write API key and token client."""
     from tessera.projects.service import create_project
 
-    async def work(database: Database, settings: Settings) -> Any:
+    async def work(database: Database, settings: Settings) -> BaseModel:
         async with database.session() as session:
             return await create_project(
                 session,
@@ -129,15 +130,7 @@ def project_create(name: Annotated[str, typer.Option("--name")]) -> None:
                 ss58_prefix=settings.ss58_prefix,
             )
 
-    created = _run(work)
-    _print(
-        {
-            "project_id": created.project_id,
-            "api_key": created.api_key,
-            "client_id": created.client_id,
-            "client_secret": created.client_secret,
-        }
-    )
+    _print(_run(work))
 
 
 @apikey_app.command("create")
@@ -148,10 +141,11 @@ def apikey_create(
     name: Annotated[str | None, typer.Option("--name")] = None,
 ) -> None:
     """Issue an API key (shown once)."""
+    from tessera.projects.service import issue_api_key
 
-    async def work(database: Database, settings: Settings) -> Any:
+    async def work(database: Database, settings: Settings) -> BaseModel:
         async with database.session() as session:
-            issued = await create_api_key(
+            return await issue_api_key(
                 session,
                 project_id=project,
                 permission=permission,
@@ -159,56 +153,36 @@ def apikey_create(
                 expires_in=expires_in,
                 name=name,
             )
-            await session.commit()
-            return issued
 
-    issued = _run(work)
-    _print(
-        {
-            "id": issued.row.id,
-            "api_key": issued.api_key,
-            "permission": issued.row.permission,
-            "expires_at": issued.row.expires_at.isoformat() if issued.row.expires_at else None,
-        }
-    )
+    _print(_run(work))
 
 
 @apikey_app.command("list")
 def apikey_list(project: ProjectOpt) -> None:
     """List a project's keys (never the keys themselves)."""
+    from tessera.projects.schemas import ApiKeyRead
+    from tessera.projects.service import list_api_keys
 
-    async def work(database: Database, _settings: Settings) -> Any:
+    async def work(database: Database, _settings: Settings) -> list[ApiKeyRead]:
         async with database.session(write=False) as session:
-            return await list_api_keys(session, project_id=project)
+            keys = await list_api_keys(session, project_id=project)
+            return [ApiKeyRead.model_validate(key) for key in keys]
 
-    _print(
-        [
-            {
-                "id": key.id,
-                "prefix": key.prefix,
-                "name": key.name,
-                "permission": key.permission,
-                "created_at": key.created_at,
-                "expires_at": key.expires_at,
-                "revoked_at": key.revoked_at,
-                "last_used_at": key.last_used_at,
-            }
-            for key in _run(work)
-        ]
-    )
+    _print(_run(work))
 
 
 @apikey_app.command("revoke")
 def apikey_revoke(project: ProjectOpt, key_id: Annotated[uuid.UUID, typer.Option("--id")]) -> None:
     """Revoke a key at once."""
+    from tessera.projects.schemas import ApiKeyRead
+    from tessera.projects.service import revoke_api_key
 
-    async def work(database: Database, _settings: Settings) -> None:
+    async def work(database: Database, _settings: Settings) -> ApiKeyRead:
         async with database.session() as session:
-            await revoke_api_key(session, project_id=project, key_id=key_id)
-            await session.commit()
+            key = await revoke_api_key(session, project_id=project, key_id=key_id)
+            return ApiKeyRead.model_validate(key)
 
-    _run(work)
-    _print({"id": key_id, "revoked": True})
+    _print(_run(work))
 
 
 @app.command()
@@ -218,6 +192,7 @@ def token(
     ttl: Annotated[int | None, typer.Option("--ttl", min=60, help="Seconds.")] = None,
 ) -> None:
     """Print a bearer token for a project, signed by Tessera's own issuer."""
+    from tessera.auth.tokens import TokenIssuer
 
     async def work(database: Database, settings: Settings) -> str:
         async with database.session() as session:
@@ -238,24 +213,17 @@ def identity_bind(
     permission: Annotated[PermissionOpt, typer.Option("--permission")] = "write",
 ) -> None:
     """Bind an external OIDC identity (issuer + subject) to a project."""
+    from tessera.projects.schemas import IdentityBindingRead
+    from tessera.projects.service import bind_identity
 
-    async def work(database: Database, _settings: Settings) -> Any:
+    async def work(database: Database, _settings: Settings) -> IdentityBindingRead:
         async with database.session() as session:
             binding = await bind_identity(
                 session, project_id=project, issuer=issuer, subject=subject, permission=permission
             )
-            await session.commit()
-            return binding
+            return IdentityBindingRead.model_validate(binding)
 
-    binding = _run(work)
-    _print(
-        {
-            "project_id": binding.project_id,
-            "issuer": binding.issuer,
-            "subject": binding.subject,
-            "permission": binding.permission,
-        }
-    )
+    _print(_run(work))
 
 
 @app.command()
@@ -267,17 +235,17 @@ def demo(
     """Fill a project with sample users, events, products, items and orders."""
     from tessera.demo import fill
 
-    async def work(database: Database, settings: Settings) -> Any:
+    async def work(database: Database, settings: Settings) -> BaseModel:
         return await fill(database, settings, project_id=project)
 
     _print(_run(work))
 
 
-def _worker(database: Database, settings: Settings) -> Any:
+def _job_context(database: Database, settings: Settings) -> "JobContext":
     from tessera.chain.registry import Chains
-    from tessera.jobs.worker import Worker
+    from tessera.jobs.worker import JobContext
 
-    return Worker(database, settings, SecretBox(settings.key_ring), Chains(settings))
+    return JobContext(database, SecretBox(settings.key_ring), Chains(settings))
 
 
 @app.command()
@@ -285,67 +253,52 @@ def worker() -> None:
     """Run a job worker until interrupted (any number can run against PostgreSQL)."""
     import signal
 
+    from tessera.main import make_worker
+
     async def work(database: Database, settings: Settings) -> None:
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, stop.set)
-        runner = _worker(database, settings)
+        context = _job_context(database, settings)
         try:
-            await runner.run_forever(stop)
+            await make_worker(context, settings).run_forever(stop)
         finally:
-            runner.chains.close()
+            context.chains.close()
 
     _run(work)
 
 
 @jobs_app.command("list")
 def jobs_list(
-    status: Annotated[str | None, typer.Option(help="queued, running, succeeded or failed")] = None,
+    status: Annotated[JobStatus | None, typer.Option(help="Only jobs of this status.")] = None,
     limit: Annotated[int, typer.Option(min=1, max=1000)] = 50,
 ) -> None:
     """The newest jobs, optionally of one status."""
-    from sqlalchemy import select
+    from tessera.jobs.schemas import JobRead
+    from tessera.jobs.service import list_jobs
 
-    from tessera.models import Job
-
-    async def work(database: Database, _settings: Settings) -> Any:
-        statement = select(Job).order_by(Job.created_at.desc()).limit(limit)
-        if status:
-            statement = statement.where(Job.status == status)
+    async def work(database: Database, _settings: Settings) -> list[JobRead]:
         async with database.session(write=False) as session:
-            return list(await session.scalars(statement))
+            jobs = await list_jobs(session, status=status, limit=limit)
+            return [JobRead.model_validate(job) for job in jobs]
 
-    _print(
-        [
-            {
-                "id": job.id,
-                "kind": job.kind,
-                "subject": job.subject,
-                "status": job.status,
-                "attempts": job.attempts,
-                "run_after": job.run_after,
-                "last_error": job.last_error,
-                "created_at": job.created_at,
-            }
-            for job in _run(work)
-        ]
-    )
+    _print(_run(work))
 
 
 @jobs_app.command("retry")
 def jobs_retry(job_id: Annotated[uuid.UUID, typer.Argument(help="Job id.")]) -> None:
     """Queue a job again with fresh attempts (and its item or product back to queued)."""
-    from tessera.jobs.worker import retry_job
+    from tessera.jobs.schemas import JobRead
+    from tessera.jobs.service import retry_job
+    from tessera.main import job_handlers
 
-    async def work(database: Database, settings: Settings) -> Any:
-        return await retry_job(database, _worker(database, settings), job_id)
+    async def work(database: Database, settings: Settings) -> JobRead:
+        context = _job_context(database, settings)
+        job = await retry_job(context, job_handlers(), job_id=job_id)
+        return JobRead.model_validate(job)
 
-    job = _run(work)
-    if job is None:
-        typer.echo("error: job not found", err=True)
-        raise typer.Exit(1)
-    _print({"id": job.id, "status": job.status})
+    _print(_run(work))
 
 
 @app.command()
@@ -356,15 +309,20 @@ def devchain(
     """Run a real Asset Hub runtime (Chopsticks) on 127.0.0.1 and fund the project wallets."""
     import time
 
-    from sqlalchemy import select
-
     from tessera.chain import devchain as dc
-    from tessera.models import ProjectWallet
+    from tessera.projects.repository import all_wallet_addresses
 
     settings = get_settings()
-    dc.install()
-    chain = dc.Devchain(settings.devchain_spec, port=port or settings.devchain_port).start()
-    decimals = int(chain.rpc("system_properties", [])["tokenDecimals"])  # type: ignore[index]
+    try:
+        cache = dc.cache_path(settings)
+        dc.install(cache)
+        chain = dc.Devchain(
+            dc.spec_path(settings), cache, port=port or settings.devchain_port
+        ).start()
+    except dc.DevchainUnavailable as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(1) from None
+    decimals = int(str(chain.properties()["tokenDecimals"]))
     typer.echo(f"Asset Hub runtime at {chain.url}. In the shell that runs Tessera:")
     typer.echo(f"  export TESSERA_CHAIN_ASSETHUB_RPC_URL={chain.url}")
     typer.echo(f"  export TESSERA_CHAIN_WESTENDASSETHUB_RPC_URL={chain.url}")
@@ -372,7 +330,7 @@ def devchain(
 
     async def wallets(database: Database, _settings: Settings) -> list[str]:
         async with database.session(write=False) as session:
-            return list(await session.scalars(select(ProjectWallet.address)))
+            return await all_wallet_addresses(session)
 
     funded: set[str] = set()
     try:
@@ -393,15 +351,7 @@ def secrets_rotate() -> None:
     """Re-seal every stored secret under the first key of TESSERA_SECRET_KEYS."""
     from tessera.keyring import reseal_all
 
-    async def work(database: Database, settings: Settings) -> Any:
+    async def work(database: Database, settings: Settings) -> BaseModel:
         return await reseal_all(database, SecretBox(settings.key_ring))
 
-    resealed = _run(work)
-    _print(
-        {
-            "active_key_id": next(iter(get_settings().key_ring)),
-            "user_wallets": resealed.user_wallets,
-            "project_wallets": resealed.project_wallets,
-            "signing_keys": resealed.signing_keys,
-        }
-    )
+    _print(_run(work))

@@ -9,6 +9,7 @@ import binascii
 from dataclasses import dataclass
 from decimal import Decimal
 from functools import lru_cache
+from pathlib import Path
 from typing import Annotated, Literal
 
 from fastapi import Depends, Request
@@ -78,8 +79,11 @@ class Settings(BaseSettings):
     job_max_attempts: int = Field(default=8, ge=1)
     job_lease_seconds: int = Field(default=120, ge=5)
 
-    # `tessera devchain`: Chopsticks from the npm registry, on the Polkadot Asset Hub spec.
-    devchain_spec: str = "../shared/chain/asset-hub-polkadot-local.chainspec.json"
+    # `tessera devchain`: Chopsticks from the npm registry on a raw Asset Hub chain spec. Unset,
+    # a checkout uses ../shared/chain/asset-hub-polkadot-local.chainspec.json beside it and its
+    # .cache/chopsticks; an installed Tessera needs the spec and caches in ~/.cache/tessera.
+    devchain_spec: Path | None = None
+    devchain_cache: Path | None = None
     devchain_port: int = Field(default=9944, ge=1, le=65535)
 
     @field_validator("secret_keys")
@@ -111,10 +115,14 @@ class Settings(BaseSettings):
     def key_ring(self) -> dict[str, bytes]:
         return parse_key_ring(self.secret_keys.get_secret_value())
 
-    def chain(self, name: Chain) -> "ChainConfig":
-        prefix = f"chain_{name.lower()}_"
+    def chain(self, name: str) -> "ChainConfig | None":
+        """The settings of a chain Tessera knows (configured or not); None for any other name."""
+        known = next((chain for chain in CHAINS if chain == name), None)
+        if known is None:
+            return None
+        prefix = f"chain_{known.lower()}_"
         return ChainConfig(
-            name=name,
+            name=known,
             rpc_url=getattr(self, prefix + "rpc_url"),
             ss58_prefix=getattr(self, prefix + "ss58_prefix"),
             symbol=getattr(self, prefix + "symbol"),
@@ -122,7 +130,7 @@ class Settings(BaseSettings):
         )
 
     def configured_chains(self) -> list["ChainConfig"]:
-        return [c for c in map(self.chain, CHAINS) if c.rpc_url]
+        return [c for c in map(self.chain, CHAINS) if c is not None and c.rpc_url]
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,7 +176,8 @@ def get_settings() -> Settings:
 
 
 def settings_of(request: Request) -> Settings:
-    return request.app.state.settings
+    settings: Settings = request.app.state.settings
+    return settings
 
 
 SettingsDep = Annotated[Settings, Depends(settings_of)]

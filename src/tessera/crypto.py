@@ -56,7 +56,8 @@ def token(nbytes: int) -> str:
 
 
 def box_of(request: Request) -> SecretBox:
-    return request.app.state.box
+    box: SecretBox = request.app.state.box
+    return box
 
 
 BoxDep = Annotated[SecretBox, Depends(box_of)]

@@ -12,12 +12,13 @@ already provides.
 """
 
 import asyncio
-from collections.abc import AsyncIterator, Callable
+import uuid
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from typing import Annotated, Any, TypeVar
 
 from fastapi import Depends, Request
-from sqlalchemy import Select, event
+from sqlalchemy import ColumnElement, Select, event, select
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import (
     AsyncEngine,
@@ -25,6 +26,10 @@ from sqlalchemy.ext.asyncio import (
     async_sessionmaker,
     create_async_engine,
 )
+from sqlalchemy.orm import DeclarativeBase
+from sqlalchemy.orm.interfaces import ORMOption
+
+from tessera.errors import NotFound
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000
 READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
@@ -90,6 +95,7 @@ def _sqlite_engine(url: str, *, begin: str) -> AsyncEngine:
 
 SelectT = TypeVar("SelectT", bound=Select[Any])
 EndpointT = TypeVar("EndpointT", bound=Callable[..., Any])
+RowT = TypeVar("RowT", bound=DeclarativeBase)
 
 
 def lock_for_update(statement: SelectT) -> SelectT:
@@ -102,17 +108,47 @@ def lock_for_update(statement: SelectT) -> SelectT:
     return statement.with_for_update(key_share=True)
 
 
+async def get_in_project(
+    session: AsyncSession,
+    model: type[RowT],
+    project_id: uuid.UUID,
+    *criteria: ColumnElement[bool],
+    not_found: type[NotFound],
+    lock: bool = False,
+    options: Sequence[ORMOption] = (),
+) -> RowT:
+    """The one row of ``model`` in the caller's project that matches ``criteria``, else
+    ``not_found`` (another project's row is "not found" too, never "forbidden").
+
+    ``lock`` takes the row lock of ``lock_for_update`` and reloads the row, so that the checks
+    that follow see its committed state.
+    """
+    statement = select(model).where(model.__table__.c.project_id == project_id, *criteria)
+    if options:
+        statement = statement.options(*options)
+    if lock:
+        statement = lock_for_update(statement).execution_options(populate_existing=True)
+    row = await session.scalar(statement)
+    if row is None:
+        raise not_found
+    return row
+
+
+# POST routes that only read (lookups with a body), marked with @reads_only.
+READ_ONLY_ENDPOINTS: set[Callable[..., Any]] = set()
+
+
 def reads_only(endpoint: EndpointT) -> EndpointT:
     """Mark a POST route that only reads (a lookup with a body): it gets a read session, so on
     SQLite it does not queue behind writers."""
-    endpoint.reads_only = True  # type: ignore[attr-defined]
+    READ_ONLY_ENDPOINTS.add(endpoint)
     return endpoint
 
 
 def _writes(request: Request) -> bool:
     if request.method in READ_METHODS:
         return False
-    return not getattr(request.scope.get("endpoint"), "reads_only", False)
+    return request.scope.get("endpoint") not in READ_ONLY_ENDPOINTS
 
 
 async def get_session(request: Request) -> AsyncIterator[AsyncSession]:

@@ -2,7 +2,6 @@
 
 import time
 import uuid
-from typing import Any
 
 from tessera.auth.principal import Principal
 from tessera.chain.registry import Chains
@@ -16,15 +15,30 @@ from tessera.orders.schemas import OrderCreate
 from tessera.products import service as products
 from tessera.products.schemas import ItemsIssue, ProductCreate
 from tessera.projects.service import create_project
+from tessera.schemas import SnakeModel
 from tessera.users import service as users
 from tessera.users.schemas import UserCreate
 
 PEOPLE = [("Ada", "Lovelace"), ("Alan", "Turing"), ("Grace", "Hopper"), ("Edsger", "Dijkstra")]
 
 
-async def fill(database: Database, settings: Settings, *, project_id: uuid.UUID | None) -> Any:
+class DemoProject(SnakeModel):
+    """What `tessera demo` made; the credentials only when it made a new project."""
+
+    project_id: uuid.UUID
+    users: list[str]
+    event_id: uuid.UUID
+    product_ids: list[uuid.UUID]
+    api_key: str | None = None
+    client_id: str | None = None
+    client_secret: str | None = None
+
+
+async def fill(
+    database: Database, settings: Settings, *, project_id: uuid.UUID | None
+) -> DemoProject:
     box = SecretBox(settings.key_ring)
-    result: dict[str, Any] = {}
+    credentials: dict[str, str] = {}
     if project_id is None:
         async with database.session() as session:
             created = await create_project(
@@ -35,11 +49,7 @@ async def fill(database: Database, settings: Settings, *, project_id: uuid.UUID 
                 ss58_prefix=settings.ss58_prefix,
             )
         project_id = created.project_id
-        result |= {
-            "api_key": created.api_key,
-            "client_id": created.client_id,
-            "client_secret": created.client_secret,
-        }
+        credentials = created.model_dump(include={"api_key", "client_id", "client_secret"})
     principal = Principal(project_id, True, "cli:demo")
     chains = Chains(settings)  # the sample products mint nothing: no chain is dialled
     tag = uuid.uuid4().hex[:6]
@@ -124,9 +134,10 @@ async def fill(database: Database, settings: Settings, *, project_id: uuid.UUID 
                 principal,
                 body=AttendeeRegister(event_id=festival.id, user_id=person.id),
             )
-    return result | {
-        "project_id": project_id,
-        "users": [u.email for u in people],
-        "event_id": festival.id,
-        "product_ids": [admission.id, perk.id],
-    }
+    return DemoProject(
+        project_id=project_id,
+        users=[u.email for u in people],
+        event_id=festival.id,
+        product_ids=[admission.id, perk.id],
+        **credentials,
+    )

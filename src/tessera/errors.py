@@ -113,6 +113,10 @@ class ApiKeyNotFound(NotFound):
     message = "api key not found"
 
 
+class JobNotFound(NotFound):
+    message = "job not found"
+
+
 # 409
 class Conflict(AppError):
     status_code = 409
@@ -251,7 +255,7 @@ def install_error_handlers(app: FastAPI) -> None:
 
 def responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
     """OpenAPI entries for the error statuses a route can answer."""
-    described = {
+    described: dict[int, tuple[type[BaseModel], str]] = {
         400: (ErrorList, "Invalid input: one entry per problem, naming the field."),
         401: (ErrorMessage, "Missing, invalid, expired or revoked credential."),
         403: (ErrorMessage, "The credential is read-only."),

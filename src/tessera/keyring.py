@@ -6,7 +6,6 @@ whose id they carry and sealed again with the active key, with the same associat
 """
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import select
@@ -17,12 +16,13 @@ from tessera.chain.keys import wallet_aad
 from tessera.crypto import Sealed, SecretBox
 from tessera.db import Database
 from tessera.models import ProjectWallet, SigningKey, UserWallet
+from tessera.schemas import SnakeModel
 
 BATCH = 500
 
 
-@dataclass(frozen=True, slots=True)
-class Resealed:
+class Resealed(SnakeModel):
+    active_key_id: str
     user_wallets: int
     project_wallets: int
     signing_keys: int
@@ -46,7 +46,13 @@ async def reseal_all(database: Database, box: SecretBox) -> Resealed:
             if done < BATCH:
                 break
         counts.append(total)
-    return Resealed(*counts)
+    users, projects, signing = counts
+    return Resealed(
+        active_key_id=box.active_key_id,
+        user_wallets=users,
+        project_wallets=projects,
+        signing_keys=signing,
+    )
 
 
 async def _reseal_batch(

@@ -17,8 +17,9 @@ from tessera.config import Settings, get_settings
 from tessera.crypto import SecretBox
 from tessera.db import Database
 from tessera.errors import install_error_handlers
-from tessera.jobs.worker import Worker
+from tessera.jobs.worker import Handlers, JobContext, Worker
 from tessera.middleware import RequestContextMiddleware
+from tessera.products import tasks as product_tasks
 
 log = logging.getLogger("tessera")
 
@@ -31,6 +32,15 @@ and sales, scoped to the project of the caller's credential.
 Send either an `x-api-key` header or an `Authorization: Bearer <JWT>` header. A read credential
 gets 403 on writes. Errors are `{"errors": [...]}` (400) or `{"message": ...}` (all others).
 """
+
+
+def job_handlers() -> Handlers:
+    """Every kind of job the worker runs, by the domain that owns it."""
+    return {**product_tasks.HANDLERS}
+
+
+def make_worker(context: JobContext, settings: Settings) -> Worker:
+    return Worker.from_settings(context, job_handlers(), settings)
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
@@ -54,7 +64,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         stop = asyncio.Event()
         worker = None
         if settings.worker_in_process:
-            runner = Worker(database, settings, box, app.state.chains)
+            runner = make_worker(JobContext(database, box, app.state.chains), settings)
             worker = asyncio.create_task(runner.run_forever(stop))
         try:
             yield

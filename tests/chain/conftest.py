@@ -12,8 +12,8 @@ import pytest
 from fastapi import FastAPI
 
 from tessera.chain import devchain as dc
-from tessera.jobs.worker import Worker
-from tessera.main import create_app
+from tessera.jobs.worker import JobContext, Worker
+from tessera.main import create_app, make_worker
 
 DOT = 10**10  # the Polkadot Asset Hub runtime of ../shared/chain counts in DOT, 10 decimals
 
@@ -21,16 +21,17 @@ DOT = 10**10  # the Polkadot Asset Hub runtime of ../shared/chain counts in DOT,
 @pytest.fixture(scope="session")
 def devchain(tmp_path_factory: pytest.TempPathFactory, settings) -> Iterator[dc.Devchain]:
     reason = None
+    cache = dc.cache_path(settings)
     if not dc.node_available():
         reason = "Node.js is not installed: chain tests need Chopsticks"
-    elif not dc.installed():
-        reason = f"Chopsticks is not installed in {dc.CACHE}: run `make chopsticks` once"
+    elif not dc.installed(cache):
+        reason = f"Chopsticks is not installed in {cache}: run `make chopsticks` once"
     if reason:
         if os.environ.get("TESSERA_REQUIRE_CHAIN") == "1":
             pytest.fail(f"TESSERA_REQUIRE_CHAIN=1 but {reason}")
         pytest.skip(reason)
     chain = dc.Devchain(
-        settings.devchain_spec, log=tmp_path_factory.mktemp("chain") / "chopsticks.log"
+        dc.spec_path(settings), cache, log=tmp_path_factory.mktemp("chain") / "chopsticks.log"
     )
     chain.start()
     yield chain
@@ -57,7 +58,7 @@ async def chain_client(chain_app) -> AsyncIterator[httpx.AsyncClient]:
 @pytest.fixture
 def worker(chain_app) -> Worker:
     state = chain_app.state
-    return Worker(state.database, state.settings, state.box, state.chains)
+    return make_worker(JobContext(state.database, state.box, state.chains), state.settings)
 
 
 @pytest.fixture

@@ -8,7 +8,8 @@ from scalecodec.utils.ss58 import ss58_decode
 from sqlalchemy import select, update
 from substrateinterface import SubstrateInterface
 
-from tessera.jobs.worker import Worker, retry_job
+from tessera.jobs.service import retry_job
+from tessera.main import job_handlers, make_worker
 from tessera.models import Job
 from tests.chain.conftest import DOT
 from tests.factories import create_order, create_users, issue_items, items_of, product_body
@@ -209,7 +210,7 @@ async def _expire_leases(database) -> None:
 
 class TestCrashSafety:
     async def test_a_worker_killed_after_submit_neither_mints_nor_creates_twice(
-        self, chain_client, chain_app, tenant, devchain, database, gateway
+        self, chain_client, chain_app, tenant, devchain, database, gateway, worker
     ):
         wallet = await funded(chain_client, tenant, devchain)
         product = await nft_product(chain_client, tenant, max_items=5)
@@ -221,7 +222,7 @@ class TestCrashSafety:
         chains = state.chains
         with crashing(chains, gateway, "create_collection"):
             with pytest.raises(Crash):
-                await Worker(database, state.settings, state.box, chains).run_one()
+                await make_worker(worker.context, state.settings).run_one()
         owned = gateway.collections_owned_by(public_key(wallet["address"]))
         assert len(owned) == 1
         assert (await get_product(chain_client, tenant, product["id"]))["nft"][
@@ -230,7 +231,7 @@ class TestCrashSafety:
 
         # A restarted worker (after the lease) adopts that collection instead of creating another.
         await _expire_leases(database)
-        restarted = Worker(database, state.settings, state.box, chains)
+        restarted = make_worker(worker.context, state.settings)
         assert await restarted.run_one()
         assert (await get_product(chain_client, tenant, product["id"]))["nft"][
             "collection_id"
@@ -240,7 +241,7 @@ class TestCrashSafety:
         # The next worker dies after minting, before recording.
         with crashing(chains, gateway, "mint"):
             with pytest.raises(Crash):
-                await Worker(database, state.settings, state.box, chains).run_one()
+                await make_worker(worker.context, state.settings).run_one()
         assert gateway.collection(owned[0]).items == 1
         await _expire_leases(database)
         assert await restarted.run_until_idle() == 1
@@ -294,17 +295,14 @@ class TestTransfers:
         assert listed["product_items"][0]["nft"]["status"] == "queued"
 
     async def test_failed_jobs_are_visible_and_can_be_retried(
-        self, chain_client, chain_app, tenant, devchain, database, gateway
+        self, chain_client, chain_app, tenant, devchain, database, gateway, worker
     ):
         wallet = await funded(chain_client, tenant, devchain)
         product = await nft_product(chain_client, tenant)
         [ada] = await create_users(chain_client, tenant, 1)
         state = chain_app.state
-        impatient = Worker(
-            database,
-            state.settings.model_copy(update={"job_max_attempts": 1}),
-            state.box,
-            state.chains,
+        impatient = make_worker(
+            worker.context, state.settings.model_copy(update={"job_max_attempts": 1})
         )
         await impatient.run_until_idle()  # the collection
         devchain.fund(wallet["address"], 10**8)  # just the existential deposit: mints cannot pay
@@ -318,7 +316,7 @@ class TestTransfers:
         assert items[0].nft_status == "failed"
 
         devchain.fund(wallet["address"], 100 * DOT)
-        await retry_job(database, impatient, job.id)
+        await retry_job(impatient.context, job_handlers(), job_id=job.id)
         assert (await items_of(database, product["id"]))[0].nft_status == "queued"
         await impatient.run_until_idle()
         assert (await items_of(database, product["id"]))[0].nft_status == "minted"

@@ -51,7 +51,7 @@ class TestCreateEvent:
             ({"name": "x" * 256}, "name: String should have at most 255 characters"),
             ({"start_date": 0}, "start_date: Input should be greater than 0"),
             ({"start_date": "1700000000"}, "start_date: Input should be a valid integer"),
-            ({"end_date": 1}, "end_date must not be before start_date"),
+            ({"end_date": 1}, "end_date: must not be before start_date"),
             ({"location": ""}, "location: String should have at least 1 character"),
             ({"location": "x" * 129}, "location: String should have at most 128 characters"),
             ({"address": "x" * 256}, "address: String should have at most 255 characters"),

@@ -16,9 +16,9 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from tessera.auth.principal import Permission, Principal
 from tessera.crypto import hashes_match, keyed_hash
-from tessera.db import Database
-from tessera.errors import ApiKeyNotFound, CredentialInvalid, ProjectNotFound
-from tessera.models import ApiKey, Project
+from tessera.db import Database, get_in_project
+from tessera.errors import ApiKeyNotFound, CredentialInvalid
+from tessera.models import ApiKey
 from tessera.models.base import utcnow
 
 log = logging.getLogger("tessera.auth")
@@ -42,8 +42,6 @@ async def create_api_key(
     name: str | None = None,
 ) -> IssuedApiKey:
     """Issue a key for a project; the caller commits."""
-    if await session.get(Project, project_id) is None:
-        raise ProjectNotFound
     prefix = secrets.token_hex(6)
     plaintext = f"{KEY_SCHEME}_{prefix}_{secrets.token_urlsafe(32)}"
     row = ApiKey(
@@ -69,18 +67,14 @@ async def list_api_keys(session: AsyncSession, *, project_id: uuid.UUID) -> list
 
 async def revoke_api_key(
     session: AsyncSession, *, project_id: uuid.UUID, key_id: uuid.UUID
-) -> None:
-    result = await session.execute(
-        update(ApiKey)
-        .where(ApiKey.id == key_id, ApiKey.project_id == project_id, ApiKey.revoked_at.is_(None))
-        .values(revoked_at=utcnow())
+) -> ApiKey:
+    key = await get_in_project(
+        session, ApiKey, project_id, ApiKey.id == key_id, not_found=ApiKeyNotFound, lock=True
     )
-    if result.rowcount == 0:  # type: ignore[attr-defined]
-        existing = await session.scalar(
-            select(ApiKey.id).where(ApiKey.id == key_id, ApiKey.project_id == project_id)
-        )
-        if existing is None:
-            raise ApiKeyNotFound
+    if key.revoked_at is None:
+        key.revoked_at = utcnow()
+        await session.flush()
+    return key
 
 
 async def principal_for_api_key(

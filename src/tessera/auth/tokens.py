@@ -25,9 +25,10 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from tessera.auth.principal import Permission, Principal
 from tessera.config import Settings
 from tessera.crypto import Sealed, SecretBox, hashes_match, keyed_hash
-from tessera.errors import ClientCredentialsInvalid, CredentialInvalid, ProjectNotFound
-from tessera.models import IdentityBinding, OAuthClient, Project, SigningKey
+from tessera.errors import ClientCredentialsInvalid, CredentialInvalid
+from tessera.models import IdentityBinding, OAuthClient, SigningKey
 from tessera.models.base import utcnow
+from tessera.projects.repository import get_project
 
 ALGORITHM = "ES256"
 MAX_TOKEN_TTL = 86400
@@ -120,8 +121,7 @@ class TokenIssuer:
         ttl: int | None = None,
     ) -> tuple[str, int]:
         ttl = min(ttl or self.settings.token_ttl_seconds, MAX_TOKEN_TTL)
-        if await session.get(Project, project_id) is None:
-            raise ProjectNotFound
+        await get_project(session, project_id)
         kid, private = await self._signing_key(session)
         now = int(time.time())
         claims = {
@@ -152,7 +152,7 @@ class TokenIssuer:
             raise ClientCredentialsInvalid
         if not hashes_match(client.secret_hash, secret_hash):
             raise ClientCredentialsInvalid
-        granted: Permission = scope or client.permission  # type: ignore[assignment]
+        granted = scope or client.permission
         if granted == "write" and client.permission != "write":
             raise ClientCredentialsInvalid("this client may only request the read scope")
         return await self.mint(
@@ -264,8 +264,7 @@ async def bind_identity(
     subject: str,
     permission: Permission,
 ) -> IdentityBinding:
-    if await session.get(Project, project_id) is None:
-        raise ProjectNotFound
+    """Bind (or move) an OIDC subject to a project; the caller commits."""
     binding = await session.scalar(
         select(IdentityBinding).where(
             IdentityBinding.issuer == issuer, IdentityBinding.subject == subject

@@ -1,1 +1,1 @@
-"""Chain-facing code: custodial keys and SS58 addresses (the gateway comes with the chain work)."""
+"""Chain-facing code: the gateway protocol and its adapter, custodial keys, SS58 addresses."""

@@ -1,7 +1,10 @@
 """A real Asset Hub runtime on loopback: Chopsticks from the npm registry, for dev and tests.
 
-Chopsticks is installed once into ``.cache/chopsticks`` of the checkout (ignored by git) and
-started on 127.0.0.1 with the raw chain spec from ``../shared/chain``. It needs no network.
+Chopsticks is installed once into a cache folder and started on 127.0.0.1 with a raw chain spec.
+It needs no network. Both paths are settings (``TESSERA_DEVCHAIN_SPEC``,
+``TESSERA_DEVCHAIN_CACHE``); unset, a checkout uses ``../shared/chain`` beside it and its own
+``.cache/chopsticks`` (ignored by git), and an installed Tessera uses ``~/.cache/tessera`` and
+asks for the spec.
 """
 
 import json
@@ -12,28 +15,57 @@ import time
 import urllib.request
 from pathlib import Path
 
+from tessera.config import Settings
+
 CHOPSTICKS = "@acala-network/chopsticks@1.5.1"
-ROOT = Path(__file__).resolve().parents[3]
-CACHE = ROOT / ".cache" / "chopsticks"
-ENTRY = CACHE / "node_modules" / "@acala-network" / "chopsticks" / "chopsticks.cjs"
+ENTRY = Path("node_modules") / "@acala-network" / "chopsticks" / "chopsticks.cjs"
+DEFAULT_SPEC = "asset-hub-polkadot-local.chainspec.json"
 
 
 class DevchainUnavailable(RuntimeError):
     pass
 
 
-def installed() -> bool:
-    return ENTRY.exists()
+def _checkout() -> Path | None:
+    """The source checkout this module runs from, if it does (not an installed wheel)."""
+    root = Path(__file__).resolve().parents[3]
+    return (
+        root
+        if (root / "pyproject.toml").is_file() and (root / "src" / "tessera").is_dir()
+        else None
+    )
 
 
-def install() -> None:
+def spec_path(settings: Settings) -> Path:
+    if settings.devchain_spec is not None:
+        return settings.devchain_spec.expanduser().resolve()
+    checkout = _checkout()
+    if checkout is None:
+        raise DevchainUnavailable("set TESSERA_DEVCHAIN_SPEC to a raw Asset Hub chain spec")
+    return checkout.parent / "shared" / "chain" / DEFAULT_SPEC
+
+
+def cache_path(settings: Settings) -> Path:
+    if settings.devchain_cache is not None:
+        return settings.devchain_cache.expanduser().resolve()
+    checkout = _checkout()
+    if checkout is not None:
+        return checkout / ".cache" / "chopsticks"
+    return Path.home() / ".cache" / "tessera" / "chopsticks"
+
+
+def installed(cache: Path) -> bool:
+    return (cache / ENTRY).exists()
+
+
+def install(cache: Path) -> None:
     """npm install into the cache folder (about 1.5 minutes the first time, then nothing)."""
-    if installed():
+    if installed(cache):
         return
     npm = shutil.which("npm")
     if npm is None:
         raise DevchainUnavailable("npm (Node.js) is needed to run Chopsticks")
-    CACHE.mkdir(parents=True, exist_ok=True)
+    cache.mkdir(parents=True, exist_ok=True)
     subprocess.run(  # noqa: S603 - fixed arguments
         [
             npm,
@@ -42,7 +74,7 @@ def install() -> None:
             "--no-fund",
             "--loglevel=error",
             "--prefix",
-            str(CACHE),
+            str(cache),
             CHOPSTICKS,
         ],
         check=True,
@@ -58,8 +90,11 @@ def free_port() -> int:
 class Devchain:
     """One Chopsticks process; ``url`` is its websocket endpoint."""
 
-    def __init__(self, spec: str | Path, *, port: int | None = None, log: Path | None = None):
-        self.spec = Path(spec) if Path(spec).is_absolute() else (ROOT / spec).resolve()
+    def __init__(
+        self, spec: Path, cache: Path, *, port: int | None = None, log: Path | None = None
+    ) -> None:
+        self.spec = spec
+        self.cache = cache
         self.port = port or free_port()
         self.log = log
         self.process: subprocess.Popen[bytes] | None = None
@@ -69,8 +104,10 @@ class Devchain:
         return f"ws://127.0.0.1:{self.port}"
 
     def start(self, timeout: float = 60.0) -> "Devchain":
-        if not installed():
-            raise DevchainUnavailable(f"Chopsticks is not installed in {CACHE} (make devchain)")
+        if not installed(self.cache):
+            raise DevchainUnavailable(
+                f"Chopsticks is not installed in {self.cache} (make devchain)"
+            )
         if not self.spec.exists():
             raise DevchainUnavailable(f"chain spec not found: {self.spec}")
         node = shutil.which("node")
@@ -80,7 +117,7 @@ class Devchain:
         self.process = subprocess.Popen(  # noqa: S603 - fixed arguments
             [
                 node,
-                str(ENTRY),
+                str(self.cache / ENTRY),
                 f"--genesis={self.spec}",
                 "--host=127.0.0.1",
                 f"--port={self.port}",
@@ -88,7 +125,7 @@ class Devchain:
             ],
             stdout=output,
             stderr=subprocess.STDOUT,
-            cwd=CACHE,
+            cwd=self.cache,
         )
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
@@ -115,6 +152,12 @@ class Devchain:
         if "error" in answer:
             raise RuntimeError(f"{method}: {answer['error']}")
         return answer["result"]
+
+    def properties(self) -> dict[str, object]:
+        """The chain's token symbol and decimals (``system_properties``)."""
+        answer = self.rpc("system_properties", [])
+        assert isinstance(answer, dict)
+        return answer
 
     def fund(self, address: str, planck: int) -> None:
         """Set an account's free balance (the dev chain has no sudo; Chopsticks writes storage)."""

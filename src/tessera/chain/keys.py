@@ -56,4 +56,4 @@ def open_seed(box: SecretBox, *, public_key: bytes, secret: Sealed) -> bytes:
 
 
 def ss58_address(public_key: bytes, prefix: int) -> str:
-    return ss58_encode(public_key, ss58_format=prefix)
+    return str(ss58_encode(public_key, ss58_format=prefix))

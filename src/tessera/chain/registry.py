@@ -8,29 +8,39 @@ from fastapi import Depends, Request
 
 from tessera.chain.gateway import ChainGateway, ChainUnreachable
 from tessera.chain.substrate import SubstrateGateway
-from tessera.config import ChainConfig, Settings
+from tessera.config import CHAINS, ChainConfig, Settings
 from tessera.errors import ChainNotConfigured, ChainUnavailable
 
 T = TypeVar("T")
 
 
+# Opens the gateway of one chain: (RPC URL, timeout) -> gateway. Tests pass an in-memory chain.
+Connect = Callable[[str, float], ChainGateway]
+
+
+def _substrate(url: str, timeout: float) -> ChainGateway:
+    return SubstrateGateway(url, timeout=timeout)
+
+
 class Chains:
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, *, connect: Connect = _substrate) -> None:
         self.settings = settings
         self.timeout = settings.chain_timeout_seconds
+        self.connect = connect
         self.gateways: dict[str, ChainGateway] = {}
 
     def config(self, name: str) -> ChainConfig:
-        config = self.settings.chain(name)  # type: ignore[arg-type]
-        if not config.rpc_url:
-            raise ChainNotConfigured(f"chain {name} is not configured: set {config.setting}")
+        config = self.settings.chain(name)
+        if config is None or not config.rpc_url:
+            setting = config.setting if config else "a chain of " + ", ".join(CHAINS)
+            raise ChainNotConfigured(f"chain {name} is not configured: set {setting}")
         return config
 
     def gateway(self, name: str) -> ChainGateway:
         if name not in self.gateways:
             url = self.config(name).rpc_url
-            assert url is not None
-            self.gateways[name] = SubstrateGateway(url, timeout=self.timeout)
+            assert url is not None  # config() refuses a chain without one
+            self.gateways[name] = self.connect(url, self.timeout)
         return self.gateways[name]
 
     async def run(
@@ -57,7 +67,8 @@ class Chains:
 
 
 def chains_of(request: Request) -> Chains:
-    return request.app.state.chains
+    chains: Chains = request.app.state.chains
+    return chains
 
 
 ChainsDep = Annotated[Chains, Depends(chains_of)]

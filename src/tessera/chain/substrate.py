@@ -2,7 +2,8 @@
 
 import json
 import threading
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from scalecodec.utils.ss58 import ss58_decode, ss58_encode
 from substrateinterface import Keypair, KeypairType, SubstrateInterface
@@ -17,6 +18,8 @@ from tessera.chain.gateway import (
     Deposits,
     TxResult,
 )
+
+T = TypeVar("T")
 
 ISSUER_ONLY_MINTING = {
     "mint_type": "Issuer",
@@ -48,7 +51,7 @@ class SubstrateGateway:
                 raise ChainUnreachable(f"cannot reach {self.url}: {exc}") from exc
         return self._client
 
-    def _call(self, work: Any) -> Any:
+    def _call(self, work: Callable[[SubstrateInterface], T]) -> T:
         with self._lock:
             try:
                 return work(self._substrate())
@@ -61,13 +64,15 @@ class SubstrateGateway:
                 raise ChainError(str(exc)) from exc
 
     def _address(self, substrate: SubstrateInterface, account: bytes) -> str:
-        return ss58_encode(account, ss58_format=substrate.ss58_format)
+        return str(ss58_encode(account, ss58_format=substrate.ss58_format))
 
     @staticmethod
     def _public_key(address: str) -> bytes:
         return bytes.fromhex(ss58_decode(address))
 
-    def _submit(self, substrate: SubstrateInterface, seed: bytes, call: Any) -> Any:
+    def _submit(
+        self, substrate: SubstrateInterface, seed: bytes, call: Any
+    ) -> tuple[Any, TxResult]:
         keypair = Keypair.create_from_seed(
             "0x" + seed.hex(), ss58_format=substrate.ss58_format, crypto_type=KeypairType.SR25519
         )

@@ -1,19 +1,19 @@
+"""Event queries."""
+
 import uuid
 
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from tessera.db import get_in_project
 from tessera.errors import EventNotFound
 from tessera.models import Event
 
 
 async def get_event(session: AsyncSession, project_id: uuid.UUID, event_id: uuid.UUID) -> Event:
-    event = await session.scalar(
-        select(Event).where(Event.project_id == project_id, Event.id == event_id)
+    return await get_in_project(
+        session, Event, project_id, Event.id == event_id, not_found=EventNotFound
     )
-    if event is None:
-        raise EventNotFound
-    return event
 
 
 async def get_event_by_id_or_reference(
@@ -30,9 +30,6 @@ async def get_event_by_id_or_reference(
         )
         if event is not None:
             return event
-    event = await session.scalar(
-        select(Event).where(Event.project_id == project_id, Event.reference_id == id_or_reference)
+    return await get_in_project(
+        session, Event, project_id, Event.reference_id == id_or_reference, not_found=EventNotFound
     )
-    if event is None:
-        raise EventNotFound
-    return event

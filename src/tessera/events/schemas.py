@@ -5,17 +5,12 @@ from typing import Annotated, Self
 from pydantic import StringConstraints, model_validator
 
 from tessera.schemas import Email, Pagination, RefId, SnakeModel, UnixSeconds
-from tessera.users.schemas import UserBase
+from tessera.users.schemas import UserBase, UserRef
 
 EventName = Annotated[str, StringConstraints(strip_whitespace=True, min_length=3, max_length=255)]
 Location = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=128)]
 Address = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=255)]
 Description = Annotated[str, StringConstraints(max_length=5000)]
-
-
-def _check_dates(start: int | None, end: int | None) -> None:
-    if start is not None and end is not None and end < start:
-        raise ValueError("end_date must not be before start_date")
 
 
 class EventCreate(SnakeModel):
@@ -26,11 +21,6 @@ class EventCreate(SnakeModel):
     address: Address
     description: Description | None = None
     reference_id: RefId | None = None
-
-    @model_validator(mode="after")
-    def _dates(self) -> Self:
-        _check_dates(self.start_date, self.end_date)
-        return self
 
 
 class EventUpdate(SnakeModel):
@@ -91,18 +81,17 @@ class AttendeeRegister(SnakeModel):
 
     @model_validator(mode="after")
     def _one_user(self) -> Self:
-        if self.user_identifier() is None:
+        if self._user() is None:
             raise ValueError("one of email, reference_id or user_id is required")
         return self
 
-    def user_identifier(self) -> tuple[str, str | uuid.UUID] | None:
-        if self.email is not None:
-            return "email", self.email
-        if self.reference_id is not None:
-            return "reference_id", self.reference_id
-        if self.user_id is not None:
-            return "id", self.user_id
-        return None
+    def _user(self) -> UserRef | None:
+        return UserRef.first(email=self.email, reference_id=self.reference_id, id=self.user_id)
+
+    def user(self) -> UserRef:
+        ref = self._user()
+        assert ref is not None  # the validator requires one
+        return ref
 
 
 class AttendeeRead(SnakeModel):

@@ -42,8 +42,15 @@ async def _commit_event(session: AsyncSession, event: Event) -> Event:
     return event
 
 
+def _require_dates_in_order(start_date: int, end_date: int) -> None:
+    if end_date < start_date:
+        raise InvalidInput("end_date: must not be before start_date")
+
+
 async def create_event(session: AsyncSession, principal: Principal, *, body: EventCreate) -> Event:
-    """Create an event; ``reference_id`` is unique within the project."""
+    """Create an event; ``end_date`` may not be before ``start_date``; ``reference_id`` is
+    unique within the project."""
+    _require_dates_in_order(body.start_date, body.end_date)
     await _reject_taken_reference(session, principal.project_id, body.reference_id, but=None)
     event = Event(project_id=principal.project_id, **body.model_dump())
     session.add(event)
@@ -59,16 +66,13 @@ async def update_event(session: AsyncSession, principal: Principal, *, body: Eve
             session, principal.project_id, str(body.reference_id)
         )
     changes = body.changes()
-    start = changes.get("start_date", event.start_date)
-    end = changes.get("end_date", event.end_date)
-    if end < start:  # type: ignore[operator]
-        raise InvalidInput("end_date: must not be before start_date")
+    _require_dates_in_order(
+        event.start_date if body.start_date is None else body.start_date,
+        event.end_date if body.end_date is None else body.end_date,
+    )
     if "reference_id" in changes:
         await _reject_taken_reference(
-            session,
-            principal.project_id,
-            changes["reference_id"],
-            but=event.id,  # type: ignore[arg-type]
+            session, principal.project_id, body.reference_id, but=event.id
         )
     for field, value in changes.items():
         setattr(event, field, value)
@@ -145,9 +149,7 @@ async def register_attendee(
     """Create the attendee record (``registered_at`` defaults to now) or update only the given
     timestamps. A user's first check-in at an event adds 1 to their reputation."""
     event = await repository.get_event(session, principal.project_id, body.event_id)
-    identifier = body.user_identifier()
-    assert identifier is not None
-    user = await get_user(session, principal.project_id, identifier)
+    user = await get_user(session, principal.project_id, body.user())
 
     attendee_id = await session.scalar(
         select(Attendee.id).where(Attendee.event_id == event.id, Attendee.user_id == user.id)
@@ -162,12 +164,13 @@ async def register_attendee(
             .values(registered_at=body.registered_at, updated_at=utcnow())
         )
     if body.checked_in_at is not None:
-        first = await session.execute(
+        first = await session.scalar(
             update(Attendee)
             .where(Attendee.id == attendee_id, Attendee.checked_in_at.is_(None))
             .values(checked_in_at=body.checked_in_at, updated_at=utcnow())
+            .returning(Attendee.id)
         )
-        if first.rowcount == 1:  # type: ignore[attr-defined]
+        if first is not None:
             await add_reputation(
                 session, user, delta=FIRST_CHECK_IN_REPUTATION, reason=f"check-in:{event.id}"
             )

@@ -1,22 +1,42 @@
+"""The job queue: what a job is, how one is added, and how a handler says "not yet".
+
+A job is a row of ``jobs`` (``tessera.models.Job``, with its ``JobStatus``) written in the same
+transaction as the change that needs it. The worker (``tessera.jobs.worker``) runs it with the
+handler registered for its kind.
+"""
+
 import uuid
+from enum import StrEnum
 from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from tessera.models import Job
+from tessera.models import Job, JobStatus
 from tessera.models.base import utcnow
 
-# Kinds the chain worker runs (see tessera.models.job.Job).
-CREATE_COLLECTION = "nft.create_collection"
-MINT = "nft.mint"
-TRANSFER = "nft.transfer"
+
+class JobKind(StrEnum):
+    CREATE_COLLECTION = "nft.create_collection"
+    MINT = "nft.mint"
+    TRANSFER = "nft.transfer"
+
+
+class NotReady(Exception):
+    """Raised by a handler whose job waits for another one (e.g. a mint for its collection).
+
+    The job is queued again after ``delay`` seconds without spending an attempt.
+    """
+
+    def __init__(self, reason: str, *, delay: float = 2.0) -> None:
+        super().__init__(reason)
+        self.delay = delay
 
 
 def enqueue(
     session: AsyncSession,
     *,
     project_id: uuid.UUID,
-    kind: str,
+    kind: JobKind,
     subject: str,
     payload: dict[str, Any],
 ) -> Job:
@@ -29,18 +49,9 @@ def enqueue(
         kind=kind,
         subject=subject,
         payload=payload,
-        status="queued",
+        status=JobStatus.QUEUED,
         attempts=0,
         run_after=utcnow(),
     )
     session.add(job)
     return job
-
-
-def item_subject(item_id: uuid.UUID) -> str:
-    return f"item:{item_id}"
-
-
-def collections_subject(project_id: uuid.UUID, chain: str) -> str:
-    """Collection creation is serialised per project wallet and chain (see jobs.nft)."""
-    return f"collections:{project_id}:{chain}"

@@ -5,14 +5,17 @@ that dies leaves the job to be claimed again when the lease passes, so every han
 idempotent (the NFT handlers check the chain before they submit). Jobs sharing a ``subject``
 never run at the same time. A failing job is retried with exponential backoff and becomes
 ``failed`` after ``job_max_attempts``; ``tessera jobs retry`` queues it again.
+
+The worker knows no job kind: the app and the CLI hand it a registry of handlers (see
+``tessera.main.job_handlers``), and each handler gets a ``JobContext``, not the worker.
 """
 
 import asyncio
 import logging
 import random
 import uuid
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
 from datetime import timedelta
 
 from sqlalchemy import and_, exists, select, update
@@ -22,7 +25,8 @@ from tessera.chain.registry import Chains
 from tessera.config import Settings
 from tessera.crypto import SecretBox
 from tessera.db import Database, skip_locked
-from tessera.models import Job
+from tessera.jobs.queue import NotReady
+from tessera.models import Job, JobStatus
 from tessera.models.base import utcnow
 
 log = logging.getLogger("tessera.worker")
@@ -30,38 +34,66 @@ log = logging.getLogger("tessera.worker")
 MAX_BACKOFF_SECONDS = 300
 
 
-class NotReady(Exception):
-    """The job waits for another one (e.g. a mint for its collection); not an attempt."""
+@dataclass(frozen=True, slots=True)
+class JobContext:
+    """What a handler may use: the database, the secret box (to sign) and the chains."""
 
-    def __init__(self, reason: str, *, delay: float = 2.0) -> None:
-        super().__init__(reason)
-        self.delay = delay
-
-
-@dataclass
-class JobKind:
-    run: Callable[["Worker", Job], Awaitable[None]]
-    # Called with the final error when the job gives up, and with None when it is retried.
-    mark_failed: Callable[["Worker", Job, str | None], Awaitable[None]]
-
-
-@dataclass
-class Worker:
     database: Database
-    settings: Settings
     box: SecretBox
     chains: Chains
-    kinds: dict[str, JobKind] = field(default_factory=lambda: dict(default_kinds()))
-    worker_id: str = field(default_factory=lambda: uuid.uuid4().hex[:8])
+
+
+@dataclass(frozen=True, slots=True)
+class JobHandler:
+    run: Callable[[JobContext, Job], Awaitable[None]]
+    # Shows the job's state on the row it serves: FAILED when the job gives up, QUEUED when
+    # it is retried by hand.
+    show: Callable[[JobContext, Job, JobStatus], Awaitable[None]]
+
+
+Handlers = Mapping[str, JobHandler]
+
+
+class Worker:
+    def __init__(
+        self,
+        context: JobContext,
+        handlers: Handlers,
+        *,
+        max_attempts: int,
+        lease_seconds: float,
+        poll_seconds: float = 1.0,
+    ) -> None:
+        self.context = context
+        self.handlers = handlers
+        self.max_attempts = max_attempts
+        self.lease_seconds = lease_seconds
+        self.poll_seconds = poll_seconds
+        self.worker_id = uuid.uuid4().hex[:8]
+
+    @classmethod
+    def from_settings(cls, context: JobContext, handlers: Handlers, settings: Settings) -> "Worker":
+        return cls(
+            context,
+            handlers,
+            max_attempts=settings.job_max_attempts,
+            lease_seconds=settings.job_lease_seconds,
+            poll_seconds=settings.worker_poll_seconds,
+        )
+
+    @property
+    def database(self) -> Database:
+        return self.context.database
 
     async def claim(self) -> Job | None:
+        """Take the oldest due job whose subject is not running elsewhere, with a lease."""
         now = utcnow()
         other = aliased(Job)
         busy = exists().where(
             and_(
                 other.subject == Job.subject,
                 other.id != Job.id,
-                other.status == "running",
+                other.status == JobStatus.RUNNING,
                 other.run_after > now,
             )
         )
@@ -69,79 +101,85 @@ class Worker:
             job = await session.scalar(
                 skip_locked(
                     select(Job)
-                    .where(Job.status.in_(("queued", "running")), Job.run_after <= now, ~busy)
+                    .where(
+                        Job.status.in_((JobStatus.QUEUED, JobStatus.RUNNING)),
+                        Job.run_after <= now,
+                        ~busy,
+                    )
                     .order_by(Job.run_after, Job.created_at)
                     .limit(1)
                 )
             )
             if job is None:
                 return None
-            job.status = "running"
+            job.status = JobStatus.RUNNING
             job.attempts += 1
-            job.run_after = now + timedelta(seconds=self.settings.job_lease_seconds)
+            job.run_after = now + timedelta(seconds=self.lease_seconds)
             await session.commit()
             return job
 
-    async def _settle(self, job: Job, **values: object) -> None:
+    async def _settle(self, job: Job, **values: object) -> bool:
         """Record the outcome unless another worker has claimed the job since (lease lost)."""
         async with self.database.session() as session:
-            await session.execute(
+            settled = await session.scalar(
                 update(Job)
-                .where(Job.id == job.id, Job.attempts == job.attempts, Job.status == "running")
+                .where(
+                    Job.id == job.id,
+                    Job.attempts == job.attempts,
+                    Job.status == JobStatus.RUNNING,
+                )
                 .values(**values)
+                .returning(Job.id)
             )
             await session.commit()
+        return settled is not None
 
     async def run_one(self) -> bool:
         """Claim and run one due job; False when there is none."""
         job = await self.claim()
         if job is None:
             return False
-        kind = self.kinds.get(job.kind)
+        handler = self.handlers.get(job.kind)
         try:
-            if kind is None:
+            if handler is None:
                 raise RuntimeError(f"no handler for job kind {job.kind!r}")
-            await kind.run(self, job)
+            await handler.run(self.context, job)
         except NotReady as wait:
             await self._settle(
                 job,
-                status="queued",
+                status=JobStatus.QUEUED,
                 attempts=job.attempts - 1,
                 run_after=utcnow() + timedelta(seconds=wait.delay),
                 last_error=f"waiting: {wait}",
             )
         except Exception as exc:
-            error = f"{type(exc).__name__}: {exc}"[:2000]
-            if job.attempts >= self.settings.job_max_attempts:
-                log.error(
-                    "job %s (%s) failed after %s attempts: %s",
-                    job.id,
-                    job.kind,
-                    job.attempts,
-                    error,
-                )
-                await self._settle(job, status="failed", last_error=error)
-                if kind is not None:
-                    await kind.mark_failed(self, job, error)
-            else:
-                delay = min(2**job.attempts, MAX_BACKOFF_SECONDS) * random.uniform(0.8, 1.2)  # noqa: S311
-                log.warning(
-                    "job %s (%s) attempt %s failed, retry in %.0fs: %s",
-                    job.id,
-                    job.kind,
-                    job.attempts,
-                    delay,
-                    error,
-                )
-                await self._settle(
-                    job,
-                    status="queued",
-                    run_after=utcnow() + timedelta(seconds=delay),
-                    last_error=error,
-                )
+            await self._failed(job, handler, f"{type(exc).__name__}: {exc}"[:2000])
         else:
-            await self._settle(job, status="succeeded", last_error=None)
+            await self._settle(job, status=JobStatus.SUCCEEDED, last_error=None)
         return True
+
+    async def _failed(self, job: Job, handler: JobHandler | None, error: str) -> None:
+        if job.attempts < self.max_attempts:
+            delay = min(2**job.attempts, MAX_BACKOFF_SECONDS) * random.uniform(0.8, 1.2)  # noqa: S311
+            log.warning(
+                "job %s (%s) attempt %s failed, retry in %.0fs: %s",
+                job.id,
+                job.kind,
+                job.attempts,
+                delay,
+                error,
+            )
+            await self._settle(
+                job,
+                status=JobStatus.QUEUED,
+                run_after=utcnow() + timedelta(seconds=delay),
+                last_error=error,
+            )
+            return
+        log.error("job %s (%s) failed after %s attempts: %s", job.id, job.kind, job.attempts, error)
+        settled = await self._settle(job, status=JobStatus.FAILED, last_error=error)
+        if settled and handler is not None:
+            await handler.show(self.context, job, JobStatus.FAILED)
 
     async def run_until_idle(self, *, max_jobs: int = 10_000) -> int:
         """Run due jobs until none is left (tests, scripts)."""
@@ -160,27 +198,7 @@ class Worker:
                 worked = False
             if not worked:
                 try:
-                    await asyncio.wait_for(stop.wait(), self.settings.worker_poll_seconds)
+                    await asyncio.wait_for(stop.wait(), self.poll_seconds)
                 except TimeoutError:
                     pass
         log.info("worker %s stopped", self.worker_id)
-
-
-async def retry_job(database: Database, worker: Worker, job_id: uuid.UUID) -> Job | None:
-    """Queue a failed job again with fresh attempts."""
-    async with database.session() as session:
-        job = await session.get(Job, job_id)
-        if job is None:
-            return None
-        job.status, job.attempts, job.run_after, job.last_error = "queued", 0, utcnow(), None
-        await session.commit()
-    kind = worker.kinds.get(job.kind)
-    if kind is not None:
-        await kind.mark_failed(worker, job, None)
-    return job
-
-
-def default_kinds() -> dict[str, JobKind]:
-    from tessera.jobs.nft import KINDS  # the handlers import this module
-
-    return KINDS

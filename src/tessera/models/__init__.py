@@ -2,9 +2,9 @@
 
 from tessera.models.base import Base
 from tessera.models.event import Attendee, Event
-from tessera.models.job import Job
-from tessera.models.order import Order, OrderItem
-from tessera.models.product import ItemTransfer, Product, ProductItem, Redemption
+from tessera.models.job import Job, JobStatus
+from tessera.models.order import Order, OrderItem, OrderStatus
+from tessera.models.product import ItemTransfer, NftStatus, Product, ProductItem, Redemption
 from tessera.models.project import (
     ApiKey,
     IdentityBinding,
@@ -23,9 +23,12 @@ __all__ = [
     "IdentityBinding",
     "ItemTransfer",
     "Job",
+    "JobStatus",
+    "NftStatus",
     "OAuthClient",
     "Order",
     "OrderItem",
+    "OrderStatus",
     "Product",
     "ProductItem",
     "Project",

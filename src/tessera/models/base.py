@@ -1,8 +1,9 @@
 import uuid
 from datetime import UTC, datetime
+from enum import StrEnum
 from typing import Any
 
-from sqlalchemy import DateTime, LargeBinary, MetaData, String, TypeDecorator, Uuid
+from sqlalchemy import DateTime, Enum, LargeBinary, MetaData, String, TypeDecorator, Uuid
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 NAMING = {
@@ -39,6 +40,18 @@ class UTCDateTime(TypeDecorator[datetime]):
         if value is None:
             return None
         return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+def text_enum(enum: type[StrEnum], length: int = 16) -> Enum:
+    """A status column: stored as its text value in a plain VARCHAR (no database enum type, no
+    CHECK constraint), read back as the Python enum."""
+    return Enum(
+        enum,
+        native_enum=False,
+        create_constraint=False,
+        length=length,
+        values_callable=lambda members: [member.value for member in members],
+    )
 
 
 class Base(DeclarativeBase):

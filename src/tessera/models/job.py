@@ -1,11 +1,19 @@
 import uuid
 from datetime import datetime
+from enum import StrEnum
 from typing import Any
 
 from sqlalchemy import JSON, ForeignKey, Index, String, Text, Uuid
 from sqlalchemy.orm import Mapped, mapped_column
 
-from tessera.models.base import Base, IdMixin, TimestampMixin, UTCDateTime, utcnow
+from tessera.models.base import Base, IdMixin, TimestampMixin, UTCDateTime, text_enum, utcnow
+
+
+class JobStatus(StrEnum):
+    QUEUED = "queued"
+    RUNNING = "running"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
 
 
 class Job(IdMixin, TimestampMixin, Base):
@@ -25,7 +33,7 @@ class Job(IdMixin, TimestampMixin, Base):
     # Jobs with the same subject never run at the same time (e.g. "item:<id>").
     subject: Mapped[str] = mapped_column(String(128), index=True)
     payload: Mapped[dict[str, Any]] = mapped_column(JSON)
-    status: Mapped[str] = mapped_column(String(16), default="queued")
+    status: Mapped[JobStatus] = mapped_column(text_enum(JobStatus), default=JobStatus.QUEUED)
     attempts: Mapped[int] = mapped_column(default=0)
     run_after: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     last_error: Mapped[str | None] = mapped_column(Text)

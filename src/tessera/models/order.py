@@ -1,12 +1,19 @@
 import uuid
 from datetime import datetime
 from decimal import Decimal
+from enum import StrEnum
 
 from sqlalchemy import BigInteger, ForeignKey, Index, Numeric, String, UniqueConstraint, Uuid
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
-from tessera.models.base import Base, IdMixin, TimestampMixin, UTCDateTime, utcnow
+from tessera.models.base import Base, IdMixin, TimestampMixin, UTCDateTime, text_enum, utcnow
 from tessera.models.user import User
+
+
+class OrderStatus(StrEnum):
+    PENDING = "pending"
+    COMPLETED = "completed"
+    CANCELLED = "cancelled"
 
 
 class Order(IdMixin, TimestampMixin, Base):
@@ -18,7 +25,7 @@ class Order(IdMixin, TimestampMixin, Base):
     )
     order_number: Mapped[str] = mapped_column(String(64))
     user_id: Mapped[uuid.UUID] = mapped_column(Uuid, ForeignKey("users.id"), index=True)
-    status: Mapped[str] = mapped_column(String(16))
+    status: Mapped[OrderStatus] = mapped_column(text_enum(OrderStatus))
 
     user: Mapped[User] = relationship(lazy="raise")
     lines: Mapped[list["OrderItem"]] = relationship(lazy="raise", order_by="OrderItem.position")

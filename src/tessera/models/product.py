@@ -1,12 +1,28 @@
 import uuid
 from datetime import datetime
+from enum import StrEnum
 
 from sqlalchemy import BigInteger, ForeignKey, Index, String, UniqueConstraint, Uuid
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
-from tessera.models.base import Base, IdMixin, TimestampMixin, UTCDateTime, utcnow
+from tessera.models.base import Base, IdMixin, TimestampMixin, UTCDateTime, text_enum, utcnow
 from tessera.models.event import Event
 from tessera.models.user import User
+
+
+class NftStatus(StrEnum):
+    """Where a chain job stands, shown on its row.
+
+    A collection goes queued -> submitted -> created; a mint queued -> submitted -> minted; an
+    on-chain transfer queued -> submitted -> transferred. Each can end failed instead.
+    """
+
+    QUEUED = "queued"
+    SUBMITTED = "submitted"
+    CREATED = "created"
+    MINTED = "minted"
+    TRANSFERRED = "transferred"
+    FAILED = "failed"
 
 
 class Product(IdMixin, TimestampMixin, Base):
@@ -37,7 +53,7 @@ class Product(IdMixin, TimestampMixin, Base):
     # Items issued so far, which is also the last item_id: bumped under the product's row lock.
     issued_count: Mapped[int] = mapped_column(BigInteger, default=0)
     # mint_nft products: the collection the worker created (queued -> submitted -> created|failed).
-    nft_status: Mapped[str | None] = mapped_column(String(16))
+    nft_status: Mapped[NftStatus | None] = mapped_column(text_enum(NftStatus))
     nft_collection_id: Mapped[int | None] = mapped_column(BigInteger)
 
     event: Mapped[Event | None] = relationship(lazy="raise")
@@ -63,10 +79,10 @@ class ProductItem(IdMixin, TimestampMixin, Base):
     redeemed_at: Mapped[int | None] = mapped_column(BigInteger)
     # NFT id = item_id. Mint: queued -> submitted -> minted|failed; the last on-chain transfer:
     # queued -> submitted -> transferred|failed.
-    nft_status: Mapped[str | None] = mapped_column(String(16))
+    nft_status: Mapped[NftStatus | None] = mapped_column(text_enum(NftStatus))
     nft_tx_hash: Mapped[str | None] = mapped_column(String(80))
     nft_block: Mapped[int | None] = mapped_column(BigInteger)
-    nft_transfer_status: Mapped[str | None] = mapped_column(String(16))
+    nft_transfer_status: Mapped[NftStatus | None] = mapped_column(text_enum(NftStatus))
     nft_transfer_tx_hash: Mapped[str | None] = mapped_column(String(80))
     nft_transfer_block: Mapped[int | None] = mapped_column(BigInteger)
 

@@ -4,6 +4,7 @@ from datetime import datetime
 from sqlalchemy import ForeignKey, String, Text, UniqueConstraint, Uuid
 from sqlalchemy.orm import Mapped, mapped_column
 
+from tessera.auth.principal import Permission
 from tessera.models.base import (
     Base,
     CustodialKeyMixin,
@@ -38,7 +39,7 @@ class ApiKey(IdMixin, Base):
     )
     prefix: Mapped[str] = mapped_column(String(32), unique=True)
     key_hash: Mapped[str] = mapped_column(String(64))
-    permission: Mapped[str] = mapped_column(String(8))
+    permission: Mapped[Permission] = mapped_column(String(8))
     name: Mapped[str | None] = mapped_column(String(255))
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     expires_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
@@ -56,7 +57,7 @@ class OAuthClient(IdMixin, Base):
     )
     client_id: Mapped[str] = mapped_column(String(64), unique=True)
     secret_hash: Mapped[str] = mapped_column(String(64))
-    permission: Mapped[str] = mapped_column(String(8))
+    permission: Mapped[Permission] = mapped_column(String(8))
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     revoked_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
 
@@ -85,5 +86,5 @@ class IdentityBinding(IdMixin, Base):
     )
     issuer: Mapped[str] = mapped_column(String(512))
     subject: Mapped[str] = mapped_column(String(255))
-    permission: Mapped[str] = mapped_column(String(8))
+    permission: Mapped[Permission] = mapped_column(String(8))
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)

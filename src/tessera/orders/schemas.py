@@ -5,7 +5,7 @@ from typing import Annotated, Literal, Self
 
 from pydantic import Field, StringConstraints, model_validator
 
-from tessera.models import Order, OrderItem, Product, ProductItem
+from tessera.models import Order, OrderItem, OrderStatus, Product, ProductItem
 from tessera.products.schemas import MAX_ISSUE, ProductItemRead
 from tessera.schemas import PositiveInt, SnakeModel
 from tessera.users.schemas import UserLookup
@@ -51,7 +51,7 @@ class OrderLineRead(SnakeModel):
 class OrderRead(SnakeModel):
     id: uuid.UUID
     order_number: str
-    status: str
+    status: OrderStatus
     user_id: uuid.UUID
     total: float
     items: list[OrderLineRead]

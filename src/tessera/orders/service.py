@@ -5,25 +5,17 @@ import uuid
 from dataclasses import dataclass
 from decimal import Decimal
 
-from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
-from sqlalchemy.orm import selectinload
-from sqlalchemy.orm.attributes import set_committed_value
 
 from tessera.auth.principal import Principal
-from tessera.db import lock_for_update
-from tessera.errors import (
-    OrderNotFound,
-    OrderNotPending,
-    OrderNumberTaken,
-    ProductInactive,
-    ProductNotFound,
-)
-from tessera.models import Order, OrderItem, Product, ProductItem, User
+from tessera.errors import OrderNotPending, OrderNumberTaken, ProductInactive, ProductNotFound
+from tessera.models import Order, OrderItem, OrderStatus, Product, ProductItem, User
 from tessera.models.base import utcnow
+from tessera.orders import repository
 from tessera.orders.schemas import OrderCreate
-from tessera.products import issuance
+from tessera.products import repository as products
+from tessera.products import rules
 from tessera.users.repository import get_user
 
 
@@ -39,21 +31,12 @@ async def create_order(
     session: AsyncSession, principal: Principal, *, body: OrderCreate
 ) -> OrderView:
     """Record an order at today's prices; a completed order issues its items (all or nothing)."""
-    identifier = body.user.identifier()
-    assert identifier is not None
-    user = await get_user(session, principal.project_id, identifier)
+    user = await get_user(session, principal.project_id, body.user.ref())
     wanted = {line.product_id for line in body.items}
-    products = {
-        p.id: p
-        for p in await session.scalars(
-            select(Product).where(
-                Product.project_id == principal.project_id, Product.id.in_(wanted)
-            )
-        )
-    }
-    if missing := wanted - products.keys():
+    by_id = await products.products_by_id(session, principal.project_id, wanted)
+    if missing := wanted - by_id.keys():
         raise ProductNotFound(f"product not found: {', '.join(sorted(str(m) for m in missing))}")
-    for product in products.values():
+    for product in by_id.values():
         if not product.active:
             raise ProductInactive(f"product is not active: {product.id}")
 
@@ -63,7 +46,7 @@ async def create_order(
         project_id=principal.project_id,
         order_number=body.order_number or f"TS-{secrets.token_hex(5).upper()}",
         user_id=user.id,
-        status="pending",
+        status=OrderStatus.PENDING,
         created_at=now,
         updated_at=now,
     )
@@ -74,7 +57,7 @@ async def create_order(
             product_id=line.product_id,
             position=position,
             quantity=line.quantity,
-            unit_price=Decimal(products[line.product_id].price),
+            unit_price=Decimal(by_id[line.product_id].price),
             created_at=now,
         )
         for position, line in enumerate(body.items)
@@ -89,55 +72,45 @@ async def create_order(
     if body.status == "completed":
         items = await _complete(session, principal, order, lines, user)
     await session.commit()
-    return OrderView(order, lines, products, items)
+    return OrderView(order, lines, by_id, items)
 
 
 async def complete_order(
     session: AsyncSession, principal: Principal, *, order_id: uuid.UUID
 ) -> OrderView:
     """Complete a pending order: its items are issued now, or nothing changes (409)."""
-    order = await _locked_order(session, principal, order_id)
-    if order.status != "pending":
-        raise OrderNotPending(f"only a pending order can be completed; this one is {order.status}")
+    order = await repository.get_order(session, principal.project_id, order_id, lock=True)
+    _require_pending(order, "completed")
     user = await session.get(User, order.user_id)
-    assert user is not None
+    assert user is not None  # an order keeps its user (foreign key)
     items = await _complete(session, principal, order, order.lines, user)
     await session.commit()
-    return await _view(session, order, items)
+    return await _view(session, principal, order, items)
 
 
 async def cancel_order(
     session: AsyncSession, principal: Principal, *, order_id: uuid.UUID
 ) -> OrderView:
     """Cancel a pending order. Completed orders stay completed (their items are issued)."""
-    order = await _locked_order(session, principal, order_id)
-    if order.status != "pending":
-        raise OrderNotPending(f"only a pending order can be cancelled; this one is {order.status}")
-    order.status = "cancelled"
+    order = await repository.get_order(session, principal.project_id, order_id, lock=True)
+    _require_pending(order, "cancelled")
+    order.status = OrderStatus.CANCELLED
     order.updated_at = utcnow()
     await session.commit()
-    return await _view(session, order, [])
+    return await _view(session, principal, order, [])
 
 
 async def get_order(
     session: AsyncSession, principal: Principal, *, order_id: uuid.UUID
 ) -> OrderView:
-    order = await session.scalar(
-        select(Order)
-        .where(Order.project_id == principal.project_id, Order.id == order_id)
-        .options(selectinload(Order.lines))
-    )
-    if order is None:
-        raise OrderNotFound
-    items = list(
-        await session.scalars(
-            select(ProductItem)
-            .where(ProductItem.order_item_id.in_([line.id for line in order.lines]))
-            .options(selectinload(ProductItem.product), selectinload(ProductItem.owner))
-            .order_by(ProductItem.product_id, ProductItem.item_id)
-        )
-    )
-    return await _view(session, order, items)
+    order = await repository.get_order(session, principal.project_id, order_id)
+    items = await products.items_of_lines(session, [line.id for line in order.lines])
+    return await _view(session, principal, order, items)
+
+
+def _require_pending(order: Order, action: str) -> None:
+    if order.status != OrderStatus.PENDING:
+        raise OrderNotPending(f"only a pending order can be {action}; this one is {order.status}")
 
 
 async def _complete(
@@ -146,33 +119,16 @@ async def _complete(
     items: list[ProductItem] = []
     # Lock products in one order (by id) so that two orders never wait on each other.
     for line in sorted(lines, key=lambda line: (str(line.product_id), line.position)):
-        product = await issuance.lock_product(session, principal.project_id, line.product_id)
-        items += await issuance.issue(
-            session, product, [user] * line.quantity, order_item_id=line.id
-        )
-    order.status = "completed"
+        product = await rules.lock_product(session, principal.project_id, line.product_id)
+        items += await rules.issue(session, product, [user] * line.quantity, order_item_id=line.id)
+    order.status = OrderStatus.COMPLETED
     order.updated_at = utcnow()
     return items
 
 
-async def _locked_order(session: AsyncSession, principal: Principal, order_id: uuid.UUID) -> Order:
-    order = await session.scalar(
-        lock_for_update(
-            select(Order).where(Order.project_id == principal.project_id, Order.id == order_id)
-        ).execution_options(populate_existing=True)
-    )
-    if order is None:
-        raise OrderNotFound
-    lines = list(
-        await session.scalars(
-            select(OrderItem).where(OrderItem.order_id == order.id).order_by(OrderItem.position)
-        )
-    )
-    set_committed_value(order, "lines", lines)
-    return order
-
-
-async def _view(session: AsyncSession, order: Order, items: list[ProductItem]) -> OrderView:
+async def _view(
+    session: AsyncSession, principal: Principal, order: Order, items: list[ProductItem]
+) -> OrderView:
     ids = {line.product_id for line in order.lines}
-    products = {p.id: p for p in await session.scalars(select(Product).where(Product.id.in_(ids)))}
-    return OrderView(order, list(order.lines), products, items)
+    by_id = await products.products_by_id(session, principal.project_id, ids)
+    return OrderView(order, list(order.lines), by_id, items)

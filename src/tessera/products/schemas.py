@@ -6,7 +6,8 @@ from pydantic import Field, StringConstraints, computed_field, field_validator, 
 
 from tessera.config import Chain
 from tessera.events.schemas import EventRead
-from tessera.models import Order, OrderItem, ProductItem, Redemption, User
+from tessera.models import NftStatus, Order, OrderItem, OrderStatus, ProductItem, Redemption, User
+from tessera.products.rules import is_fully_redeemed
 from tessera.schemas import (
     Bool,
     Email,
@@ -15,6 +16,7 @@ from tessera.schemas import (
     PositiveInt,
     SnakeModel,
 )
+from tessera.users.schemas import UserRef
 
 ProductType = Literal["admission", "presale", "perks"]
 Text255 = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=255)]
@@ -65,7 +67,7 @@ class ProductCreate(SnakeModel):
 class ProductNft(SnakeModel):
     chain: str
     collection_id: int | None
-    status: str
+    status: NftStatus
 
 
 class ProductRead(SnakeModel):
@@ -89,7 +91,7 @@ class ProductRead(SnakeModel):
     chain: str | None
     max_items: int | None
     event: EventRead | None
-    nft_status: str | None = Field(default=None, exclude=True)
+    nft_status: NftStatus | None = Field(default=None, exclude=True)
     nft_collection_id: int | None = Field(default=None, exclude=True)
 
     @computed_field  # type: ignore[prop-decorator]
@@ -101,14 +103,14 @@ class ProductRead(SnakeModel):
         return ProductNft(
             chain=self.chain,
             collection_id=self.nft_collection_id,
-            status=self.nft_status or "queued",
+            status=self.nft_status or NftStatus.QUEUED,
         )
 
 
 class SaleRead(SnakeModel):
     id: uuid.UUID
     order_number: str
-    order_status: str
+    order_status: OrderStatus
     product_name: str
     quantity: int
     unit_price: float
@@ -172,7 +174,7 @@ class ItemProduct(SnakeModel):
 
 
 class NftTransfer(SnakeModel):
-    status: str
+    status: NftStatus
     tx_hash: str | None
     block: int | None
 
@@ -181,7 +183,7 @@ class ItemNft(SnakeModel):
     """The item's NFT (id = ``item_id``): queued, submitted, minted or failed; and the last
     on-chain transfer: queued, submitted, transferred or failed."""
 
-    status: str
+    status: NftStatus
     tx_hash: str | None
     block: int | None
     transfer: NftTransfer | None
@@ -232,7 +234,7 @@ class ProductItemRead(SnakeModel):
             item_id=item.item_id,
             redemption_count=count,
             redemption_quantity=product.redemption_quantity,
-            is_fully_redeemed=count >= product.redemption_quantity,
+            is_fully_redeemed=is_fully_redeemed(count, product),
             redeemed_at=as_of.redeemed_at if as_of else item.redeemed_at,
             user=ItemOwner.model_validate(item.owner),
             product=ItemProduct.model_validate(product),
@@ -260,25 +262,26 @@ class TransferRequest(SnakeModel):
 
     @model_validator(mode="after")
     def _parties(self) -> Self:
-        if self.sender() is None:
-            raise ValueError("one of sender_email or sender_user_id is required")
-        if self.recipient() is None:
-            raise ValueError("one of recipient_email or recipient_user_id is required")
+        for party, ref in (("sender", self._sender()), ("recipient", self._recipient())):
+            if ref is None:
+                raise ValueError(f"one of {party}_email or {party}_user_id is required")
         return self
 
-    def sender(self) -> tuple[str, str | uuid.UUID] | None:
-        return _party(self.sender_email, self.sender_user_id)
+    def _sender(self) -> UserRef | None:
+        return UserRef.first(email=self.sender_email, id=self.sender_user_id)
 
-    def recipient(self) -> tuple[str, str | uuid.UUID] | None:
-        return _party(self.recipient_email, self.recipient_user_id)
+    def _recipient(self) -> UserRef | None:
+        return UserRef.first(email=self.recipient_email, id=self.recipient_user_id)
 
+    def sender(self) -> UserRef:
+        ref = self._sender()
+        assert ref is not None  # the validator requires one
+        return ref
 
-def _party(email: str | None, user_id: uuid.UUID | None) -> tuple[str, str | uuid.UUID] | None:
-    if email is not None:
-        return "email", email
-    if user_id is not None:
-        return "id", user_id
-    return None
+    def recipient(self) -> UserRef:
+        ref = self._recipient()
+        assert ref is not None  # the validator requires one
+        return ref
 
 
 class TransferItem(SnakeModel):
@@ -303,7 +306,7 @@ class TransferItem(SnakeModel):
             product_type=product.type,
             redemption_count=item.redemption_count,
             redemption_quantity=product.redemption_quantity,
-            is_fully_redeemed=item.redemption_count >= product.redemption_quantity,
+            is_fully_redeemed=is_fully_redeemed(item.redemption_count, product),
             redeemed_at=item.redeemed_at,
         )
 

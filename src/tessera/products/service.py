@@ -2,50 +2,24 @@
 
 import uuid
 
-from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession
-from sqlalchemy.orm import selectinload
 from sqlalchemy.orm.attributes import set_committed_value
 
 from tessera.auth.principal import Principal
 from tessera.chain.gateway import ChainGateway, Deposits
 from tessera.chain.keys import ss58_address
 from tessera.chain.registry import Chains
-from tessera.db import lock_for_update
-from tessera.errors import (
-    InsufficientCollectionBalance,
-    InvalidInput,
-    ItemFullyRedeemed,
-    ItemNotOwnedBySender,
-    ProductItemNotFound,
-    ProductNotFound,
-    ProductNotTransferable,
-    TransferToSelf,
-    UserNotFound,
-)
+from tessera.errors import InsufficientCollectionBalance, InvalidInput, UserNotFound
 from tessera.events.repository import get_event
-from tessera.jobs.queue import (
-    CREATE_COLLECTION,
-    TRANSFER,
-    collections_subject,
-    enqueue,
-    item_subject,
-)
-from tessera.models import (
-    ItemTransfer,
-    Order,
-    OrderItem,
-    Product,
-    ProductItem,
-    Redemption,
-    User,
-)
+from tessera.jobs.queue import JobKind
+from tessera.models import ItemTransfer, Order, OrderItem, Product, ProductItem, Redemption, User
 from tessera.models.base import unix_now
-from tessera.products import issuance
+from tessera.products import repository, rules
 from tessera.products.schemas import ItemsIssue, ProductCreate, RedeemRequest, TransferRequest
-from tessera.projects.service import primary_wallet
+from tessera.products.tasks import queue_nft
+from tessera.projects.repository import primary_wallet
 from tessera.schemas import PageParams
-from tessera.users.repository import get_user, users_by
+from tessera.users.repository import find_user, users_by
 
 
 async def create_product(
@@ -66,14 +40,7 @@ async def create_product(
     )
     session.add(product)
     if product.mint_nft:
-        product.nft_status = "queued"
-        enqueue(
-            session,
-            project_id=principal.project_id,
-            kind=CREATE_COLLECTION,
-            subject=collections_subject(principal.project_id, product.chain or ""),
-            payload={"product_id": str(product.id)},
-        )
+        queue_nft(session, JobKind.CREATE_COLLECTION, product)
     await session.commit()
     set_committed_value(product, "event", event)
     return product
@@ -104,52 +71,22 @@ async def _require_collection_balance(
 async def list_products(
     session: AsyncSession, principal: Principal, *, paging: PageParams
 ) -> list[Product]:
-    products = await session.scalars(
-        select(Product)
-        .where(Product.project_id == principal.project_id)
-        .options(selectinload(Product.event))
-        .order_by(Product.created_at, Product.id)
-        .limit(paging.limit)
-        .offset(paging.offset)
-    )
-    return list(products)
+    return await repository.list_products(session, principal.project_id, paging=paging)
 
 
 async def get_product(
     session: AsyncSession, principal: Principal, *, product_id: uuid.UUID
 ) -> Product:
-    product = await session.scalar(
-        select(Product)
-        .where(Product.project_id == principal.project_id, Product.id == product_id)
-        .options(selectinload(Product.event))
-    )
-    if product is None:
-        raise ProductNotFound
-    return product
+    return await repository.get_product(session, principal.project_id, product_id, with_event=True)
 
 
 async def list_sales(
     session: AsyncSession, principal: Principal, *, product_id: uuid.UUID, paging: PageParams
 ) -> tuple[Product, list[tuple[OrderItem, Order, User]], int]:
     """Order lines of a product (oldest first) with their order's status and buyer."""
-    product = await session.scalar(
-        select(Product).where(Product.project_id == principal.project_id, Product.id == product_id)
-    )
-    if product is None:
-        raise ProductNotFound
-    total = await session.scalar(
-        select(func.count()).select_from(OrderItem).where(OrderItem.product_id == product.id)
-    )
-    rows = await session.execute(
-        select(OrderItem, Order, User)
-        .join(Order, OrderItem.order_id == Order.id)
-        .join(User, Order.user_id == User.id)
-        .where(OrderItem.product_id == product.id)
-        .order_by(OrderItem.created_at, OrderItem.id)
-        .limit(paging.limit)
-        .offset(paging.offset)
-    )
-    return product, [tuple(row) for row in rows], total or 0
+    product = await repository.get_product(session, principal.project_id, product_id)
+    rows, total = await repository.list_sales(session, product, paging=paging)
+    return product, rows, total
 
 
 async def issue_items(
@@ -158,7 +95,7 @@ async def issue_items(
     """Give one item to each listed user (ids and/or emails), all or nothing."""
     if body.product_id is not None and body.product_id != product_id:
         raise InvalidInput("product_id: does not match the product in the path")
-    product = await issuance.lock_product(session, principal.project_id, product_id)
+    product = await rules.lock_product(session, principal.project_id, product_id)
     by_id, by_email = await users_by(
         session, principal.project_id, ids=body.users, emails=body.emails
     )
@@ -167,27 +104,9 @@ async def issue_items(
     if missing:
         raise UserNotFound(f"users not found in this project: {', '.join(missing[:5])}")
     recipients = [by_id[i] for i in body.users] + [by_email[e] for e in body.emails]
-    items = await issuance.issue(session, product, recipients)
+    items = await rules.issue(session, product, recipients)
     await session.commit()
     return items
-
-
-async def _locked_item(
-    session: AsyncSession, principal: Principal, product: Product, item_id: uuid.UUID
-) -> ProductItem:
-    item = await session.scalar(
-        lock_for_update(
-            select(ProductItem).where(
-                ProductItem.project_id == principal.project_id,
-                ProductItem.product_id == product.id,
-                ProductItem.id == item_id,
-            )
-        ).execution_options(populate_existing=True)
-    )
-    if item is None:
-        raise ProductItemNotFound
-    set_committed_value(item, "product", product)
-    return item
 
 
 async def redeem_item(
@@ -198,17 +117,14 @@ async def redeem_item(
     With a ``nonce``, a repeat of the same (item, nonce) counts once and returns the redemption
     recorded the first time (the second element of the result).
     """
-    product = await get_product(session, principal, product_id=product_id)
-    item = await _locked_item(session, principal, product, body.product_item_id)
+    product = await repository.get_product(session, principal.project_id, product_id)
+    item = await rules.lock_item(session, product, body.product_item_id)
     set_committed_value(item, "owner", await session.get(User, item.owner_id))
     if body.nonce is not None:
-        earlier = await session.scalar(
-            select(Redemption).where(Redemption.item_id == item.id, Redemption.nonce == body.nonce)
-        )
+        earlier = await repository.find_redemption(session, item, body.nonce)
         if earlier is not None:
             return item, earlier
-    if item.redemption_count >= product.redemption_quantity:
-        raise ItemFullyRedeemed
+    rules.check_redeemable(product, item)
     now = unix_now()
     item.redemption_count += 1
     item.redeemed_at = now
@@ -223,27 +139,19 @@ async def redeem_item(
 async def transfer_item(
     session: AsyncSession, principal: Principal, *, product_id: uuid.UUID, body: TransferRequest
 ) -> tuple[ProductItem, User, User, int]:
-    """Move an item from its owner to another user of the project.
-
-    The product must be transferable; the sender must own the item; the item must not be fully
-    redeemed; the recipient must be another user and pass the issuing rules (active product,
-    ``max_per_account``, ``min_rep_balance``). Every transfer is kept in ``item_transfers``.
-    """
-    product = await issuance.lock_product(session, principal.project_id, product_id)
-    if not product.is_transferable:
-        raise ProductNotTransferable
-    item = await _locked_item(session, principal, product, body.product_item_id)
-    sender_id, recipient_id = body.sender(), body.recipient()
-    assert sender_id is not None and recipient_id is not None
-    sender = await get_user(session, principal.project_id, sender_id, label="sender")
-    recipient = await get_user(session, principal.project_id, recipient_id, label="recipient")
-    if item.owner_id != sender.id:
-        raise ItemNotOwnedBySender
-    if recipient.id == sender.id:
-        raise TransferToSelf
-    if item.redemption_count >= product.redemption_quantity:
-        raise ItemFullyRedeemed
-    await issuance.check_recipients(session, product, [recipient])
+    """Move an item from its owner to another user of the project (see
+    ``rules.check_transfer``). Every transfer is kept in ``item_transfers``; for an NFT product
+    the worker then moves the NFT to the new owner's wallet."""
+    product = await rules.lock_product(session, principal.project_id, product_id)
+    rules.check_transferable(product)
+    item = await rules.lock_item(session, product, body.product_item_id)
+    sender = await find_user(session, principal.project_id, body.sender())
+    if sender is None:
+        raise UserNotFound("sender not found")
+    recipient = await find_user(session, principal.project_id, body.recipient())
+    if recipient is None:
+        raise UserNotFound("recipient not found")
+    await rules.check_transfer(session, product, item, sender, recipient)
 
     transferred_at = unix_now()
     item.owner_id = recipient.id
@@ -257,17 +165,6 @@ async def transfer_item(
         )
     )
     if product.mint_nft:
-        item.nft_transfer_status = "queued"
-        enqueue(
-            session,
-            project_id=principal.project_id,
-            kind=TRANSFER,
-            subject=item_subject(item.id),
-            payload={
-                "product_item_id": str(item.id),
-                "from_user_id": str(sender.id),
-                "to_user_id": str(recipient.id),
-            },
-        )
+        queue_nft(session, JobKind.TRANSFER, item)
     await session.commit()
     return item, sender, recipient, transferred_at

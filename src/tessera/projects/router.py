@@ -1,13 +1,13 @@
 from fastapi import APIRouter
 
 from tessera.auth.dependencies import Reader
-from tessera.chain.balances import WalletBalance, default_chain, wallet_balances
 from tessera.chain.registry import ChainsDep
 from tessera.config import Chain
 from tessera.db import SessionDep
 from tessera.errors import responses
 from tessera.projects import service
 from tessera.projects.schemas import ProjectWalletRead
+from tessera.wallets.schemas import WalletBalance
 
 router = APIRouter(prefix="/projects", tags=["projects"])
 
@@ -31,5 +31,4 @@ async def fetch_project_wallet_balances(
     session: SessionDep, principal: Reader, chains: ChainsDep, chain: Chain | None = None
 ) -> list[WalletBalance]:
     """Native balances of the project's wallets on ``chain`` (default: the first configured)."""
-    wallets = await service.list_wallets(session, principal)
-    return await wallet_balances(chains, chain or default_chain(chains), wallets)
+    return await service.wallet_balances(session, principal, chains=chains, chain=chain)

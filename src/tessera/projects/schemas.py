@@ -2,6 +2,7 @@ import uuid
 from datetime import datetime
 from typing import Self
 
+from tessera.auth.principal import Permission
 from tessera.chain.keys import ss58_address
 from tessera.config import ChainConfig
 from tessera.models import ProjectWallet
@@ -31,3 +32,38 @@ class ProjectWalletRead(SnakeModel):
             project_id=wallet.project_id,
             addresses={c.name: ss58_address(wallet.public_key, c.ss58_prefix) for c in chains},
         )
+
+
+# What the CLI prints (credentials appear once, in the *Created schemas).
+
+
+class ProjectCreated(SnakeModel):
+    project_id: uuid.UUID
+    api_key: str
+    client_id: str
+    client_secret: str
+
+
+class ApiKeyRead(SnakeModel):
+    id: uuid.UUID
+    prefix: str
+    name: str | None
+    permission: Permission
+    created_at: datetime
+    expires_at: datetime | None
+    revoked_at: datetime | None
+    last_used_at: datetime | None
+
+
+class ApiKeyCreated(SnakeModel):
+    id: uuid.UUID
+    api_key: str
+    permission: Permission
+    expires_at: datetime | None
+
+
+class IdentityBindingRead(SnakeModel):
+    project_id: uuid.UUID
+    issuer: str
+    subject: str
+    permission: Permission

@@ -1,63 +1,114 @@
-"""Projects: creation (CLI) with a project wallet, a write API key and a token client."""
+"""Projects: creation with a project wallet, their credentials (API keys, identities), wallets."""
 
 import uuid
-from dataclasses import dataclass
 
-from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from tessera.auth.api_keys import create_api_key
-from tessera.auth.principal import Principal
+from tessera.auth import api_keys
+from tessera.auth.principal import Permission, Principal
+from tessera.auth.tokens import bind_identity as bind
 from tessera.auth.tokens import create_client
 from tessera.chain.keys import new_custodial_key
+from tessera.chain.registry import Chains
+from tessera.config import Chain
 from tessera.crypto import SecretBox
-from tessera.models import Project, ProjectWallet
-
-
-@dataclass(frozen=True, slots=True)
-class NewProject:
-    project_id: uuid.UUID
-    api_key: str
-    client_id: str
-    client_secret: str
+from tessera.models import ApiKey, IdentityBinding, Project, ProjectWallet
+from tessera.projects import repository
+from tessera.projects.schemas import ApiKeyCreated, ProjectCreated
+from tessera.wallets.schemas import WalletBalance
+from tessera.wallets.service import read_balances
 
 
 async def create_project(
     session: AsyncSession, *, name: str, box: SecretBox, hash_key: bytes, ss58_prefix: int
-) -> NewProject:
+) -> ProjectCreated:
     """A project with its custodial project wallet, a ``write`` API key and a token client."""
     project = Project(id=uuid.uuid4(), name=name)
     session.add(project)
     key = new_custodial_key(box, ss58_prefix=ss58_prefix)
     session.add(ProjectWallet(project_id=project.id, **key.columns()))
     await session.flush()
-    api_key = await create_api_key(
+    api_key = await api_keys.create_api_key(
         session, project_id=project.id, permission="write", hash_key=hash_key, name="default"
     )
     client = await create_client(
         session, project_id=project.id, permission="write", hash_key=hash_key
     )
     await session.commit()
-    return NewProject(project.id, api_key.api_key, client.client_id, client.client_secret)
+    return ProjectCreated(
+        project_id=project.id,
+        api_key=api_key.api_key,
+        client_id=client.client_id,
+        client_secret=client.client_secret,
+    )
+
+
+async def issue_api_key(
+    session: AsyncSession,
+    *,
+    project_id: uuid.UUID,
+    permission: Permission,
+    hash_key: bytes,
+    expires_in: int | None = None,
+    name: str | None = None,
+) -> ApiKeyCreated:
+    """A new API key of an existing project (404 otherwise); the key is shown only here."""
+    await repository.get_project(session, project_id)
+    issued = await api_keys.create_api_key(
+        session,
+        project_id=project_id,
+        permission=permission,
+        hash_key=hash_key,
+        expires_in=expires_in,
+        name=name,
+    )
+    await session.commit()
+    return ApiKeyCreated(
+        id=issued.row.id,
+        api_key=issued.api_key,
+        permission=permission,
+        expires_at=issued.row.expires_at,
+    )
+
+
+async def list_api_keys(session: AsyncSession, *, project_id: uuid.UUID) -> list[ApiKey]:
+    await repository.get_project(session, project_id)
+    return await api_keys.list_api_keys(session, project_id=project_id)
+
+
+async def revoke_api_key(
+    session: AsyncSession, *, project_id: uuid.UUID, key_id: uuid.UUID
+) -> ApiKey:
+    """Revoke a key of the project at once (revoking a revoked key keeps its first time)."""
+    key = await api_keys.revoke_api_key(session, project_id=project_id, key_id=key_id)
+    await session.commit()
+    return key
+
+
+async def bind_identity(
+    session: AsyncSession,
+    *,
+    project_id: uuid.UUID,
+    issuer: str,
+    subject: str,
+    permission: Permission,
+) -> IdentityBinding:
+    """Bind an external OIDC subject to a project (moving it if it was bound elsewhere)."""
+    await repository.get_project(session, project_id)
+    binding = await bind(
+        session, project_id=project_id, issuer=issuer, subject=subject, permission=permission
+    )
+    await session.commit()
+    return binding
 
 
 async def list_wallets(session: AsyncSession, principal: Principal) -> list[ProjectWallet]:
-    wallets = await session.scalars(
-        select(ProjectWallet)
-        .where(ProjectWallet.project_id == principal.project_id)
-        .order_by(ProjectWallet.created_at, ProjectWallet.id)
-    )
-    return list(wallets)
+    return await repository.list_wallets(session, principal.project_id)
 
 
-async def primary_wallet(session: AsyncSession, project_id: uuid.UUID) -> ProjectWallet:
-    """The wallet that pays for the project's collections, mints and sponsored fees."""
-    wallet = await session.scalar(
-        select(ProjectWallet)
-        .where(ProjectWallet.project_id == project_id)
-        .order_by(ProjectWallet.created_at, ProjectWallet.id)
-        .limit(1)
-    )
-    if wallet is None:
-        raise RuntimeError(f"project {project_id} has no project wallet")
-    return wallet
+async def wallet_balances(
+    session: AsyncSession, principal: Principal, *, chains: Chains, chain: Chain | None
+) -> list[WalletBalance]:
+    """Native balances of the project's wallets on ``chain`` (default: the first configured)."""
+    wallets = await repository.list_wallets(session, principal.project_id)
+    return await read_balances(chains, chain, wallets)

@@ -3,35 +3,42 @@
 import uuid
 from collections.abc import Sequence
 
-from sqlalchemy import Select, select, update
+from sqlalchemy import ColumnElement, Select, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import selectinload
 
 from tessera.errors import ReputationWouldBeNegative, UserNotFound
 from tessera.models import ReputationEntry, User
+from tessera.users.schemas import UserRef
 
 COLUMNS = {"email": User.email, "reference_id": User.reference_id, "id": User.id}
 
 
-def users_of(project_id: uuid.UUID) -> Select[tuple[User]]:
-    return select(User).where(User.project_id == project_id)
+def named_by(ref: UserRef) -> ColumnElement[bool]:
+    return COLUMNS[ref.field] == ref.value
+
+
+def users_of(project_id: uuid.UUID, ref: UserRef | None = None) -> Select[User]:
+    """The project's users, or the one ``ref`` names."""
+    statement = select(User).where(User.project_id == project_id)
+    return statement if ref is None else statement.where(named_by(ref))
+
+
+async def find_user(
+    session: AsyncSession, project_id: uuid.UUID, ref: UserRef, *, with_wallets: bool = False
+) -> User | None:
+    statement = users_of(project_id, ref)
+    if with_wallets:
+        statement = statement.options(selectinload(User.wallets))
+    return await session.scalar(statement)
 
 
 async def get_user(
-    session: AsyncSession,
-    project_id: uuid.UUID,
-    identifier: tuple[str, str | uuid.UUID],
-    *,
-    with_wallets: bool = False,
-    label: str = "user",
+    session: AsyncSession, project_id: uuid.UUID, ref: UserRef, *, with_wallets: bool = False
 ) -> User:
-    field, value = identifier
-    statement = users_of(project_id).where(COLUMNS[field] == value)
-    if with_wallets:
-        statement = statement.options(selectinload(User.wallets))
-    user = await session.scalar(statement)
+    user = await find_user(session, project_id, ref, with_wallets=with_wallets)
     if user is None:
-        raise UserNotFound(f"{label} not found")
+        raise UserNotFound
     return user
 
 

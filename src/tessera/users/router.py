@@ -1,7 +1,6 @@
 from fastapi import APIRouter, Body
 
 from tessera.auth.dependencies import Reader, Writer
-from tessera.chain.balances import WalletBalance, default_chain, wallet_balances
 from tessera.chain.registry import ChainsDep
 from tessera.config import SettingsDep
 from tessera.crypto import BoxDep
@@ -21,6 +20,7 @@ from tessera.users.schemas import (
     UserRead,
     UsersCreated,
 )
+from tessera.wallets.schemas import WalletBalance
 
 router = APIRouter(prefix="/users", tags=["users"])
 
@@ -95,8 +95,7 @@ async def get_wallet_balances(
     session: SessionDep, principal: Reader, chains: ChainsDep, body: BalancesQuery
 ) -> list[WalletBalance]:
     """Native balances of the user's wallets on ``chain`` (default: the first configured)."""
-    user = await service.get_profile(session, principal, lookup=body)
-    return await wallet_balances(chains, body.chain or default_chain(chains), user.wallets)
+    return await service.wallet_balances(session, principal, chains=chains, query=body)
 
 
 @router.post(

@@ -1,6 +1,7 @@
 import uuid
+from dataclasses import dataclass
 from datetime import datetime
-from typing import Annotated, ClassVar, Self
+from typing import Annotated, ClassVar, Literal, Self
 
 from pydantic import Field, StrictInt, StringConstraints, field_validator, model_validator
 
@@ -8,6 +9,34 @@ from tessera.config import Chain
 from tessera.schemas import CamelModel, Email, RefId
 
 Name = Annotated[str, StringConstraints(strip_whitespace=True, max_length=255)]
+
+
+@dataclass(frozen=True, slots=True)
+class UserRef:
+    """A user of the caller's project, named by one field.
+
+    Requests may name a user by several fields at once; Mufi's rule picks ``email`` first, then
+    ``referenceId``, then ``id``. ``first`` is the only place that rule is written.
+    """
+
+    field: Literal["email", "reference_id", "id"]
+    value: str | uuid.UUID
+
+    @classmethod
+    def first(
+        cls,
+        *,
+        email: str | None = None,
+        reference_id: str | None = None,
+        id: uuid.UUID | None = None,
+    ) -> Self | None:
+        if email is not None:
+            return cls("email", email)
+        if reference_id is not None:
+            return cls("reference_id", reference_id)
+        if id is not None:
+            return cls("id", id)
+        return None
 
 
 class UserLookup(CamelModel):
@@ -18,22 +47,22 @@ class UserLookup(CamelModel):
     email: Email | None = None
     reference_id: RefId | None = None
 
+    identifier_required: ClassVar[bool] = True
+
     @model_validator(mode="after")
     def _one_identifier(self) -> Self:
-        if self.identifier() is None and type(self).identifier_required:
+        if type(self).identifier_required and self.ref_or_none() is None:
             raise ValueError("one of email, referenceId or id is required")
         return self
 
-    identifier_required: ClassVar[bool] = True
+    def ref_or_none(self) -> UserRef | None:
+        return UserRef.first(email=self.email, reference_id=self.reference_id, id=self.id)
 
-    def identifier(self) -> tuple[str, str | uuid.UUID] | None:
-        if self.email is not None:
-            return "email", self.email
-        if self.reference_id is not None:
-            return "reference_id", self.reference_id
-        if self.id is not None:
-            return "id", self.id
-        return None
+    def ref(self) -> UserRef:
+        ref = self.ref_or_none()
+        if ref is None:  # only UserFetch allows no identifier, and it never calls this
+            raise ValueError("one of email, referenceId or id is required")
+        return ref
 
 
 class BalancesQuery(UserLookup):

@@ -12,12 +12,21 @@ from sqlalchemy.orm.attributes import set_committed_value
 
 from tessera.auth.principal import Principal
 from tessera.chain.keys import new_custodial_key
+from tessera.chain.registry import Chains
 from tessera.crypto import SecretBox
 from tessera.errors import EmailTaken, InvalidInput, ReferenceIdTaken
 from tessera.models import ReputationEntry, User, UserWallet
 from tessera.models.base import utcnow
 from tessera.users import repository
-from tessera.users.schemas import ReputationAdjust, UserCreate, UserFetch, UserLookup
+from tessera.users.schemas import (
+    BalancesQuery,
+    ReputationAdjust,
+    UserCreate,
+    UserFetch,
+    UserLookup,
+)
+from tessera.wallets.schemas import WalletBalance
+from tessera.wallets.service import read_balances
 
 MAX_BATCH = 1500
 
@@ -115,19 +124,14 @@ async def _reject_taken(
 
 
 async def get_profile(session: AsyncSession, principal: Principal, *, lookup: UserLookup) -> User:
-    identifier = lookup.identifier()
-    assert identifier is not None  # the schema requires one
-    return await repository.get_user(session, principal.project_id, identifier, with_wallets=True)
+    return await repository.get_user(session, principal.project_id, lookup.ref(), with_wallets=True)
 
 
 async def fetch_users(
     session: AsyncSession, principal: Principal, *, query: UserFetch
 ) -> tuple[list[User], int]:
     """A page of the project's users (oldest first), optionally narrowed to one identifier."""
-    statement = repository.users_of(principal.project_id)
-    if (identifier := query.identifier()) is not None:
-        field, value = identifier
-        statement = statement.where(repository.COLUMNS[field] == value)
+    statement = repository.users_of(principal.project_id, query.ref_or_none())
     total = await session.scalar(select(func.count()).select_from(statement.subquery()))
     page = await session.scalars(
         statement.options(selectinload(User.wallets))
@@ -149,9 +153,7 @@ async def count_active_users(session: AsyncSession, principal: Principal) -> int
 
 async def activate_user(session: AsyncSession, principal: Principal, *, lookup: UserLookup) -> User:
     """Activate a user; activating an active user keeps its original ``activatedOn``."""
-    identifier = lookup.identifier()
-    assert identifier is not None
-    user = await repository.get_user(session, principal.project_id, identifier)
+    user = await repository.get_user(session, principal.project_id, lookup.ref())
     if not user.is_activated:
         await session.execute(
             update(User)
@@ -167,18 +169,22 @@ async def activate_user(session: AsyncSession, principal: Principal, *, lookup: 
 async def activation_status(
     session: AsyncSession, principal: Principal, *, lookup: UserLookup
 ) -> User:
-    identifier = lookup.identifier()
-    assert identifier is not None
-    return await repository.get_user(session, principal.project_id, identifier)
+    return await repository.get_user(session, principal.project_id, lookup.ref())
 
 
 async def adjust_reputation(
     session: AsyncSession, principal: Principal, *, body: ReputationAdjust
 ) -> ReputationEntry:
     """Add a signed delta to a user's reputation; the balance never goes below 0."""
-    identifier = body.identifier()
-    assert identifier is not None
-    user = await repository.get_user(session, principal.project_id, identifier)
+    user = await repository.get_user(session, principal.project_id, body.ref())
     entry = await repository.add_reputation(session, user, delta=body.delta, reason=body.reason)
     await session.commit()
     return entry
+
+
+async def wallet_balances(
+    session: AsyncSession, principal: Principal, *, chains: Chains, query: BalancesQuery
+) -> list[WalletBalance]:
+    """Native balances of the user's wallets on ``chain`` (default: the first configured)."""
+    user = await repository.get_user(session, principal.project_id, query.ref(), with_wallets=True)
+    return await read_balances(chains, query.chain, user.wallets)

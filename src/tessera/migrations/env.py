@@ -1,6 +1,7 @@
 import asyncio
 
 from alembic import context
+from sqlalchemy import Connection
 from sqlalchemy.ext.asyncio import create_async_engine
 
 from tessera.config import get_settings
@@ -11,10 +12,11 @@ target_metadata = Base.metadata
 
 
 def database_url() -> str:
-    return config.attributes.get("database_url") or get_settings().database_url
+    url = config.attributes.get("database_url") or get_settings().database_url
+    return str(url)
 
 
-def _configure(connection) -> None:
+def _configure(connection: Connection) -> None:
     context.configure(
         connection=connection,
         target_metadata=target_metadata,

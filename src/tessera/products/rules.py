@@ -1,9 +1,10 @@
-"""The rules for a user receiving a product item, in one place.
+"""The rules of a product's items, each written once: locks, issuing, redemption, transfer.
 
 Every path that gives a user an item (the items endpoint, a completed order, a transfer in) goes
-through here, inside the caller's transaction, after ``lock_product``: on PostgreSQL the product
-row lock serialises issuers of one product, so stock, per-account counts and the next
-``item_id`` are read and bumped without races; on SQLite the write lock does the same.
+through ``check_recipients`` inside the caller's transaction, after ``lock_product``: on
+PostgreSQL the product row lock serialises issuers of one product, so stock, per-account counts
+and the next ``item_id`` are read and bumped without races; on SQLite the write lock does the
+same. Redemption and transfer lock the item too (``lock_item``).
 """
 
 import uuid
@@ -14,31 +15,53 @@ from sqlalchemy import func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm.attributes import set_committed_value
 
-from tessera.db import lock_for_update
+from tessera.db import get_in_project
 from tessera.errors import (
     CollectionFull,
+    ItemFullyRedeemed,
+    ItemNotOwnedBySender,
     PerAccountLimitReached,
     ProductInactive,
+    ProductItemNotFound,
     ProductNotFound,
+    ProductNotTransferable,
     ProductOutOfStock,
     ReputationTooLow,
+    TransferToSelf,
 )
-from tessera.jobs.queue import MINT, enqueue, item_subject
+from tessera.jobs.queue import JobKind
 from tessera.models import Product, ProductItem, User
 from tessera.models.base import utcnow
+from tessera.products.tasks import queue_nft
 
 
 async def lock_product(
     session: AsyncSession, project_id: uuid.UUID, product_id: uuid.UUID
 ) -> Product:
-    product = await session.scalar(
-        lock_for_update(
-            select(Product).where(Product.project_id == project_id, Product.id == product_id)
-        ).execution_options(populate_existing=True)
+    """The project's product, locked until the transaction ends (404 otherwise)."""
+    return await get_in_project(
+        session, Product, project_id, Product.id == product_id, not_found=ProductNotFound, lock=True
     )
-    if product is None:
-        raise ProductNotFound
-    return product
+
+
+async def lock_item(session: AsyncSession, product: Product, item_id: uuid.UUID) -> ProductItem:
+    """An item of ``product`` (already locked: products are always locked first), locked."""
+    item = await get_in_project(
+        session,
+        ProductItem,
+        product.project_id,
+        ProductItem.product_id == product.id,
+        ProductItem.id == item_id,
+        not_found=ProductItemNotFound,
+        lock=True,
+    )
+    set_committed_value(item, "product", product)
+    return item
+
+
+def is_fully_redeemed(redemption_count: int, product: Product) -> bool:
+    """An item can be redeemed ``redemption_quantity`` times in all."""
+    return redemption_count >= product.redemption_quantity
 
 
 async def check_recipients(
@@ -77,7 +100,9 @@ async def issue(
     *,
     order_item_id: uuid.UUID | None = None,
 ) -> list[ProductItem]:
-    """Issue one item per recipient with the next sequential ``item_id``s (product locked)."""
+    """Issue one item per recipient with the next sequential ``item_id``s (product locked):
+    ``stock`` and, for NFT products, ``max_items`` bound the items ever issued; each recipient
+    must pass ``check_recipients``. All or nothing."""
     count = len(recipients)
     if product.stock is not None and product.issued_count + count > product.stock:
         left = product.stock - product.issued_count
@@ -117,17 +142,34 @@ async def issue(
         set_committed_value(item, "owner", user)
         items.append(item)
         if product.mint_nft:
-            item.nft_status = "queued"
-            enqueue(
-                session,
-                project_id=product.project_id,
-                kind=MINT,
-                subject=item_subject(item.id),
-                payload={"product_item_id": str(item.id), "nft_id": item.item_id},
-            )
+            queue_nft(session, JobKind.MINT, item)
     session.add_all(items)
     await session.flush()
     return items
+
+
+def check_redeemable(product: Product, item: ProductItem) -> None:
+    if is_fully_redeemed(item.redemption_count, product):
+        raise ItemFullyRedeemed
+
+
+def check_transferable(product: Product) -> None:
+    """Checked first, before the item and the users are looked up."""
+    if not product.is_transferable:
+        raise ProductNotTransferable
+
+
+async def check_transfer(
+    session: AsyncSession, product: Product, item: ProductItem, sender: User, recipient: User
+) -> None:
+    """Then a transfer needs the sender owning the item, another user as recipient, an item not
+    fully redeemed, and a recipient who passes the issuing rules."""
+    if item.owner_id != sender.id:
+        raise ItemNotOwnedBySender
+    if recipient.id == sender.id:
+        raise TransferToSelf
+    check_redeemable(product, item)
+    await check_recipients(session, product, [recipient])
 
 
 def _unique(users: Sequence[User]) -> list[User]:

@@ -1,4 +1,4 @@
-"""Native balances of custodial wallets, in the shape of Mufi's ``POST /v1/users/balances``."""
+"""Native balances of wallets (a user's or the project's), read from a configured chain."""
 
 import time
 from collections.abc import Sequence
@@ -8,37 +8,16 @@ from tessera.chain.keys import ss58_address
 from tessera.chain.registry import Chains
 from tessera.config import CHAINS, Chain
 from tessera.models.base import CustodialKeyMixin
-from tessera.schemas import SnakeModel
+from tessera.wallets.schemas import AssetBalance, WalletBalance
 
 
-class AssetBalance(SnakeModel):
-    asset_id: str
-    balance: str
-    name: str
-    symbol: str
-    decimals: int
-    lock: str
-
-
-class WalletBalance(SnakeModel):
-    address: str
-    type: str
-    code: int
-    message: str
-    generated_at: int
-    data: list[AssetBalance] | None
-
-
-def default_chain(chains: Chains) -> Chain:
-    configured = chains.settings.configured_chains()
-    return configured[0].name if configured else CHAINS[0]
-
-
-async def wallet_balances(
-    chains: Chains, chain_name: str, wallets: Sequence[CustodialKeyMixin]
+async def read_balances(
+    chains: Chains, chain_name: Chain | None, wallets: Sequence[CustodialKeyMixin]
 ) -> list[WalletBalance]:
-    """One entry per wallet: its free native balance and the part of it that is frozen."""
-    chain = chains.config(chain_name)
+    """One entry per wallet on ``chain_name`` (default: the first configured chain): its free
+    native balance and the part of it that is frozen. 409 for a chain without an RPC URL, 503
+    when the chain does not answer in time."""
+    chain = chains.config(chain_name or _default_chain(chains))
     keys = [w.public_key for w in wallets]
 
     def read(gateway: ChainGateway) -> list[tuple[int, int]]:
@@ -66,3 +45,8 @@ async def wallet_balances(
         )
         for wallet, (free, frozen) in zip(wallets, balances, strict=True)
     ]
+
+
+def _default_chain(chains: Chains) -> Chain:
+    configured = chains.settings.configured_chains()
+    return configured[0].name if configured else CHAINS[0]

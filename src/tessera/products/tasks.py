@@ -1,0 +1,261 @@
+"""A product's chain work: create its NFT collection, mint an item, mirror a transfer on chain.
+
+``queue_nft`` is how a use-case asks for that work: it marks the row queued and adds the job in
+the caller's transaction. ``HANDLERS`` is what the worker runs.
+
+Every handler reads the chain before it submits, so that a worker killed between submitting and
+recording never creates, mints or transfers twice:
+- collection: a collection owned by the project wallet that no product records, with the same
+  max supply, is the one a crashed run created; it is adopted. Collection creation runs one at a
+  time per project and chain (the job subject), so nothing else can own such an orphan.
+- mint: NFT id = item_id; an item that exists on chain is not minted again; metadata is set
+  unless it already equals the product's ``metadata_uri``.
+- transfer: the goal is the item's current owner in the database; when the chain already agrees
+  there is nothing to do. Otherwise the on-chain owner's custodial key signs, after the project
+  wallet has sent it the fee and the existential deposit (custodial wallets hold no funds).
+"""
+
+import uuid
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+from sqlalchemy import select, update
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from tessera.chain.gateway import ChainGateway, TxResult
+from tessera.chain.keys import CUSTODIAL, open_seed
+from tessera.crypto import Sealed, SecretBox
+from tessera.jobs.queue import JobKind, NotReady, enqueue
+from tessera.jobs.worker import JobContext, JobHandler
+from tessera.models import (
+    Job,
+    JobStatus,
+    NftStatus,
+    Product,
+    ProductItem,
+    ProjectWallet,
+    UserWallet,
+)
+from tessera.projects.repository import primary_wallet
+
+
+@dataclass(frozen=True, slots=True)
+class NftJob:
+    """Where a kind of NFT job shows its state: a status column of a product or an item."""
+
+    model: type[Product] | type[ProductItem]
+    status_column: str
+    payload_key: str
+    # Jobs with one subject run one at a time: an item's mint and transfers in order;
+    # collection creations one per project wallet and chain (see the module docstring).
+    subject: Callable[[Product | ProductItem], str]
+
+
+def _item_subject(row: Product | ProductItem) -> str:
+    return f"item:{row.id}"
+
+
+def _collections_subject(row: Product | ProductItem) -> str:
+    assert isinstance(row, Product)
+    return f"collections:{row.project_id}:{row.chain}"
+
+
+NFT_JOBS = {
+    JobKind.CREATE_COLLECTION: NftJob(Product, "nft_status", "product_id", _collections_subject),
+    JobKind.MINT: NftJob(ProductItem, "nft_status", "product_item_id", _item_subject),
+    JobKind.TRANSFER: NftJob(ProductItem, "nft_transfer_status", "product_item_id", _item_subject),
+}
+
+
+def queue_nft(session: AsyncSession, kind: JobKind, row: Product | ProductItem) -> None:
+    """Mark the row's NFT state queued and add the job, in the caller's transaction."""
+    spec = NFT_JOBS[kind]
+    setattr(row, spec.status_column, NftStatus.QUEUED)
+    enqueue(
+        session,
+        project_id=row.project_id,
+        kind=kind,
+        subject=spec.subject(row),
+        payload={spec.payload_key: str(row.id)},
+    )
+
+
+def _row_id(kind: JobKind, job: Job) -> uuid.UUID:
+    return uuid.UUID(job.payload[NFT_JOBS[kind].payload_key])
+
+
+async def _set(
+    context: JobContext,
+    model: type[Product] | type[ProductItem],
+    row_id: uuid.UUID,
+    **values: object,
+) -> None:
+    async with context.database.session() as session:
+        await session.execute(update(model).where(model.id == row_id).values(**values))
+        await session.commit()
+
+
+def _seed(box: SecretBox, wallet: ProjectWallet | UserWallet) -> bytes:
+    return open_seed(
+        box, public_key=wallet.public_key, secret=Sealed(wallet.secret_key_id, wallet.secret_blob)
+    )
+
+
+async def _owner_wallet(session: AsyncSession, user_id: uuid.UUID) -> UserWallet:
+    wallet = await session.scalar(
+        select(UserWallet)
+        .where(UserWallet.user_id == user_id)
+        .order_by(UserWallet.created_at)
+        .limit(1)
+    )
+    if wallet is None:
+        raise RuntimeError(f"user {user_id} has no wallet")
+    return wallet
+
+
+def _tx(tx: TxResult | None, prefix: str) -> dict[str, object]:
+    return (
+        {} if tx is None else {f"{prefix}_tx_hash": tx.tx_hash, f"{prefix}_block": tx.block_number}
+    )
+
+
+async def create_collection(context: JobContext, job: Job) -> None:
+    product_id = _row_id(JobKind.CREATE_COLLECTION, job)
+    async with context.database.session(write=False) as session:
+        product = await session.get(Product, product_id)
+        if product is None or product.nft_collection_id is not None:
+            return  # deleted with its unused event, or done
+        wallet = await primary_wallet(session, product.project_id)
+        recorded = set(
+            await session.scalars(
+                select(Product.nft_collection_id).where(
+                    Product.project_id == product.project_id,
+                    Product.chain == product.chain,
+                    Product.nft_collection_id.is_not(None),
+                )
+            )
+        )
+    seed = _seed(context.box, wallet)
+    max_supply = product.max_items
+
+    def work(gateway: ChainGateway) -> int:
+        for collection_id in gateway.collections_owned_by(wallet.public_key):
+            if collection_id in recorded:
+                continue
+            found = gateway.collection(collection_id)
+            if found is not None and found.max_supply == max_supply:
+                return collection_id  # created by a run that died before recording it
+        collection_id, _ = gateway.create_collection(seed, max_supply=max_supply)
+        return collection_id
+
+    await _set(context, Product, product_id, nft_status=NftStatus.SUBMITTED)
+    collection_id = await context.chains.run(str(product.chain), work)
+    await _set(
+        context,
+        Product,
+        product_id,
+        nft_status=NftStatus.CREATED,
+        nft_collection_id=collection_id,
+    )
+
+
+async def mint(context: JobContext, job: Job) -> None:
+    item_id = _row_id(JobKind.MINT, job)
+    async with context.database.session(write=False) as session:
+        item = await session.get(ProductItem, item_id)
+        if item is None:
+            return
+        product = await session.get(Product, item.product_id)
+        assert product is not None  # an item keeps its product (foreign key)
+        if product.nft_collection_id is None:
+            if product.nft_status == NftStatus.FAILED:
+                raise RuntimeError("the product's NFT collection could not be created")
+            raise NotReady("the product's NFT collection is not created yet")
+        owner = await _owner_wallet(session, item.owner_id)
+        wallet = await primary_wallet(session, product.project_id)
+    seed = _seed(context.box, wallet)
+    collection_id, nft_id, metadata = product.nft_collection_id, item.item_id, product.metadata_uri
+
+    def work(gateway: ChainGateway) -> TxResult | None:
+        tx = None
+        if gateway.item_owner(collection_id, nft_id) is None:
+            tx = gateway.mint(
+                seed, collection_id=collection_id, item_id=nft_id, owner=owner.public_key
+            )
+        if metadata and gateway.item_metadata(collection_id, nft_id) != metadata:
+            gateway.set_metadata(seed, collection_id=collection_id, item_id=nft_id, data=metadata)
+        return tx
+
+    await _set(context, ProductItem, item_id, nft_status=NftStatus.SUBMITTED)
+    tx = await context.chains.run(str(product.chain), work)
+    await _set(context, ProductItem, item_id, nft_status=NftStatus.MINTED, **_tx(tx, "nft"))
+
+
+async def transfer(context: JobContext, job: Job) -> None:
+    item_id = _row_id(JobKind.TRANSFER, job)
+    async with context.database.session(write=False) as session:
+        item = await session.get(ProductItem, item_id)
+        if item is None:
+            return
+        if item.nft_status != NftStatus.MINTED:
+            raise NotReady("the item is not minted yet")
+        product = await session.get(Product, item.product_id)
+        assert product is not None and product.nft_collection_id is not None  # it is minted
+        target = await _owner_wallet(session, item.owner_id)
+        wallet = await primary_wallet(session, product.project_id)
+    chain, collection_id, nft_id = str(product.chain), product.nft_collection_id, item.item_id
+
+    current = await context.chains.run(chain, lambda g: g.item_owner(collection_id, nft_id))
+    tx = None  # when the chain already agrees (a run that died after submitting, or no move)
+    if current != target.public_key:
+        async with context.database.session(write=False) as session:
+            holder = await session.scalar(
+                select(UserWallet).where(
+                    UserWallet.project_id == product.project_id,
+                    UserWallet.public_key == current,
+                    UserWallet.custody == CUSTODIAL,
+                )
+            )
+        if current is None or holder is None:
+            raise RuntimeError("the on-chain owner is not a custodial wallet of this project")
+        sponsor, signer, sender = _seed(context.box, wallet), _seed(context.box, holder), current
+
+        def work(gateway: ChainGateway) -> TxResult:
+            fee = gateway.transfer_fee(
+                sender, collection_id=collection_id, item_id=nft_id, dest=target.public_key
+            )
+            needed = 2 * fee + gateway.deposits().existential
+            held = gateway.balance(sender).free
+            if held < needed:
+                gateway.send(sponsor, dest=sender, amount=needed - held)
+            return gateway.transfer(
+                signer, collection_id=collection_id, item_id=nft_id, dest=target.public_key
+            )
+
+        await _set(context, ProductItem, item_id, nft_transfer_status=NftStatus.SUBMITTED)
+        tx = await context.chains.run(chain, work)
+    await _set(
+        context,
+        ProductItem,
+        item_id,
+        nft_transfer_status=NftStatus.TRANSFERRED,
+        **_tx(tx, "nft_transfer"),
+    )
+
+
+def _show(kind: JobKind) -> Callable[[JobContext, Job, JobStatus], Awaitable[None]]:
+    """A job that gave up shows failed on its row; one retried by hand shows queued again."""
+    spec = NFT_JOBS[kind]
+
+    async def show(context: JobContext, job: Job, status: JobStatus) -> None:
+        state = NftStatus.FAILED if status == JobStatus.FAILED else NftStatus.QUEUED
+        await _set(context, spec.model, _row_id(kind, job), **{spec.status_column: state})
+
+    return show
+
+
+HANDLERS: dict[str, JobHandler] = {
+    JobKind.CREATE_COLLECTION: JobHandler(create_collection, _show(JobKind.CREATE_COLLECTION)),
+    JobKind.MINT: JobHandler(mint, _show(JobKind.MINT)),
+    JobKind.TRANSFER: JobHandler(transfer, _show(JobKind.TRANSFER)),
+}

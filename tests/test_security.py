@@ -1,0 +1,81 @@
+"""Every route is authenticated unless allowlisted (``tessera.api.OPEN_ROUTES``), and every
+write refuses a read credential."""
+
+import re
+import uuid
+
+from fastapi import FastAPI
+from fastapi.routing import APIRoute, iter_route_contexts
+
+from tessera.api import OPEN_ROUTES
+from tessera.auth.dependencies import authenticate
+from tessera.db import READ_ONLY_ENDPOINTS
+
+
+def _depends_on(dependant, target) -> bool:
+    return any(d.call is target or _depends_on(d, target) for d in dependant.dependencies)
+
+
+class TestRouteSecurity:
+    def test_only_the_allowlisted_routes_are_open(self, app: FastAPI):
+        seen_open = set()
+        for route in iter_route_contexts(app.routes):
+            methods = getattr(route, "methods", None) or set()
+            for method in methods - {"HEAD"}:
+                key = (method, route.path)
+                api_route = isinstance(route.original_route, APIRoute)
+                if api_route and _depends_on(route.dependant, authenticate):
+                    assert key not in OPEN_ROUTES, f"{key} is allowlisted but authenticates"
+                else:
+                    assert key in OPEN_ROUTES, f"{key} answers without a credential"
+                    seen_open.add(key)
+        assert seen_open == OPEN_ROUTES
+
+
+# POST routes that only read (lookups with a body).
+READ_POSTS = {
+    "/v1/users/profile",
+    "/v1/users/fetch",
+    "/v1/users/activation",
+    "/v1/users/balances",
+}
+
+
+def _project_routes(app):
+    for route in iter_route_contexts(app.routes):
+        if not isinstance(route.original_route, APIRoute):
+            continue
+        for method in route.methods:
+            if (method, route.path) not in OPEN_ROUTES:
+                path = re.sub(r"{[^}]+}", str(uuid.uuid4()), route.path)
+                yield method, route.path, path
+
+
+class TestEveryProjectRoute:
+    async def test_needs_a_credential(self, app, client, tenant):
+        routes = list(_project_routes(app))
+        assert len(routes) == 28
+        for method, template, path in routes:
+            response = await client.request(method, path, json={})
+            assert response.status_code == 401, (method, template)
+            assert set(response.json()) == {"message"}
+
+    async def test_read_credential_cannot_write(self, app, client, tenant):
+        writes = [r for r in _project_routes(app) if r[0] != "GET" and r[1] not in READ_POSTS]
+        assert len(writes) == 14
+        for method, template, path in writes:
+            # Permission is checked before the body is validated: {} is enough to get a 403.
+            response = await client.request(method, path, headers=tenant.r, json={})
+            assert response.status_code == 403, (method, template)
+            assert response.json() == {
+                "message": "this credential is read-only; a write credential is required"
+            }
+
+
+def test_the_read_only_posts_are_marked(app):
+    marked = {
+        route.path
+        for route in iter_route_contexts(app.routes)
+        if getattr(route.original_route, "endpoint", None) in READ_ONLY_ENDPOINTS
+    }
+    assert marked == READ_POSTS
