@@ -24,6 +24,7 @@ serve: $(VENV)/.runtime
 # Chain tests need Node.js (Chopsticks is installed once into .cache/); without it they skip.
 test: $(VENV)/.dev
 	$(BIN)/ruff check src tests
+	$(BIN)/mypy
 	@if command -v node >/dev/null; then $(MAKE) --no-print-directory chopsticks; \
 	else echo "Node.js not found: the chain tests will be skipped"; fi
 	TESSERA_TEST_BACKEND=sqlite $(BIN)/pytest -q -n $(PYTEST_WORKERS)
@@ -37,6 +38,7 @@ test: $(VENV)/.dev
 lint: $(VENV)/.dev
 	$(BIN)/ruff check src tests
 	$(BIN)/ruff format --check src tests
+	$(BIN)/mypy
 
 clean:
 	rm -rf $(VENV) tessera.db tessera.db-shm tessera.db-wal

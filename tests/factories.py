@@ -152,3 +152,17 @@ async def items_of(database: Any, product_id: str) -> list[Any]:
                 .order_by(ProductItem.item_id)
             )
         )
+
+
+async def row_counts(database: Any) -> dict[str, int]:
+    """Rows per table (signing keys aside): equal before and after means nothing changed."""
+    from sqlalchemy import func, select
+
+    from tessera.models import Base, SigningKey
+
+    async with database.session(write=False) as session:
+        return {
+            table.name: await session.scalar(select(func.count()).select_from(table)) or 0
+            for table in Base.metadata.sorted_tables
+            if table.name != SigningKey.__tablename__
+        }

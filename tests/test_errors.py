@@ -6,7 +6,7 @@ import httpx
 import pytest
 
 from tessera.main import create_app
-from tests.factories import create_product, create_user, user_body
+from tests.factories import create_product, create_user, row_counts, user_body
 
 
 class TestErrorShapes:
@@ -44,15 +44,17 @@ class TestErrorShapes:
         response = await client.delete("/v1/version")
         assert response.status_code == 405 and set(response.json()) == {"message"}
 
-    async def test_bad_input_changes_nothing(self, client, tenant):
+    async def test_bad_input_changes_nothing(self, client, tenant, database):
         product = await create_product(client, tenant, stock=1)
         user = await create_user(client, tenant)
+        before = await row_counts(database)
         response = await client.post(
             f"/v1/products/{product['id']}/items",
             headers=tenant.w,
             json={"users": [user["id"], "x"]},
         )
         assert response.status_code == 400
+        assert await row_counts(database) == before
         issued = await client.post(
             f"/v1/products/{product['id']}/items", headers=tenant.w, json={"users": [user["id"]]}
         )

@@ -8,7 +8,7 @@ from tessera.events.router import router as events_router
 from tessera.orders.router import router as orders_router
 from tessera.products.router import router as products_router
 from tessera.projects.router import router as projects_router
-from tessera.schemas import SnakeModel
+from tessera.schemas import SnakeModel, known_query_only
 from tessera.users.router import router as users_router
 
 # Routes that answer without a credential; tests/test_security.py walks app.routes against it.
@@ -28,7 +28,9 @@ class VersionRead(SnakeModel):
     version: str
 
 
-version_router = APIRouter(prefix="/v1", tags=["version"])
+version_router = APIRouter(
+    prefix="/v1", tags=["version"], dependencies=[Depends(known_query_only)]
+)
 
 
 @version_router.get("/version", response_model=VersionRead)
@@ -39,6 +41,7 @@ async def get_version(response: Response) -> VersionRead:
 
 
 # Every project route authenticates at router level; routes add Writer where they change state.
-v1 = APIRouter(prefix="/v1", dependencies=[Depends(authenticate)])
+# Unknown query parameters are refused after the credential is checked (401 comes first).
+v1 = APIRouter(prefix="/v1", dependencies=[Depends(authenticate), Depends(known_query_only)])
 for domain in (users_router, events_router, products_router, orders_router, projects_router):
     v1.include_router(domain)

@@ -314,11 +314,11 @@ def devchain(
 
     settings = get_settings()
     try:
-        cache = dc.cache_path(settings)
+        spec, cache = dc.spec_path(settings), dc.cache_path(settings)
+        if not spec.is_file():
+            raise dc.DevchainUnavailable(f"chain spec not found: {spec} (TESSERA_DEVCHAIN_SPEC)")
         dc.install(cache)
-        chain = dc.Devchain(
-            dc.spec_path(settings), cache, port=port or settings.devchain_port
-        ).start()
+        chain = dc.Devchain(spec, cache, port=port or settings.devchain_port).start()
     except dc.DevchainUnavailable as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(1) from None

@@ -228,6 +228,8 @@ def validation_messages(errors: Sequence[Any]) -> list[str]:
             loc = []
         elif error.get("type") == "missing":
             message = "field required"
+        elif error.get("type") == "extra_forbidden":
+            message = "unknown field"
         lines.append(f"{'.'.join(loc)}: {message}" if loc else message)
     return lines
 

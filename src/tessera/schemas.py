@@ -1,12 +1,20 @@
-"""Schema bases and shared field types.
+"""Schema bases, shared field types, and the rule that unknown input is refused.
 
 Request bodies use strict scalars (``"10"`` is not an integer, ``1`` is not a boolean) so that a
 wrong type is a 400 naming the field rather than a silent coercion. Query parameters are text by
 nature and use plain ``int``.
+
+A field or query parameter that the endpoint does not know is a 400 naming it (as Stripe does),
+not silently dropped: a misspelt ``is_transferrable`` would otherwise create a product that is
+not transferable. Every field that Mufi's published OpenAPI documents for an operation is known
+to Tessera's schema for it, even where Tessera ignores it (``tests/test_unknown_fields.py``).
 """
 
 from typing import Annotated
 
+from fastapi import Request
+from fastapi.dependencies.models import Dependant
+from fastapi.routing import APIRoute
 from pydantic import (
     AfterValidator,
     BaseModel,
@@ -18,6 +26,8 @@ from pydantic import (
     StringConstraints,
 )
 from pydantic.alias_generators import to_camel
+
+from tessera.errors import InvalidInput
 
 
 def normalize_email(email: str) -> str:
@@ -37,13 +47,15 @@ RefId = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, ma
 class SnakeModel(BaseModel):
     """Product, event, sales and transfer resources: snake_case, as the spec writes them."""
 
-    model_config = ConfigDict(from_attributes=True)
+    model_config = ConfigDict(from_attributes=True, extra="forbid")
 
 
 class CamelModel(BaseModel):
     """User resources: camelCase on the wire."""
 
-    model_config = ConfigDict(from_attributes=True, alias_generator=to_camel, populate_by_name=True)
+    model_config = ConfigDict(
+        from_attributes=True, alias_generator=to_camel, populate_by_name=True, extra="forbid"
+    )
 
 
 class Pagination(SnakeModel):
@@ -61,3 +73,36 @@ class PageParams(SnakeModel):
     @property
     def offset(self) -> int:
         return (self.page - 1) * self.limit
+
+
+# id(route) -> (route, its query parameter names); routes are not hashable.
+_QUERY_NAMES: dict[int, tuple[APIRoute, frozenset[str]]] = {}
+
+
+def _query_names(route: APIRoute) -> frozenset[str]:
+    """The query parameters a route declares, a query model's fields included."""
+    cached = _QUERY_NAMES.get(id(route))
+    if cached is not None and cached[0] is route:
+        return cached[1]
+    names: set[str] = set()
+    pending: list[Dependant] = [route.dependant]
+    while pending:
+        dependant = pending.pop()
+        for field in dependant.query_params:
+            model = field.field_info.annotation
+            if isinstance(model, type) and issubclass(model, BaseModel):
+                names.update(info.alias or name for name, info in model.model_fields.items())
+            else:
+                names.add(field.alias)
+        pending.extend(dependant.dependencies)
+    _QUERY_NAMES[id(route)] = (route, frozenset(names))
+    return frozenset(names)
+
+
+async def known_query_only(request: Request) -> None:
+    """Refuse query parameters the route does not declare (400 naming each)."""
+    route = request.scope.get("route")
+    known = _query_names(route) if isinstance(route, APIRoute) else frozenset()
+    unknown = sorted(set(request.query_params) - known)
+    if unknown:
+        raise InvalidInput(*(f"{name}: unknown query parameter" for name in unknown))

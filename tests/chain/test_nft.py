@@ -12,7 +12,14 @@ from tessera.jobs.service import retry_job
 from tessera.main import job_handlers, make_worker
 from tessera.models import Job
 from tests.chain.conftest import DOT
-from tests.factories import create_order, create_users, issue_items, items_of, product_body
+from tests.factories import (
+    create_order,
+    create_users,
+    issue_items,
+    items_of,
+    product_body,
+    row_counts,
+)
 
 pytestmark = pytest.mark.chain
 
@@ -74,6 +81,7 @@ class TestCollections:
         self, chain_client, tenant, devchain, database
     ):
         wallet = await funded(chain_client, tenant, devchain, amount=5 * DOT)
+        before = await row_counts(database)
         response = await chain_client.post(
             "/v1/products", headers=tenant.w, json=product_body(**NFT)
         )
@@ -84,8 +92,7 @@ class TestCollections:
         )
         assert "creating the NFT collection needs 10.01" in message and "deposit 10 DOT" in message
         assert (await chain_client.get("/v1/products", headers=tenant.r)).json() == []
-        async with database.session(write=False) as session:
-            assert list(await session.scalars(select(Job))) == []
+        assert await row_counts(database) == before
 
     async def test_wallet_addresses_and_balances_per_chain(self, chain_client, tenant, devchain):
         wallet = await funded(chain_client, tenant, devchain, amount=42 * DOT)

@@ -2,7 +2,7 @@ import uuid
 
 import pytest
 
-from tests.factories import create_order, create_product, create_user
+from tests.factories import create_order, create_product, create_user, row_counts
 
 
 class TestCreateOrder:
@@ -61,10 +61,13 @@ class TestCreateOrder:
             )
             assert response.status_code == 201 and response.json()["user_id"] == user["id"]
 
-    async def test_completed_order_follows_the_issuing_rules_all_or_nothing(self, client, tenant):
+    async def test_completed_order_follows_the_issuing_rules_all_or_nothing(
+        self, client, tenant, database
+    ):
         plenty = await create_product(client, tenant)
         scarce = await create_product(client, tenant, stock=1)
         user = await create_user(client, tenant)
+        before = await row_counts(database)
         response = await create_order(
             client, tenant, user["id"], (plenty["id"], 1), (scarce["id"], 2)
         )
@@ -72,6 +75,7 @@ class TestCreateOrder:
         assert response.json() == {"message": "product is out of stock: 1 left, 2 requested"}
         sales = await client.get(f"/v1/products/{plenty['id']}/sales", headers=tenant.r)
         assert sales.json()["pagination"]["total"] == 0
+        assert await row_counts(database) == before
 
     async def test_duplicate_order_number_is_409(self, client, tenant):
         product = await create_product(client, tenant)

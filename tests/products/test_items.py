@@ -2,7 +2,13 @@ import uuid
 
 import pytest
 
-from tests.factories import create_product, create_user, create_users, issue_items
+from tests.factories import (
+    create_product,
+    create_user,
+    create_users,
+    issue_items,
+    row_counts,
+)
 
 ITEM_KEYS = {
     "id",
@@ -144,12 +150,13 @@ class TestIssueItems:
         ],
     )
     async def test_issuing_rules_are_409_and_all_or_nothing(
-        self, client, tenant, product, held, request_count, message
+        self, client, tenant, database, product, held, request_count, message
     ):
         created = await create_product(client, tenant, **product)
         user = await create_user(client, tenant)
         if held:
             await issue_items(client, tenant, created["id"], *[user["id"]] * held)
+        before = await row_counts(database)
         response = await client.post(
             f"/v1/products/{created['id']}/items",
             headers=tenant.w,
@@ -157,6 +164,7 @@ class TestIssueItems:
         )
         assert response.status_code == 409
         assert response.json() == {"message": message.format(email=user["email"])}
+        assert await row_counts(database) == before
 
     async def test_reputation_unlocks_the_product(self, client, tenant):
         product = await create_product(client, tenant, min_rep_balance=2)

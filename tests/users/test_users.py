@@ -8,7 +8,7 @@ from sqlalchemy import select
 from tessera.chain.keys import open_seed
 from tessera.crypto import Sealed
 from tessera.models import UserWallet
-from tests.factories import create_user, create_users, user_body
+from tests.factories import create_user, create_users, row_counts, user_body
 
 USER_KEYS = {"id", "isActivated", "activatedOn", "firstName", "lastName", "email", "referenceId"}
 
@@ -82,10 +82,12 @@ class TestCreateUsers:
             ([{"email": 42}], "0.email: Input should be a valid string"),
         ],
     )
-    async def test_invalid_bodies_are_400(self, client, tenant, body, error):
+    async def test_invalid_bodies_are_400(self, client, tenant, database, body, error):
+        before = await row_counts(database)
         response = await client.post("/v1/users/create", headers=tenant.w, json=body)
         assert response.status_code == 400
         assert any(error in e for e in response.json()["errors"]), response.json()
+        assert await row_counts(database) == before
 
     async def test_more_than_1500_is_400(self, client, tenant):
         body = [{"email": f"u{i}@example.com"} for i in range(1501)]
@@ -95,7 +97,10 @@ class TestCreateUsers:
             "errors": ["List should have at most 1500 items after validation, not 1501"]
         }
 
-    async def test_duplicates_in_the_batch_are_400_and_create_nothing(self, client, tenant):
+    async def test_duplicates_in_the_batch_are_400_and_create_nothing(
+        self, client, tenant, database
+    ):
+        before = await row_counts(database)
         body = [
             user_body(email="x@example.com", referenceId="r"),
             user_body(email="X@example.com", referenceId="r"),
@@ -108,6 +113,7 @@ class TestCreateUsers:
                 "referenceId: 'r' appears 2 times in the batch",
             ]
         }
+        assert await row_counts(database) == before
         total = await client.post("/v1/users/fetch", headers=tenant.r, json={})
         assert total.json()["total"] == 0
 
