@@ -28,9 +28,7 @@ class VersionRead(SnakeModel):
     version: str
 
 
-version_router = APIRouter(
-    prefix="/v1", tags=["version"], dependencies=[Depends(known_query_only)]
-)
+version_router = APIRouter(prefix="/v1", tags=["version"], dependencies=[Depends(known_query_only)])
 
 
 @version_router.get("/version", response_model=VersionRead)

@@ -193,14 +193,12 @@ def token(
 ) -> None:
     """Print a bearer token for a project, signed by Tessera's own issuer."""
     from tessera.auth.tokens import TokenIssuer
+    from tessera.projects.service import issue_token
 
     async def work(database: Database, settings: Settings) -> str:
         async with database.session() as session:
             issuer = TokenIssuer(settings, SecretBox(settings.key_ring))
-            jwt, _ = await issuer.mint(
-                session, project_id=project, scope=scope, subject="cli", ttl=ttl
-            )
-            return jwt
+            return await issue_token(session, issuer, project_id=project, scope=scope, ttl=ttl)
 
     typer.echo(_run(work))
 

@@ -1,8 +1,9 @@
 import uuid
 from dataclasses import dataclass
-from typing import Literal
 
-Permission = Literal["read", "write"]
+from tessera.models.project import Permission
+
+__all__ = ["Permission", "Principal"]
 
 
 @dataclass(frozen=True, slots=True)

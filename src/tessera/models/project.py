@@ -1,10 +1,10 @@
 import uuid
 from datetime import datetime
+from typing import Literal
 
 from sqlalchemy import ForeignKey, String, Text, UniqueConstraint, Uuid
 from sqlalchemy.orm import Mapped, mapped_column
 
-from tessera.auth.principal import Permission
 from tessera.models.base import (
     Base,
     CustodialKeyMixin,
@@ -13,6 +13,9 @@ from tessera.models.base import (
     UTCDateTime,
     utcnow,
 )
+
+# What a credential may do; a write credential may also read.
+Permission = Literal["read", "write"]
 
 
 class Project(IdMixin, TimestampMixin, Base):

@@ -6,8 +6,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from tessera.auth import api_keys
 from tessera.auth.principal import Permission, Principal
+from tessera.auth.tokens import TokenIssuer, create_client
 from tessera.auth.tokens import bind_identity as bind
-from tessera.auth.tokens import create_client
 from tessera.chain.keys import new_custodial_key
 from tessera.chain.registry import Chains
 from tessera.config import Chain
@@ -83,6 +83,22 @@ async def revoke_api_key(
     key = await api_keys.revoke_api_key(session, project_id=project_id, key_id=key_id)
     await session.commit()
     return key
+
+
+async def issue_token(
+    session: AsyncSession,
+    issuer: TokenIssuer,
+    *,
+    project_id: uuid.UUID,
+    scope: Permission,
+    ttl: int | None = None,
+) -> str:
+    """A bearer token of Tessera's own issuer for an existing project (404 otherwise)."""
+    await repository.get_project(session, project_id)
+    token, _ = await issuer.mint(
+        session, project_id=project_id, scope=scope, subject="cli", ttl=ttl
+    )
+    return token
 
 
 async def bind_identity(
