@@ -77,7 +77,7 @@ class Settings(BaseSettings):
     worker_in_process: bool = True
     worker_poll_seconds: float = Field(default=1.0, gt=0)
     job_max_attempts: int = Field(default=8, ge=1)
-    job_lease_seconds: int = Field(default=120, ge=5)
+    job_lease_seconds: int = Field(default=300, ge=5)
 
     # `tessera devchain`: Chopsticks from the npm registry on a raw Asset Hub chain spec. Unset,
     # a checkout uses ../shared/chain/asset-hub-polkadot-local.chainspec.json beside it and its

@@ -18,7 +18,7 @@ from contextlib import asynccontextmanager
 from typing import Annotated, Any, TypeVar
 
 from fastapi import Depends, Request
-from sqlalchemy import ColumnElement, Select, event, select
+from sqlalchemy import ColumnElement, Select, event, select, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import (
     AsyncEngine,
@@ -163,3 +163,13 @@ SessionDep = Annotated[AsyncSession, Depends(get_session)]
 def skip_locked(statement: SelectT) -> SelectT:
     """For claiming work: PostgreSQL skips rows another worker holds; SQLite has one writer."""
     return statement.with_for_update(skip_locked=True)
+
+
+async def serialize(session: AsyncSession, key: int) -> None:
+    """Run this transaction's critical section alone across processes, until it ends.
+
+    PostgreSQL takes a transaction-level advisory lock on ``key``; SQLite's write transaction
+    already holds the whole database.
+    """
+    if session.get_bind().dialect.name == "postgresql":
+        await session.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": key})

@@ -123,6 +123,10 @@ class Conflict(AppError):
     message = "conflict"
 
 
+class JobNotFailed(Conflict):
+    pass
+
+
 class EmailTaken(Conflict):
     pass
 

@@ -49,10 +49,16 @@ class Chains:
         """Run blocking gateway calls in a thread; an unreachable chain is a 503.
 
         A piece of work makes a few RPCs (each with its own timeout): the worker allows it a few
-        times the RPC timeout; a request allows ``chain_request_timeout_seconds`` in all.
+        times the RPC timeout, but at most a third of the job lease, so that a handler with two
+        pieces of work ends before another worker may claim its job; a request allows
+        ``chain_request_timeout_seconds`` in all.
         """
         gateway = self.gateway(name)
-        deadline = self.settings.chain_request_timeout_seconds if in_request else self.timeout * 4
+        deadline = (
+            self.settings.chain_request_timeout_seconds
+            if in_request
+            else min(self.timeout * 4, self.settings.job_lease_seconds / 3)
+        )
         try:
             return await asyncio.wait_for(asyncio.to_thread(work, gateway), deadline)
         except (ChainUnreachable, TimeoutError) as exc:

@@ -42,7 +42,9 @@ def enqueue(
 ) -> Job:
     """Add a job to the caller's transaction: it exists exactly when the change commits.
 
-    Jobs with the same ``subject`` run one at a time, in the order they were queued.
+    Jobs with the same ``subject`` (e.g. one item's mint and its transfers) never run at the
+    same time; due jobs are claimed oldest ``run_after`` first, and a handler that must wait for
+    an earlier step raises ``NotReady``.
     """
     job = Job(
         project_id=project_id,

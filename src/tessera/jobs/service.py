@@ -5,7 +5,7 @@ import uuid
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from tessera.errors import JobNotFound
+from tessera.errors import JobNotFailed, JobNotFound
 from tessera.jobs.worker import Handlers, JobContext
 from tessera.models import Job, JobStatus
 from tessera.models.base import utcnow
@@ -22,11 +22,17 @@ async def list_jobs(
 
 
 async def retry_job(context: JobContext, handlers: Handlers, *, job_id: uuid.UUID) -> Job:
-    """Queue a job again with fresh attempts, and show its row as queued again."""
+    """Queue a failed job again with fresh attempts, and show its row as queued again.
+
+    Only a failed job can be retried: a queued or running one is still being worked on, and
+    resetting a succeeded one would redo chain work.
+    """
     async with context.database.session() as session:
         job = await session.get(Job, job_id)
         if job is None:
             raise JobNotFound
+        if job.status != JobStatus.FAILED:
+            raise JobNotFailed(f"job {job_id} is {job.status}, only a failed job can be retried")
         job.status, job.attempts, job.run_after, job.last_error = (
             JobStatus.QUEUED,
             0,

@@ -24,7 +24,7 @@ from sqlalchemy.orm import aliased
 from tessera.chain.registry import Chains
 from tessera.config import Settings
 from tessera.crypto import SecretBox
-from tessera.db import Database, skip_locked
+from tessera.db import Database, serialize, skip_locked
 from tessera.jobs.queue import NotReady
 from tessera.models import Job, JobStatus
 from tessera.models.base import utcnow
@@ -32,6 +32,9 @@ from tessera.models.base import utcnow
 log = logging.getLogger("tessera.worker")
 
 MAX_BACKOFF_SECONDS = 300
+# Claims take this advisory lock on PostgreSQL: the "subject not running elsewhere" check reads
+# committed rows only, so two concurrent claims could otherwise start two jobs of one subject.
+CLAIM_LOCK = 0x7E55E7A
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,7 +50,7 @@ class JobContext:
 class JobHandler:
     run: Callable[[JobContext, Job], Awaitable[None]]
     # Shows the job's state on the row it serves: FAILED when the job gives up, QUEUED when
-    # it is retried by hand.
+    # it waits for a retry (after a failed attempt, or retried by hand).
     show: Callable[[JobContext, Job, JobStatus], Awaitable[None]]
 
 
@@ -98,6 +101,7 @@ class Worker:
             )
         )
         async with self.database.session() as session:
+            await serialize(session, CLAIM_LOCK)
             job = await session.scalar(
                 skip_locked(
                     select(Job)
@@ -169,12 +173,14 @@ class Worker:
                 delay,
                 error,
             )
-            await self._settle(
+            settled = await self._settle(
                 job,
                 status=JobStatus.QUEUED,
                 run_after=utcnow() + timedelta(seconds=delay),
                 last_error=error,
             )
+            if settled and handler is not None:
+                await handler.show(self.context, job, JobStatus.QUEUED)
             return
         log.error("job %s (%s) failed after %s attempts: %s", job.id, job.kind, job.attempts, error)
         settled = await self._settle(job, status=JobStatus.FAILED, last_error=error)

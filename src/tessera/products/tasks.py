@@ -197,6 +197,8 @@ async def transfer(context: JobContext, job: Job) -> None:
         item = await session.get(ProductItem, item_id)
         if item is None:
             return
+        if item.nft_status == NftStatus.FAILED:
+            raise RuntimeError("the item could not be minted")
         if item.nft_status != NftStatus.MINTED:
             raise NotReady("the item is not minted yet")
         product = await session.get(Product, item.product_id)

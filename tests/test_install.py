@@ -1,0 +1,153 @@
+"""Tessera installed from its wheel works away from the checkout.
+
+The wheel goes into a fresh venv that sees the dev venv's dependencies through a .pth file but not
+the editable tessera (the dev venv's own .pth files are not processed from there). Commands run
+from an empty directory with a minimal environment: no repo files, no TESSERA_* from the caller,
+and a PATH without Node, so nothing can fall back to the checkout or start Chopsticks.
+"""
+
+import json
+import shutil
+import sqlite3
+import subprocess
+import sys
+import sysconfig
+import venv
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from alembic.script import ScriptDirectory
+
+from tessera import migrations
+from tessera.models import Base
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _run(
+    *args: object, ok: bool = True, cwd: Path | None = None, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    result = subprocess.run(
+        [str(arg) for arg in args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    if ok:
+        assert result.returncode == 0, result.stderr
+    return result
+
+
+def _not_source(directory: str, names: list[str]) -> set[str]:
+    # A clean copy to build from: an in-tree build would leave build/ and *.egg-info in the
+    # checkout, and setuptools never clears build/lib, so deleted modules would stay in the wheel.
+    at_root = Path(directory) == ROOT
+    return {
+        name
+        for name in names
+        if name == "__pycache__"
+        or name.endswith(".egg-info")
+        or (at_root and (name.startswith(".") or name in {"build", "dist"}))
+    }
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    source = tmp_path_factory.mktemp("source") / "tessera"
+    shutil.copytree(ROOT, source, ignore=_not_source)
+    out = tmp_path_factory.mktemp("wheel")
+    _run(
+        sys.executable,
+        *("-m", "pip", "wheel", "--quiet", "--disable-pip-version-check"),
+        *("--no-deps", "--no-build-isolation", "--no-index", "--wheel-dir", out, source),
+    )
+    (built,) = out.glob("tessera-*.whl")
+    return built
+
+
+@dataclass(frozen=True)
+class Installed:
+    root: Path
+    python: Path
+    tessera: Path
+
+    def env(self, **settings: str) -> dict[str, str]:
+        """Nothing from the caller's environment: PATH holds only the venv (no node, no npm)."""
+        home = self.root / "home"
+        home.mkdir(exist_ok=True)
+        return {"PATH": str(self.root / "bin"), "HOME": str(home), "LC_ALL": "C.UTF-8", **settings}
+
+
+@pytest.fixture(scope="module")
+def installed(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Installed:
+    root = tmp_path_factory.mktemp("venv")
+    venv.EnvBuilder(with_pip=False).create(root)
+    target = Installed(root, root / "bin" / "python", root / "bin" / "tessera")
+    # The dev venv's pip installs into the new interpreter before the .pth exists, so it sees
+    # no other tessera there (and could never touch the dev venv's editable one).
+    _run(
+        sys.executable,
+        *("-m", "pip", "--python", target.python, "install", "--quiet"),
+        *("--disable-pip-version-check", "--no-deps", "--no-index", wheel),
+    )
+    site = _run(
+        target.python, "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"
+    ).stdout.strip()
+    dev = dict.fromkeys(sysconfig.get_path(kind) for kind in ("purelib", "platlib"))
+    (Path(site) / "dev-venv-dependencies.pth").write_text("".join(f"{p}\n" for p in dev))
+    return target
+
+
+@pytest.fixture
+def empty_dir(tmp_path: Path) -> Path:
+    directory = tmp_path / "elsewhere"
+    directory.mkdir()
+    return directory
+
+
+class TestInstalledWheel:
+    def test_tessera_is_imported_from_the_wheel(self, installed, empty_dir):
+        probe = (
+            "import json, sys, sqlalchemy, tessera, tessera.migrations;"
+            "print(json.dumps([tessera.__file__, tessera.migrations.__file__,"
+            " sqlalchemy.__file__, sys.path]))"
+        )
+        result = _run(installed.python, "-c", probe, cwd=empty_dir, env=installed.env())
+        package, package_migrations, dependency, path = json.loads(result.stdout)
+        assert Path(package).is_relative_to(installed.root)
+        assert Path(package_migrations).is_relative_to(installed.root)
+        assert Path(dependency).is_relative_to(sys.prefix)  # dependencies: the dev venv's
+        assert str(ROOT / "src") not in path
+
+    def test_db_upgrade_from_an_empty_directory(self, installed, empty_dir):
+        database = empty_dir / "tessera.db"
+        env = installed.env(TESSERA_DATABASE_URL=f"sqlite+aiosqlite:///{database}")
+        _run(installed.tessera, "db", "upgrade", cwd=empty_dir, env=env)
+        with sqlite3.connect(database) as connection:
+            rows = connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+            tables = {name for (name,) in rows}
+            versions = connection.execute("SELECT version_num FROM alembic_version").fetchall()
+        assert {"users", "products", "jobs", "alembic_version"} <= tables
+        assert tables == set(Base.metadata.tables) | {"alembic_version"}
+        head = ScriptDirectory(str(migrations.HERE)).get_current_head()
+        assert versions == [(head,)]
+
+    def test_devchain_asks_for_the_spec_before_anything_else(self, installed, empty_dir, tmp_path):
+        cache = tmp_path / "chopsticks"
+        cache.mkdir()
+        env = installed.env(
+            TESSERA_DEVCHAIN_CACHE=str(cache),
+            TESSERA_DATABASE_URL=f"sqlite+aiosqlite:///{tmp_path / 'unused.db'}",
+        )
+        result = _run(installed.tessera, "devchain", ok=False, cwd=empty_dir, env=env)
+        assert (result.returncode, result.stdout, result.stderr) == (
+            1,
+            "",
+            "error: set TESSERA_DEVCHAIN_SPEC to a raw Asset Hub chain spec\n",
+        )
+        assert list(cache.iterdir()) == []  # no npm install into the cache
+        assert list(empty_dir.iterdir()) == []
