@@ -56,6 +56,9 @@ class Settings(BaseSettings):
     oidc_audience: str | None = None
     oidc_jwks_url: str | None = None
     oidc_jwks_cache_seconds: int = Field(default=300, ge=0)
+    # A credential that checked out is trusted this long without a query (0 turns it off): a
+    # key revoked or expired in the database is refused by every process within this time.
+    credential_cache_seconds: float = Field(default=1.0, ge=0, le=2)
 
     ss58_prefix: int = Field(default=42, ge=0, le=16383)
 
@@ -175,7 +178,7 @@ def get_settings() -> Settings:
     return Settings()
 
 
-def settings_of(request: Request) -> Settings:
+async def settings_of(request: Request) -> Settings:
     settings: Settings = request.app.state.settings
     return settings
 

@@ -55,7 +55,7 @@ def token(nbytes: int) -> str:
     return secrets.token_urlsafe(nbytes)
 
 
-def box_of(request: Request) -> SecretBox:
+async def box_of(request: Request) -> SecretBox:
     box: SecretBox = request.app.state.box
     return box
 

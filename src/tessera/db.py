@@ -14,12 +14,14 @@ already provides.
 import asyncio
 import uuid
 from collections.abc import AsyncIterator, Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
+from types import SimpleNamespace
 from typing import Annotated, Any, TypeVar
 
 from fastapi import Depends, Request
-from sqlalchemy import ColumnElement, Select, event, select, text
-from sqlalchemy.engine import make_url
+from sqlalchemy import ColumnElement, Engine, Row, Select, create_engine, event, select, text
+from sqlalchemy.engine import URL, make_url
 from sqlalchemy.ext.asyncio import (
     AsyncEngine,
     AsyncSession,
@@ -32,6 +34,9 @@ from sqlalchemy.orm.interfaces import ORMOption
 from tessera.errors import NotFound
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000
+SQLITE_READERS = 4
+
+T = TypeVar("T")
 READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 
 
@@ -43,14 +48,37 @@ class Database:
             self.engine = _sqlite_engine(url, begin="BEGIN")
             self.write_engine = _sqlite_engine(url, begin="BEGIN IMMEDIATE")
             self._write_lock: asyncio.Lock | None = asyncio.Lock()
+            self._query_engine = _sqlite_query_engine(self.url, SQLITE_READERS)
+            self._query_threads: ThreadPoolExecutor | None = ThreadPoolExecutor(
+                SQLITE_READERS, thread_name_prefix="sqlite-reader"
+            )
         else:
             self.engine = create_async_engine(
                 url, pool_size=pool_size, max_overflow=max_overflow, pool_pre_ping=True
             )
             self.write_engine = self.engine
             self._write_lock = None
+            self._autocommit = self.engine.execution_options(isolation_level="AUTOCOMMIT")
+            self._query_threads = None
         self._readers = async_sessionmaker(self.engine, expire_on_commit=False)
         self._writers = async_sessionmaker(self.write_engine, expire_on_commit=False)
+
+    async def read(self, query: Callable[..., T], *args: object) -> T:
+        """Run a read-only ``query(connection, *args)`` in one trip to the database.
+
+        Reads are plain functions of a Core ``Connection`` in autocommit: no BEGIN and ROLLBACK
+        around them, no ORM identity map. On SQLite the whole function runs in a reader thread
+        (one hop instead of several per statement); on PostgreSQL in the engine's greenlet. A
+        read that needs several statements sees each one's committed state, as READ COMMITTED
+        does on PostgreSQL, so a read that must be consistent is written as one statement.
+        """
+        if self._query_threads is not None:
+            loop = asyncio.get_running_loop()
+            return await loop.run_in_executor(
+                self._query_threads, _run_query, self._query_engine, query, args
+            )
+        async with self._autocommit.connect() as connection:
+            return await connection.run_sync(query, *args)
 
     @asynccontextmanager
     async def session(self, *, write: bool = True) -> AsyncIterator[AsyncSession]:
@@ -70,6 +98,46 @@ class Database:
         await self.engine.dispose()
         if self.write_engine is not self.engine:
             await self.write_engine.dispose()
+        if self._query_threads is not None:
+            self._query_threads.shutdown()
+            self._query_engine.dispose()
+
+
+def joined(row: Row[Any], **related: object) -> SimpleNamespace:
+    """A row read with Core, with its related rows attached as attributes, so that schemas
+    built ``from_attributes`` read it as they read an ORM object."""
+    return SimpleNamespace(**row._mapping, **related)
+
+
+def _run_query(engine: Engine, query: Callable[..., T], args: tuple[Any, ...]) -> T:
+    with engine.connect() as connection:
+        return query(connection, *args)
+
+
+def _sqlite_query_engine(url: URL, readers: int) -> Engine:
+    """The synchronous reader pool behind ``Database.read`` on SQLite (autocommit, WAL)."""
+    engine = create_engine(
+        url.set(drivername="sqlite+pysqlite"),
+        pool_size=readers,
+        max_overflow=0,
+        connect_args={"check_same_thread": False, "timeout": SQLITE_BUSY_TIMEOUT_MS / 1000},
+    )
+
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
+        dbapi_connection.isolation_level = None  # autocommit: each read is its own snapshot
+        _sqlite_pragmas(dbapi_connection)
+
+    return engine
+
+
+def _sqlite_pragmas(dbapi_connection: Any) -> None:
+    cursor = dbapi_connection.cursor()
+    cursor.execute("PRAGMA journal_mode=WAL")
+    cursor.execute("PRAGMA foreign_keys=ON")
+    cursor.execute("PRAGMA synchronous=NORMAL")
+    cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
+    cursor.close()
 
 
 def _sqlite_engine(url: str, *, begin: str) -> AsyncEngine:
@@ -79,12 +147,7 @@ def _sqlite_engine(url: str, *, begin: str) -> AsyncEngine:
     def _on_connect(dbapi_connection: Any, _record: Any) -> None:
         # Take transaction control away from the driver so that we can say how to BEGIN.
         dbapi_connection.isolation_level = None
-        cursor = dbapi_connection.cursor()
-        cursor.execute("PRAGMA journal_mode=WAL")
-        cursor.execute("PRAGMA foreign_keys=ON")
-        cursor.execute("PRAGMA synchronous=NORMAL")
-        cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
-        cursor.close()
+        _sqlite_pragmas(dbapi_connection)
 
     @event.listens_for(engine.sync_engine, "begin")
     def _on_begin(connection: Any) -> None:
@@ -158,6 +221,14 @@ async def get_session(request: Request) -> AsyncIterator[AsyncSession]:
 
 
 SessionDep = Annotated[AsyncSession, Depends(get_session)]
+
+
+async def get_database(request: Request) -> Database:
+    database: Database = request.app.state.database
+    return database
+
+
+DatabaseDep = Annotated[Database, Depends(get_database)]
 
 
 def skip_locked(statement: SelectT) -> SelectT:

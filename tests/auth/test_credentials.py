@@ -1,11 +1,12 @@
 """API keys, Tessera's own tokens, external OIDC tokens: all map to one project principal."""
 
+import asyncio
 import time
 from datetime import timedelta
 
 import jwt
 import pytest
-from sqlalchemy import select, update
+from sqlalchemy import event, select, update
 
 from tessera.auth.api_keys import create_api_key, revoke_api_key
 from tessera.models import ApiKey, SigningKey
@@ -25,6 +26,16 @@ async def _token(client, tenant, **extra) -> dict:
 
 def _bearer(token: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {token}"}
+
+
+async def _refused_within(client, headers: dict[str, str], *, seconds: float) -> None:
+    """The credential is refused within ``seconds``, and stays refused."""
+    started = time.monotonic()
+    while (await client.get("/v1/users/count", headers=headers)).status_code == 200:
+        assert time.monotonic() - started < seconds, "still accepted"
+        await asyncio.sleep(0.05)
+    for _ in range(3):
+        assert (await client.get("/v1/users/count", headers=headers)).status_code == 401
 
 
 class TestApiKeys:
@@ -56,7 +67,8 @@ class TestApiKeys:
             rows and tenant.write_key not in stored and tenant.write_key.split("_")[2] not in stored
         )
 
-    async def test_revoked_key_is_401_at_once(self, client, tenant, database, app):
+    async def test_revoked_key_is_401_within_two_seconds(self, client, tenant, database, app):
+        # Revoked straight in the database, as another process (the CLI) would.
         async with database.session() as session:
             issued = await create_api_key(
                 session,
@@ -70,9 +82,9 @@ class TestApiKeys:
         async with database.session() as session:
             await revoke_api_key(session, project_id=tenant.project_id, key_id=issued.row.id)
             await session.commit()
-        assert (await client.get("/v1/users/count", headers=headers)).status_code == 401
+        await _refused_within(client, headers, seconds=2.0)
 
-    async def test_expired_key_is_401(self, client, tenant, database, app):
+    async def test_expired_key_is_401_within_two_seconds(self, client, tenant, database, app):
         async with database.session() as session:
             issued = await create_api_key(
                 session,
@@ -91,7 +103,39 @@ class TestApiKeys:
                 .values(expires_at=utcnow() - timedelta(seconds=1))
             )
             await session.commit()
+        await _refused_within(client, headers, seconds=2.0)
+
+    async def test_a_key_is_not_trusted_past_its_expiry(self, client, tenant, database, app):
+        async with database.session() as session:
+            issued = await create_api_key(
+                session,
+                project_id=tenant.project_id,
+                permission="read",
+                hash_key=app.state.authenticator.hash_key,
+            )
+            issued.row.expires_at = utcnow() + timedelta(seconds=0.3)
+            await session.commit()
+        headers = {"x-api-key": issued.api_key}
+        assert (await client.get("/v1/users/count", headers=headers)).status_code == 200
+        await asyncio.sleep(0.35)
         assert (await client.get("/v1/users/count", headers=headers)).status_code == 401
+
+    async def test_a_known_key_makes_no_query(self, client, tenant, database, app, monkeypatch):
+        monkeypatch.setattr(app.state.authenticator.cache, "ttl", 60.0)  # no expiry mid-test
+        app.state.authenticator.cache.clear()
+        statements: list[str] = []
+
+        def record(conn, cursor, statement, *args):
+            statements.append(statement)
+
+        engine = database.engine.sync_engine  # where credentials are looked up
+        event.listen(engine, "before_cursor_execute", record)
+        try:
+            for _ in range(3):
+                assert (await client.get("/v1/users/count", headers=tenant.r)).status_code == 200
+        finally:
+            event.remove(engine, "before_cursor_execute", record)
+        assert len([s for s in statements if "api_keys" in s]) == 1  # the first request only
 
     async def test_read_key_gets_403_on_writes(self, client, tenant):
         response = await client.post(

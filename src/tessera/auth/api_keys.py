@@ -77,20 +77,33 @@ async def revoke_api_key(
     return key
 
 
-async def principal_for_api_key(
-    session: AsyncSession, raw_key: str, *, hash_key: bytes
-) -> tuple[Principal, uuid.UUID]:
+@dataclass(frozen=True, slots=True)
+class KeyAccess:
+    """What a valid API key grants, and until when."""
+
+    principal: Principal
+    key_id: uuid.UUID
+    expires_at: datetime | None
+
+
+def parse_api_key(raw_key: str) -> str:
+    """The key's prefix; CredentialInvalid when it is not shaped like a Tessera key."""
     scheme, _, rest = raw_key.partition("_")
     prefix, _, secret = rest.partition("_")
     if scheme != KEY_SCHEME or not prefix or not secret or len(raw_key) > 128:
         raise CredentialInvalid
-    row = await session.scalar(select(ApiKey).where(ApiKey.prefix == prefix))
-    if row is None or not hashes_match(row.key_hash, keyed_hash(hash_key, raw_key)):
+    return prefix
+
+
+async def access_for_api_key(session: AsyncSession, raw_key: str, *, digest: str) -> KeyAccess:
+    """Check a key against its row: ``digest`` is ``keyed_hash(hash_key, raw_key)``."""
+    row = await session.scalar(select(ApiKey).where(ApiKey.prefix == parse_api_key(raw_key)))
+    if row is None or not hashes_match(row.key_hash, digest):
         raise CredentialInvalid
     if row.revoked_at is not None or (row.expires_at is not None and row.expires_at <= utcnow()):
         raise CredentialInvalid
     principal = Principal(row.project_id, row.permission == "write", f"api_key:{row.id}")
-    return principal, row.id
+    return KeyAccess(principal, row.id, row.expires_at)
 
 
 class UsageRecorder:

@@ -1,25 +1,85 @@
-"""Turn a request's credential into a Principal; every project route depends on this."""
+"""Turn a request's credential into a Principal; every project route depends on this.
 
+A credential that checked out is remembered for ``credential_cache_seconds`` (at most 2 s, and
+never past its own expiry), by the keyed hash of the whole credential: a request with a known
+credential makes no query. So a key revoked or expired in the database is refused by every
+process within that time. Refusals are never remembered.
+"""
+
+import time
+import uuid
+from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Annotated
 
 import jwt
 from fastapi import Depends, Request, Security
 from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
+from sqlalchemy.ext.asyncio import AsyncSession
 
-from tessera.auth.api_keys import UsageRecorder, principal_for_api_key
+from tessera.auth.api_keys import UsageRecorder, access_for_api_key
 from tessera.auth.principal import Principal
 from tessera.auth.tokens import ExternalIssuer, TokenIssuer
 from tessera.config import Settings
-from tessera.crypto import SecretBox
-from tessera.db import SessionDep
+from tessera.crypto import SecretBox, keyed_hash
+from tessera.db import Database
 from tessera.errors import CredentialInvalid, CredentialMissing, WritePermissionRequired
+from tessera.models.base import utcnow
+
+CACHE_MAX_ENTRIES = 10_000
+
+
+@dataclass(frozen=True, slots=True)
+class _Known:
+    principal: Principal
+    key_id: uuid.UUID | None  # API keys record their last use
+    until: float  # time.monotonic()
+
+
+class CredentialCache:
+    """Credentials that checked out in the last ``ttl`` seconds, by keyed hash."""
+
+    def __init__(self, ttl: float) -> None:
+        self.ttl = ttl
+        self._known: dict[str, _Known] = {}
+
+    def clear(self) -> None:
+        self._known.clear()
+
+    def get(self, digest: str) -> _Known | None:
+        known = self._known.get(digest)
+        if known is None:
+            return None
+        if known.until <= time.monotonic():
+            del self._known[digest]
+            return None
+        return known
+
+    def put(
+        self,
+        digest: str,
+        principal: Principal,
+        *,
+        key_id: uuid.UUID | None = None,
+        expires_at: datetime | None = None,
+    ) -> _Known:
+        lifetime = self.ttl
+        if expires_at is not None:
+            lifetime = min(lifetime, (expires_at - utcnow()).total_seconds())
+        known = _Known(principal, key_id, time.monotonic() + lifetime)
+        if lifetime > 0:
+            if len(self._known) >= CACHE_MAX_ENTRIES:
+                self.clear()  # many distinct credentials at once: start again
+            self._known[digest] = known
+        return known
 
 
 class Authenticator:
-    """Per-process credential state: hash key, token issuer, external issuer, usage batching."""
+    """Per-process credential state: hash key, token issuers, the cache, usage batching."""
 
     def __init__(self, settings: Settings, box: SecretBox) -> None:
         self.hash_key = settings.hash_key.get_secret_value().encode()
+        self.cache = CredentialCache(settings.credential_cache_seconds)
         self.issuer = TokenIssuer(settings, box)
         self.external = (
             ExternalIssuer(
@@ -53,31 +113,55 @@ bearer_scheme = HTTPBearer(
 
 async def authenticate(
     request: Request,
-    session: SessionDep,
     api_key: Annotated[str | None, Security(api_key_scheme)],
     bearer: Annotated[HTTPAuthorizationCredentials | None, Security(bearer_scheme)],
 ) -> Principal:
     """Resolve the credential: API key first, else bearer token. 401 when neither is valid."""
     auth: Authenticator = request.app.state.authenticator
     if api_key:
-        principal, key_id = await principal_for_api_key(session, api_key, hash_key=auth.hash_key)
-        auth.usage.touch(key_id)
-        return principal
-    if bearer is None:
-        if request.headers.get("authorization"):
-            raise CredentialInvalid("the Authorization header must be 'Bearer <token>'")
+        credential = api_key
+    elif bearer is not None:
+        credential = bearer.credentials
+    elif request.headers.get("authorization"):
+        raise CredentialInvalid("the Authorization header must be 'Bearer <token>'")
+    else:
         raise CredentialMissing
-    token = bearer.credentials
+    digest = keyed_hash(auth.hash_key, credential)
+    known = auth.cache.get(digest)
+    if known is None:
+        database: Database = request.app.state.database
+        async with database.session(write=False) as session:
+            known = await _check(auth, session, credential, digest, is_api_key=bool(api_key))
+    if known.key_id is not None:
+        auth.usage.touch(known.key_id)
+    return known.principal
+
+
+async def _check(
+    auth: Authenticator, session: AsyncSession, credential: str, digest: str, *, is_api_key: bool
+) -> _Known:
+    """Check a credential against the database or its issuer, and remember it."""
+    if is_api_key:
+        access = await access_for_api_key(session, credential, digest=digest)
+        return auth.cache.put(
+            digest, access.principal, key_id=access.key_id, expires_at=access.expires_at
+        )
     try:
-        header = jwt.get_unverified_header(token)
-        issuer = jwt.decode(token, options={"verify_signature": False}).get("iss")
+        header = jwt.get_unverified_header(credential)
+        claims = jwt.decode(credential, options={"verify_signature": False})
     except jwt.PyJWTError as exc:
         raise CredentialInvalid from exc
+    issuer, kid = claims.get("iss"), header.get("kid")
     if issuer == auth.issuer.settings.jwt_issuer:
-        return await auth.issuer.verify(session, token, header.get("kid"))
-    if auth.external is not None and issuer == auth.external.issuer:
-        return await auth.external.verify(session, token, header.get("kid"))
-    raise CredentialInvalid
+        principal = await auth.issuer.verify(session, credential, kid)
+    elif auth.external is not None and issuer == auth.external.issuer:
+        principal = await auth.external.verify(session, credential, kid)
+    else:
+        raise CredentialInvalid
+    # Both issuers require ``exp``, and verify() has checked it.
+    return auth.cache.put(
+        digest, principal, expires_at=datetime.fromtimestamp(int(claims["exp"]), UTC)
+    )
 
 
 async def require_write(principal: Annotated[Principal, Depends(authenticate)]) -> Principal:

@@ -72,7 +72,7 @@ class Chains:
         self.gateways.clear()
 
 
-def chains_of(request: Request) -> Chains:
+async def chains_of(request: Request) -> Chains:
     chains: Chains = request.app.state.chains
     return chains
 

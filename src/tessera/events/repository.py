@@ -1,13 +1,34 @@
 """Event queries."""
 
 import uuid
+from collections.abc import Iterator
+from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import Connection, Row, bindparam, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from tessera.db import get_in_project
 from tessera.errors import EventNotFound
 from tessera.models import Event
+
+_EVENTS = Event.__table__
+# Built once (see users.repository): the event by one column of the project's events.
+_EVENT_BY = {
+    column: select(_EVENTS).where(
+        _EVENTS.c.project_id == bindparam("project_id"), _EVENTS.c[column] == bindparam("value")
+    )
+    for column in ("id", "reference_id")
+}
+
+
+def _id_then_reference(id_or_reference: str) -> Iterator[tuple[str, object]]:
+    """Where an "id or reference" path segment looks: an id of the project's event first,
+    else the caller's ``reference_id``."""
+    try:
+        yield "id", uuid.UUID(id_or_reference)
+    except ValueError:
+        pass
+    yield "reference_id", id_or_reference
 
 
 async def get_event(session: AsyncSession, project_id: uuid.UUID, event_id: uuid.UUID) -> Event:
@@ -19,17 +40,23 @@ async def get_event(session: AsyncSession, project_id: uuid.UUID, event_id: uuid
 async def get_event_by_id_or_reference(
     session: AsyncSession, project_id: uuid.UUID, id_or_reference: str
 ) -> Event:
-    """An id of this project's event first, else the caller's ``reference_id``."""
-    try:
-        event_id = uuid.UUID(id_or_reference)
-    except ValueError:
-        pass
-    else:
+    for column, value in _id_then_reference(id_or_reference):
         event = await session.scalar(
-            select(Event).where(Event.project_id == project_id, Event.id == event_id)
+            select(Event).where(Event.project_id == project_id, getattr(Event, column) == value)
         )
         if event is not None:
             return event
-    return await get_in_project(
-        session, Event, project_id, Event.reference_id == id_or_reference, not_found=EventNotFound
-    )
+    raise EventNotFound
+
+
+def read_event(
+    connection: Connection, project_id: uuid.UUID, id_or_reference: str
+) -> Row[Any] | None:
+    """The event's row by id or reference (a read for ``Database.read``), or None."""
+    for column, value in _id_then_reference(id_or_reference):
+        row = connection.execute(
+            _EVENT_BY[column], {"project_id": project_id, "value": value}
+        ).first()
+        if row is not None:
+            return row
+    return None

@@ -4,7 +4,7 @@ from typing import Annotated
 from fastapi import APIRouter, Path, Query, Response
 
 from tessera.auth.dependencies import Reader, Writer
-from tessera.db import SessionDep
+from tessera.db import DatabaseDep, SessionDep
 from tessera.errors import responses
 from tessera.events import service
 from tessera.events.schemas import (
@@ -78,13 +78,12 @@ async def fetch_event_attendees(
 
 @router.get("/{IdOrReferenceId}", response_model=EventRead, responses=responses(400, 401, 404))
 async def get_event(
-    session: SessionDep,
+    database: DatabaseDep,
     principal: Reader,
     id_or_reference: Annotated[str, Path(alias="IdOrReferenceId", min_length=1, max_length=255)],
 ) -> EventRead:
     """An event by its id or by the caller's ``reference_id``."""
-    event = await service.get_event(session, principal, id_or_reference=id_or_reference)
-    return EventRead.model_validate(event)
+    return await service.get_event(database, principal, id_or_reference=id_or_reference)
 
 
 @router.delete("/{IdOrReferenceId}", status_code=204, responses=responses(400, 401, 403, 404, 409))

@@ -8,9 +8,10 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import joinedload
 
 from tessera.auth.principal import Principal
-from tessera.errors import EventInUse, InvalidInput, ReferenceIdTaken
+from tessera.db import Database
+from tessera.errors import EventInUse, EventNotFound, InvalidInput, ReferenceIdTaken
 from tessera.events import repository
-from tessera.events.schemas import AttendeeRegister, EventCreate, EventUpdate
+from tessera.events.schemas import AttendeeRegister, EventCreate, EventRead, EventUpdate
 from tessera.models import Attendee, Event, OrderItem, Product
 from tessera.models.base import unix_now, utcnow
 from tessera.schemas import PageParams
@@ -80,10 +81,11 @@ async def update_event(session: AsyncSession, principal: Principal, *, body: Eve
     return await _commit_event(session, event)
 
 
-async def get_event(session: AsyncSession, principal: Principal, *, id_or_reference: str) -> Event:
-    return await repository.get_event_by_id_or_reference(
-        session, principal.project_id, id_or_reference
-    )
+async def get_event(database: Database, principal: Principal, *, id_or_reference: str) -> EventRead:
+    row = await database.read(repository.read_event, principal.project_id, id_or_reference)
+    if row is None:
+        raise EventNotFound
+    return EventRead.model_validate(row)
 
 
 async def list_events(

@@ -2,12 +2,14 @@
 
 import uuid
 
+from sqlalchemy import Connection, bindparam, select
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import selectinload
 
-from tessera.db import get_in_project
+from tessera.db import get_in_project, joined
 from tessera.errors import OrderNotFound
-from tessera.models import Order
+from tessera.models import Order, OrderItem, Product, ProductItem, User
+from tessera.orders.schemas import OrderRead
 
 
 async def get_order(
@@ -22,4 +24,52 @@ async def get_order(
         not_found=OrderNotFound,
         lock=lock,
         options=[selectinload(Order.lines)],
+    )
+
+
+_ORDERS, _LINES = Order.__table__, OrderItem.__table__
+_PRODUCTS, _ITEMS, _USERS = Product.__table__, ProductItem.__table__, User.__table__
+# Built once (see users.repository).
+_ORDER = select(_ORDERS).where(
+    _ORDERS.c.project_id == bindparam("project_id"), _ORDERS.c.id == bindparam("id")
+)
+_LINES_OF = select(_LINES).where(_LINES.c.order_id == bindparam("id")).order_by(_LINES.c.position)
+_PRODUCTS_OF = select(_PRODUCTS).where(
+    _PRODUCTS.c.id.in_(select(_LINES.c.product_id).where(_LINES.c.order_id == bindparam("id")))
+)
+_ITEMS_OF = (
+    select(_ITEMS)
+    .where(
+        _ITEMS.c.order_item_id.in_(select(_LINES.c.id).where(_LINES.c.order_id == bindparam("id")))
+    )
+    .order_by(_ITEMS.c.product_id, _ITEMS.c.item_id)
+)
+_USERS_BY_ID = select(_USERS).where(_USERS.c.id.in_(bindparam("ids", expanding=True)))
+
+
+def read_order(
+    connection: Connection, project_id: uuid.UUID, order_id: uuid.UUID
+) -> OrderRead | None:
+    """The order with its lines, their products and the items issued for them (a read for
+    ``Database.read``), or None."""
+    order = connection.execute(_ORDER, {"project_id": project_id, "id": order_id}).first()
+    if order is None:
+        return None
+    lines = list(connection.execute(_LINES_OF, {"id": order_id}))
+    products = {row.id: row for row in connection.execute(_PRODUCTS_OF, {"id": order_id})}
+    items = list(connection.execute(_ITEMS_OF, {"id": order_id}))
+    owner_ids = list({item.owner_id for item in items})
+    owners = (
+        {row.id: row for row in connection.execute(_USERS_BY_ID, {"ids": owner_ids})}
+        if owner_ids
+        else {}
+    )
+    return OrderRead.of(
+        order,
+        lines,
+        products,
+        [
+            joined(item, product=products[item.product_id], owner=owners[item.owner_id])
+            for item in items
+        ],
     )

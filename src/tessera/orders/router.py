@@ -3,7 +3,7 @@ import uuid
 from fastapi import APIRouter
 
 from tessera.auth.dependencies import Reader, Writer
-from tessera.db import SessionDep
+from tessera.db import DatabaseDep, SessionDep
 from tessera.errors import responses
 from tessera.orders import service
 from tessera.orders.schemas import OrderCreate, OrderRead
@@ -24,9 +24,9 @@ async def create_order(session: SessionDep, principal: Writer, body: OrderCreate
 
 
 @router.get("/{id}", response_model=OrderRead, responses=responses(400, 401, 404))
-async def get_order(session: SessionDep, principal: Reader, id: uuid.UUID) -> OrderRead:
+async def get_order(database: DatabaseDep, principal: Reader, id: uuid.UUID) -> OrderRead:
     """One order with its lines and issued items."""
-    return _read(await service.get_order(session, principal, order_id=id))
+    return await service.get_order(database, principal, order_id=id)
 
 
 @router.post(

@@ -1,7 +1,8 @@
 import uuid
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from decimal import Decimal
-from typing import Annotated, Literal, Self
+from typing import Annotated, Any, Literal, Self
 
 from pydantic import Field, StringConstraints, model_validator
 
@@ -62,11 +63,12 @@ class OrderRead(SnakeModel):
     @classmethod
     def of(
         cls,
-        order: Order,
-        lines: list[OrderItem],
-        products: dict[uuid.UUID, Product],
-        items: list[ProductItem],
+        order: Order | Any,
+        lines: Sequence[OrderItem | Any],
+        products: Mapping[uuid.UUID, Product | Any],
+        items: Sequence[ProductItem | Any],
     ) -> Self:
+        """From ORM objects, or from Core rows with the same attributes (``db.joined``)."""
         return cls(
             id=order.id,
             order_number=order.order_number,

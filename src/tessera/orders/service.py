@@ -9,11 +9,18 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from tessera.auth.principal import Principal
-from tessera.errors import OrderNotPending, OrderNumberTaken, ProductInactive, ProductNotFound
+from tessera.db import Database
+from tessera.errors import (
+    OrderNotFound,
+    OrderNotPending,
+    OrderNumberTaken,
+    ProductInactive,
+    ProductNotFound,
+)
 from tessera.models import Order, OrderItem, OrderStatus, Product, ProductItem, User
 from tessera.models.base import utcnow
 from tessera.orders import repository
-from tessera.orders.schemas import OrderCreate
+from tessera.orders.schemas import OrderCreate, OrderRead
 from tessera.products import repository as products
 from tessera.products import rules
 from tessera.users.repository import get_user
@@ -100,12 +107,11 @@ async def cancel_order(
     return await _view(session, principal, order, [])
 
 
-async def get_order(
-    session: AsyncSession, principal: Principal, *, order_id: uuid.UUID
-) -> OrderView:
-    order = await repository.get_order(session, principal.project_id, order_id)
-    items = await products.items_of_lines(session, [line.id for line in order.lines])
-    return await _view(session, principal, order, items)
+async def get_order(database: Database, principal: Principal, *, order_id: uuid.UUID) -> OrderRead:
+    order = await database.read(repository.read_order, principal.project_id, order_id)
+    if order is None:
+        raise OrderNotFound
+    return order
 
 
 def _require_pending(order: Order, action: str) -> None:

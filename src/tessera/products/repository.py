@@ -2,19 +2,35 @@
 
 import uuid
 from collections.abc import Collection
+from types import SimpleNamespace
+from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import Connection, bindparam, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import selectinload
 
-from tessera.db import get_in_project
+from tessera.db import get_in_project, joined
 from tessera.errors import ProductNotFound
-from tessera.models import Order, OrderItem, Product, ProductItem, Redemption, User
+from tessera.models import Event, Order, OrderItem, Product, ProductItem, Redemption, User
 from tessera.schemas import PageParams
+
+_PRODUCTS, _EVENTS = Product.__table__, Event.__table__
+# Built once (see users.repository).
+_PRODUCT = select(_PRODUCTS).where(
+    _PRODUCTS.c.project_id == bindparam("project_id"), _PRODUCTS.c.id == bindparam("id")
+)
+_PRODUCT_PAGE = (
+    select(_PRODUCTS)
+    .where(_PRODUCTS.c.project_id == bindparam("project_id"))
+    .order_by(_PRODUCTS.c.created_at, _PRODUCTS.c.id)
+    .limit(bindparam("limit"))
+    .offset(bindparam("offset"))
+)
+_EVENTS_BY_ID = select(_EVENTS).where(_EVENTS.c.id.in_(bindparam("ids", expanding=True)))
 
 
 async def get_product(
-    session: AsyncSession, project_id: uuid.UUID, product_id: uuid.UUID, *, with_event: bool = False
+    session: AsyncSession, project_id: uuid.UUID, product_id: uuid.UUID
 ) -> Product:
     return await get_in_project(
         session,
@@ -22,22 +38,7 @@ async def get_product(
         project_id,
         Product.id == product_id,
         not_found=ProductNotFound,
-        options=[selectinload(Product.event)] if with_event else [],
     )
-
-
-async def list_products(
-    session: AsyncSession, project_id: uuid.UUID, *, paging: PageParams
-) -> list[Product]:
-    products = await session.scalars(
-        select(Product)
-        .where(Product.project_id == project_id)
-        .options(selectinload(Product.event))
-        .order_by(Product.created_at, Product.id)
-        .limit(paging.limit)
-        .offset(paging.offset)
-    )
-    return list(products)
 
 
 async def products_by_id(
@@ -87,3 +88,33 @@ async def find_redemption(
     return await session.scalar(
         select(Redemption).where(Redemption.item_id == item.id, Redemption.nonce == nonce)
     )
+
+
+def _with_events(connection: Connection, rows: list[Any]) -> list[SimpleNamespace]:
+    """Products as ``ProductRead`` reads them: each with its event (or None)."""
+    ids = {row.event_id for row in rows if row.event_id is not None}
+    events = (
+        {event.id: event for event in connection.execute(_EVENTS_BY_ID, {"ids": list(ids)})}
+        if ids
+        else {}
+    )
+    return [joined(row, event=events.get(row.event_id)) for row in rows]
+
+
+def read_product(
+    connection: Connection, project_id: uuid.UUID, product_id: uuid.UUID
+) -> SimpleNamespace | None:
+    """The product with its event (a read for ``Database.read``), or None."""
+    row = connection.execute(_PRODUCT, {"project_id": project_id, "id": product_id}).first()
+    return None if row is None else _with_events(connection, [row])[0]
+
+
+def read_products(
+    connection: Connection, project_id: uuid.UUID, paging: PageParams
+) -> list[SimpleNamespace]:
+    """A page of the project's products, oldest first, with their events."""
+    rows = connection.execute(
+        _PRODUCT_PAGE,
+        {"project_id": project_id, "limit": paging.limit, "offset": paging.offset},
+    ).all()
+    return _with_events(connection, list(rows))

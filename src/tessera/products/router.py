@@ -5,7 +5,7 @@ from fastapi import APIRouter, Query
 
 from tessera.auth.dependencies import Reader, Writer
 from tessera.chain.registry import ChainsDep
-from tessera.db import SessionDep
+from tessera.db import DatabaseDep, SessionDep
 from tessera.errors import responses
 from tessera.products import service
 from tessera.products.schemas import (
@@ -43,17 +43,16 @@ async def create_product(
 
 @router.get("", response_model=list[ProductRead], responses=responses(400, 401))
 async def list_products(
-    session: SessionDep, principal: Reader, paging: Annotated[PageParams, Query()]
+    database: DatabaseDep, principal: Reader, paging: Annotated[PageParams, Query()]
 ) -> list[ProductRead]:
     """The project's products, oldest first (``page`` from 1, ``limit`` 1-100, default 20)."""
-    products = await service.list_products(session, principal, paging=paging)
-    return [ProductRead.model_validate(p) for p in products]
+    return await service.list_products(database, principal, paging=paging)
 
 
 @router.get("/{id}", response_model=ProductRead, responses=responses(400, 401, 404))
-async def get_product(session: SessionDep, principal: Reader, id: uuid.UUID) -> ProductRead:
+async def get_product(database: DatabaseDep, principal: Reader, id: uuid.UUID) -> ProductRead:
     """One product with its event."""
-    return ProductRead.model_validate(await service.get_product(session, principal, product_id=id))
+    return await service.get_product(database, principal, product_id=id)
 
 
 @router.get("/{id}/sales", response_model=SaleList, responses=responses(400, 401, 404))

@@ -1,6 +1,6 @@
 import uuid
 from datetime import datetime
-from typing import Annotated, Literal, Self
+from typing import Annotated, Any, Literal, Self
 
 from pydantic import Field, StringConstraints, computed_field, field_validator, model_validator
 
@@ -189,7 +189,7 @@ class ItemNft(SnakeModel):
     transfer: NftTransfer | None
 
     @classmethod
-    def of(cls, item: ProductItem) -> Self | None:
+    def of(cls, item: ProductItem | Any) -> Self | None:
         if item.nft_status is None:
             return None
         transfer = None
@@ -222,7 +222,7 @@ class ProductItemRead(SnakeModel):
     nft: ItemNft | None
 
     @classmethod
-    def of(cls, item: ProductItem, *, as_of: Redemption | None = None) -> Self:
+    def of(cls, item: ProductItem | Any, *, as_of: Redemption | None = None) -> Self:
         """Render an item (product and owner loaded); ``as_of`` replays a recorded redemption."""
         product = item.product
         count = as_of.redemption_count if as_of else item.redemption_count

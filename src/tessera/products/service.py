@@ -9,13 +9,25 @@ from tessera.auth.principal import Principal
 from tessera.chain.gateway import ChainGateway, Deposits
 from tessera.chain.keys import ss58_address
 from tessera.chain.registry import Chains
-from tessera.errors import InsufficientCollectionBalance, InvalidInput, UserNotFound
+from tessera.db import Database
+from tessera.errors import (
+    InsufficientCollectionBalance,
+    InvalidInput,
+    ProductNotFound,
+    UserNotFound,
+)
 from tessera.events.repository import get_event
 from tessera.jobs.queue import JobKind
 from tessera.models import ItemTransfer, Order, OrderItem, Product, ProductItem, Redemption, User
 from tessera.models.base import unix_now
 from tessera.products import repository, rules
-from tessera.products.schemas import ItemsIssue, ProductCreate, RedeemRequest, TransferRequest
+from tessera.products.schemas import (
+    ItemsIssue,
+    ProductCreate,
+    ProductRead,
+    RedeemRequest,
+    TransferRequest,
+)
 from tessera.products.tasks import queue_nft
 from tessera.projects.repository import primary_wallet
 from tessera.schemas import PageParams
@@ -69,15 +81,19 @@ async def _require_collection_balance(
 
 
 async def list_products(
-    session: AsyncSession, principal: Principal, *, paging: PageParams
-) -> list[Product]:
-    return await repository.list_products(session, principal.project_id, paging=paging)
+    database: Database, principal: Principal, *, paging: PageParams
+) -> list[ProductRead]:
+    rows = await database.read(repository.read_products, principal.project_id, paging)
+    return [ProductRead.model_validate(row) for row in rows]
 
 
 async def get_product(
-    session: AsyncSession, principal: Principal, *, product_id: uuid.UUID
-) -> Product:
-    return await repository.get_product(session, principal.project_id, product_id, with_event=True)
+    database: Database, principal: Principal, *, product_id: uuid.UUID
+) -> ProductRead:
+    row = await database.read(repository.read_product, principal.project_id, product_id)
+    if row is None:
+        raise ProductNotFound
+    return ProductRead.model_validate(row)
 
 
 async def list_sales(

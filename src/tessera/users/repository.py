@@ -2,14 +2,15 @@
 
 import uuid
 from collections.abc import Sequence
+from typing import Any
 
-from sqlalchemy import ColumnElement, Select, select, update
+from sqlalchemy import ColumnElement, Connection, Select, bindparam, func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import selectinload
 
 from tessera.errors import ReputationWouldBeNegative, UserNotFound
-from tessera.models import ReputationEntry, User
-from tessera.users.schemas import UserRef
+from tessera.models import ReputationEntry, User, UserWallet
+from tessera.users.schemas import UserRead, UserRef
 
 COLUMNS = {"email": User.email, "reference_id": User.reference_id, "id": User.id}
 
@@ -22,6 +23,100 @@ def users_of(project_id: uuid.UUID, ref: UserRef | None = None) -> Select[User]:
     """The project's users, or the one ``ref`` names."""
     statement = select(User).where(User.project_id == project_id)
     return statement if ref is None else statement.where(named_by(ref))
+
+
+USER_FIELDS = (
+    User.id,
+    User.is_activated,
+    User.activated_on,
+    User.first_name,
+    User.last_name,
+    User.email,
+    User.reference_id,
+)
+WALLET_FIELDS = (UserWallet.id, UserWallet.type, UserWallet.address, UserWallet.custody)
+_USER_KEYS = [column.key for column in USER_FIELDS]
+_WALLET_KEYS = [column.key for column in WALLET_FIELDS]
+
+
+def _profile_statement(field: str) -> Select[*tuple[Any, ...]]:
+    wallet_columns = [column.label(f"wallet_{column.key}") for column in WALLET_FIELDS]
+    return (
+        select(*USER_FIELDS, *wallet_columns)
+        .outerjoin(UserWallet, UserWallet.user_id == User.id)
+        .where(User.project_id == bindparam("project_id"), COLUMNS[field] == bindparam("value"))
+        .order_by(UserWallet.created_at)
+    )
+
+
+# Built once: SQLAlchemy then finds the compiled form without rebuilding the statement.
+_PROFILE = {field: _profile_statement(field) for field in COLUMNS}
+
+
+def read_profile(connection: Connection, project_id: uuid.UUID, ref: UserRef) -> UserRead | None:
+    """A user and its wallets, oldest first, in one statement (a read for ``Database.read``)."""
+    rows = connection.execute(
+        _PROFILE[ref.field], {"project_id": project_id, "value": ref.value}
+    ).all()
+    if not rows:
+        return None
+    width = len(USER_FIELDS)
+    user: dict[str, Any] = dict(zip(_USER_KEYS, rows[0][:width], strict=True))
+    user["wallets"] = [
+        dict(zip(_WALLET_KEYS, row[width:], strict=True)) for row in rows if row[width] is not None
+    ]
+    return UserRead.model_validate(user)
+
+
+def _users_statement(field: str | None) -> Select[*tuple[Any, ...]]:
+    statement = select(*USER_FIELDS).where(User.project_id == bindparam("project_id"))
+    return statement if field is None else statement.where(COLUMNS[field] == bindparam("value"))
+
+
+_USERS = {field: _users_statement(field) for field in (None, *COLUMNS)}
+_USER_PAGE = {
+    field: statement.order_by(User.created_at, User.id)
+    .limit(bindparam("limit"))
+    .offset(bindparam("offset"))
+    for field, statement in _USERS.items()
+}
+_USER_TOTAL = {
+    field: select(func.count()).select_from(statement.subquery())
+    for field, statement in _USERS.items()
+}
+# Listings show a wallet without its id (``WalletSummary``).
+_SUMMARY_FIELDS = (UserWallet.type, UserWallet.address, UserWallet.custody)
+_SUMMARY_KEYS = [column.key for column in _SUMMARY_FIELDS]
+_WALLETS_OF = (
+    select(UserWallet.user_id, *_SUMMARY_FIELDS)
+    .where(UserWallet.user_id.in_(bindparam("user_ids", expanding=True)))
+    .order_by(UserWallet.created_at)
+)
+_ACTIVE_USERS = select(func.count()).where(
+    User.project_id == bindparam("project_id"), User.is_activated.is_(True)
+)
+
+
+def read_users(
+    connection: Connection, project_id: uuid.UUID, ref: UserRef | None, limit: int, offset: int
+) -> tuple[list[dict[str, Any]], int]:
+    """A page of the project's users (oldest first) with their wallets, and the total."""
+    field = None if ref is None else ref.field
+    values = {"project_id": project_id, "value": None if ref is None else ref.value}
+    total = connection.execute(_USER_TOTAL[field], values).scalar_one()
+    page = connection.execute(_USER_PAGE[field], {**values, "limit": limit, "offset": offset})
+    users = [dict(zip(_USER_KEYS, row, strict=True)) for row in page]
+    wallets: dict[uuid.UUID, list[dict[str, Any]]] = {user["id"]: [] for user in users}
+    if users:
+        for row in connection.execute(_WALLETS_OF, {"user_ids": list(wallets)}):
+            wallets[row[0]].append(dict(zip(_SUMMARY_KEYS, row[1:], strict=True)))
+    for user in users:
+        user["wallets"] = wallets[user["id"]]
+    return users, total
+
+
+def count_active_users(connection: Connection, project_id: uuid.UUID) -> int:
+    return connection.execute(_ACTIVE_USERS, {"project_id": project_id}).scalar_one()
 
 
 async def find_user(

@@ -4,7 +4,7 @@ from tessera.auth.dependencies import Reader, Writer
 from tessera.chain.registry import ChainsDep
 from tessera.config import SettingsDep
 from tessera.crypto import BoxDep
-from tessera.db import SessionDep, reads_only
+from tessera.db import DatabaseDep, SessionDep, reads_only
 from tessera.errors import responses
 from tessera.users import service
 from tessera.users.schemas import (
@@ -47,25 +47,24 @@ async def create_users(
 
 @router.post("/profile", response_model=UserRead, responses=responses(400, 401, 404))
 @reads_only
-async def fetch_user(session: SessionDep, principal: Reader, body: UserLookup) -> UserRead:
+async def fetch_user(database: DatabaseDep, principal: Reader, body: UserLookup) -> UserRead:
     """One user with its wallets, by email, referenceId or id (in that priority)."""
-    return UserRead.model_validate(await service.get_profile(session, principal, lookup=body))
+    return await service.get_profile(database, principal, lookup=body)
 
 
 @router.post("/fetch", response_model=UserList, responses=responses(400, 401))
 @reads_only
 async def fetch_users(
-    session: SessionDep, principal: Reader, body: UserFetch | None = None
+    database: DatabaseDep, principal: Reader, body: UserFetch | None = None
 ) -> UserList:
     """The project's users, oldest first (``limit`` 1-1000, default 10; ``offset`` default 0)."""
-    users, total = await service.fetch_users(session, principal, query=body or UserFetch())
-    return UserList.model_validate({"users": users, "total": total})
+    return await service.fetch_users(database, principal, query=body or UserFetch())
 
 
 @router.get("/count", response_model=UserCount, responses=responses(401))
-async def count_users(session: SessionDep, principal: Reader) -> UserCount:
+async def count_users(database: DatabaseDep, principal: Reader) -> UserCount:
     """Number of activated users of the project."""
-    return UserCount(count=await service.count_active_users(session, principal))
+    return UserCount(count=await service.count_active_users(database, principal))
 
 
 @router.post("/activate", response_model=ActivationRead, responses=responses(400, 401, 403, 404))

@@ -4,17 +4,17 @@ import uuid
 from collections import Counter
 from datetime import timedelta
 
-from sqlalchemy import func, select, update
+from sqlalchemy import select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
-from sqlalchemy.orm import selectinload
 from sqlalchemy.orm.attributes import set_committed_value
 
 from tessera.auth.principal import Principal
 from tessera.chain.keys import new_custodial_key
 from tessera.chain.registry import Chains
 from tessera.crypto import SecretBox
-from tessera.errors import EmailTaken, InvalidInput, ReferenceIdTaken
+from tessera.db import Database
+from tessera.errors import EmailTaken, InvalidInput, ReferenceIdTaken, UserNotFound
 from tessera.models import ReputationEntry, User, UserWallet
 from tessera.models.base import utcnow
 from tessera.users import repository
@@ -23,7 +23,9 @@ from tessera.users.schemas import (
     ReputationAdjust,
     UserCreate,
     UserFetch,
+    UserList,
     UserLookup,
+    UserRead,
 )
 from tessera.wallets.schemas import WalletBalance
 from tessera.wallets.service import read_balances
@@ -123,32 +125,23 @@ async def _reject_taken(
             raise ReferenceIdTaken(f"referenceId already used in this project: {listed}")
 
 
-async def get_profile(session: AsyncSession, principal: Principal, *, lookup: UserLookup) -> User:
-    return await repository.get_user(session, principal.project_id, lookup.ref(), with_wallets=True)
+async def get_profile(database: Database, principal: Principal, *, lookup: UserLookup) -> UserRead:
+    profile = await database.read(repository.read_profile, principal.project_id, lookup.ref())
+    if profile is None:
+        raise UserNotFound
+    return profile
 
 
-async def fetch_users(
-    session: AsyncSession, principal: Principal, *, query: UserFetch
-) -> tuple[list[User], int]:
+async def fetch_users(database: Database, principal: Principal, *, query: UserFetch) -> UserList:
     """A page of the project's users (oldest first), optionally narrowed to one identifier."""
-    statement = repository.users_of(principal.project_id, query.ref_or_none())
-    total = await session.scalar(select(func.count()).select_from(statement.subquery()))
-    page = await session.scalars(
-        statement.options(selectinload(User.wallets))
-        .order_by(User.created_at, User.id)
-        .limit(query.limit)
-        .offset(query.offset)
+    users, total = await database.read(
+        repository.read_users, principal.project_id, query.ref_or_none(), query.limit, query.offset
     )
-    return list(page), total or 0
+    return UserList.model_validate({"users": users, "total": total})
 
 
-async def count_active_users(session: AsyncSession, principal: Principal) -> int:
-    count = await session.scalar(
-        select(func.count())
-        .select_from(User)
-        .where(User.project_id == principal.project_id, User.is_activated.is_(True))
-    )
-    return count or 0
+async def count_active_users(database: Database, principal: Principal) -> int:
+    return await database.read(repository.count_active_users, principal.project_id)
 
 
 async def activate_user(session: AsyncSession, principal: Principal, *, lookup: UserLookup) -> User:
