@@ -56,6 +56,14 @@ def _configure_logging(settings: Settings) -> None:
     logging.basicConfig(
         level=settings.log_level.upper(), format="%(levelname)s %(name)s %(message)s"
     )
+    # Access lines are JSON objects already: one per line on stderr, nothing around them.
+    access = logging.getLogger("tessera.access")
+    if settings.access_log and not access.handlers:
+        handler = logging.StreamHandler()
+        handler.setFormatter(logging.Formatter("%(message)s"))
+        access.addHandler(handler)
+        access.setLevel(logging.INFO)
+        access.propagate = False
 
 
 def _run(work: Callable[[Database, Settings], Awaitable[T]]) -> T:
@@ -103,6 +111,7 @@ def serve(
         loop="uvloop",
         http="httptools",
         log_level=settings.log_level,
+        access_log=False,  # Tessera's own, with the request id: TESSERA_ACCESS_LOG
         proxy_headers=False,
     )
 

@@ -31,10 +31,14 @@ class Settings(BaseSettings):
     host: str = "127.0.0.1"
     port: int = Field(default=8000, ge=1, le=65535)
     log_level: str = "info"
+    # One JSON line per request on the "tessera.access" logger (see tessera.middleware).
+    access_log: bool = False
 
     database_url: str = "sqlite+aiosqlite:///./tessera.db"
-    db_pool_size: int = Field(default=10, ge=1)
-    db_max_overflow: int = Field(default=20, ge=0)
+    # PostgreSQL connections per process. A request waits for a pooled connection; overflow
+    # connections are opened for one use and closed, which costs more than the query.
+    db_pool_size: int = Field(default=32, ge=1)
+    db_max_overflow: int = Field(default=0, ge=0)
 
     # Key-encryption keys for secrets at rest: "kid:base64(32 bytes)[,kid:base64...]".
     # The first is used to encrypt; all of them decrypt, so a new key can be put first and the

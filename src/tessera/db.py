@@ -53,8 +53,10 @@ class Database:
                 SQLITE_READERS, thread_name_prefix="sqlite-reader"
             )
         else:
+            # No ping before each use (a round trip per request): a connection broken by a
+            # server restart fails its request, and SQLAlchemy then replaces the whole pool.
             self.engine = create_async_engine(
-                url, pool_size=pool_size, max_overflow=max_overflow, pool_pre_ping=True
+                url, pool_size=pool_size, max_overflow=max_overflow, pool_recycle=3600
             )
             self.write_engine = self.engine
             self._write_lock = None

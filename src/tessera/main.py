@@ -94,7 +94,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.chains = Chains(settings)
 
     install_error_handlers(app)
-    app.add_middleware(RequestContextMiddleware, max_body_bytes=settings.max_body_bytes)
+    app.add_middleware(
+        RequestContextMiddleware,
+        max_body_bytes=settings.max_body_bytes,
+        access_log=settings.access_log,
+    )
     app.include_router(version_router)
     app.include_router(auth_router)
     app.include_router(v1)
