@@ -182,7 +182,7 @@ async def register_attendee(
                 .where(Attendee.id == attendee_id)
                 .values(checked_in_at=body.checked_in_at, updated_at=utcnow())
             )
-    await session.commit()
+    # Read back inside the transaction: one transaction per registration, not two.
     attendee = await session.scalar(
         select(Attendee)
         .where(Attendee.id == attendee_id)
@@ -190,6 +190,7 @@ async def register_attendee(
         .execution_options(populate_existing=True)
     )
     assert attendee is not None
+    await session.commit()
     return attendee
 
 
