@@ -12,7 +12,8 @@ from sqlalchemy.orm import selectinload
 from tessera.db import get_in_project, joined
 from tessera.errors import ProductNotFound
 from tessera.models import Event, Order, OrderItem, Product, ProductItem, Redemption, User
-from tessera.schemas import PageParams
+from tessera.products.schemas import SaleList, SaleRead
+from tessera.schemas import PageParams, Pagination
 
 _PRODUCTS, _EVENTS = Product.__table__, Event.__table__
 # Built once (see users.repository).
@@ -27,6 +28,31 @@ _PRODUCT_PAGE = (
     .offset(bindparam("offset"))
 )
 _EVENTS_BY_ID = select(_EVENTS).where(_EVENTS.c.id.in_(bindparam("ids", expanding=True)))
+_PRODUCT_NAME = select(_PRODUCTS.c.name).where(
+    _PRODUCTS.c.project_id == bindparam("project_id"), _PRODUCTS.c.id == bindparam("id")
+)
+_LINES, _ORDERS, _USERS = OrderItem.__table__, Order.__table__, User.__table__
+_SALES_TOTAL = select(func.count()).where(_LINES.c.product_id == bindparam("id"))
+_SALES_PAGE = (
+    select(
+        _LINES.c.id,
+        _ORDERS.c.order_number,
+        _ORDERS.c.status.label("order_status"),
+        _LINES.c.quantity,
+        _LINES.c.unit_price,
+        _USERS.c.id.label("user_id"),
+        _USERS.c.email.label("user_email"),
+        _USERS.c.first_name.label("user_first_name"),
+        _USERS.c.last_name.label("user_last_name"),
+        _LINES.c.created_at,
+    )
+    .join(_ORDERS, _LINES.c.order_id == _ORDERS.c.id)
+    .join(_USERS, _ORDERS.c.user_id == _USERS.c.id)
+    .where(_LINES.c.product_id == bindparam("id"))
+    .order_by(_LINES.c.created_at, _LINES.c.id)
+    .limit(bindparam("limit"))
+    .offset(bindparam("offset"))
+)
 
 
 async def get_product(
@@ -48,25 +74,6 @@ async def products_by_id(
         select(Product).where(Product.project_id == project_id, Product.id.in_(ids))
     )
     return {product.id: product for product in products}
-
-
-async def list_sales(
-    session: AsyncSession, product: Product, *, paging: PageParams
-) -> tuple[list[tuple[OrderItem, Order, User]], int]:
-    """A page of the product's order lines (oldest first) with their order and buyer."""
-    total = await session.scalar(
-        select(func.count()).select_from(OrderItem).where(OrderItem.product_id == product.id)
-    )
-    rows = await session.execute(
-        select(OrderItem, Order, User)
-        .join(Order, OrderItem.order_id == Order.id)
-        .join(User, Order.user_id == User.id)
-        .where(OrderItem.product_id == product.id)
-        .order_by(OrderItem.created_at, OrderItem.id)
-        .limit(paging.limit)
-        .offset(paging.offset)
-    )
-    return [(line, order, user) for line, order, user in rows], total or 0
 
 
 async def items_of_lines(
@@ -118,3 +125,21 @@ def read_products(
         {"project_id": project_id, "limit": paging.limit, "offset": paging.offset},
     ).all()
     return _with_events(connection, list(rows))
+
+
+def read_sales(
+    connection: Connection, project_id: uuid.UUID, product_id: uuid.UUID, paging: PageParams
+) -> SaleList | None:
+    """A page of the product's order lines (oldest first) with their order's status and buyer,
+    or None when the project has no such product."""
+    name = connection.execute(_PRODUCT_NAME, {"project_id": project_id, "id": product_id}).scalar()
+    if name is None:
+        return None
+    total = connection.execute(_SALES_TOTAL, {"id": product_id}).scalar_one()
+    rows = connection.execute(
+        _SALES_PAGE, {"id": product_id, "limit": paging.limit, "offset": paging.offset}
+    )
+    return SaleList(
+        sales=[SaleRead.model_validate({**row._mapping, "product_name": name}) for row in rows],
+        pagination=Pagination(page=paging.page, limit=paging.limit, total=total),
+    )

@@ -17,12 +17,11 @@ from tessera.products.schemas import (
     ProductRead,
     RedeemRequest,
     SaleList,
-    SaleRead,
     TransferItem,
     TransferRead,
     TransferRequest,
 )
-from tessera.schemas import PageParams, Pagination
+from tessera.schemas import PageParams
 
 router = APIRouter(prefix="/products", tags=["products"])
 
@@ -57,16 +56,13 @@ async def get_product(database: DatabaseDep, principal: Reader, id: uuid.UUID) -
 
 @router.get("/{id}/sales", response_model=SaleList, responses=responses(400, 401, 404))
 async def list_product_sales(
-    session: SessionDep, principal: Reader, id: uuid.UUID, paging: Annotated[PageParams, Query()]
+    database: DatabaseDep,
+    principal: Reader,
+    id: uuid.UUID,
+    paging: Annotated[PageParams, Query()],
 ) -> SaleList:
     """Order lines of the product, oldest first, with order status and unit price at order time."""
-    product, rows, total = await service.list_sales(
-        session, principal, product_id=id, paging=paging
-    )
-    return SaleList(
-        sales=[SaleRead.of(line, order, user, product.name) for line, order, user in rows],
-        pagination=Pagination(page=paging.page, limit=paging.limit, total=total),
-    )
+    return await service.list_sales(database, principal, product_id=id, paging=paging)
 
 
 @router.post(

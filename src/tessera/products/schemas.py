@@ -6,7 +6,7 @@ from pydantic import Field, StringConstraints, computed_field, field_validator, 
 
 from tessera.config import Chain
 from tessera.events.schemas import EventRead
-from tessera.models import NftStatus, Order, OrderItem, OrderStatus, ProductItem, Redemption, User
+from tessera.models import NftStatus, OrderStatus, ProductItem, Redemption
 from tessera.products.rules import is_fully_redeemed
 from tessera.schemas import (
     Bool,
@@ -119,22 +119,6 @@ class SaleRead(SnakeModel):
     user_first_name: str | None
     user_last_name: str | None
     created_at: datetime
-
-    @classmethod
-    def of(cls, line: OrderItem, order: Order, user: User, product_name: str) -> Self:
-        return cls(
-            id=line.id,
-            order_number=order.order_number,
-            order_status=order.status,
-            product_name=product_name,
-            quantity=line.quantity,
-            unit_price=float(line.unit_price),
-            user_id=user.id,
-            user_email=user.email,
-            user_first_name=user.first_name,
-            user_last_name=user.last_name,
-            created_at=line.created_at,
-        )
 
 
 class SaleList(SnakeModel):

@@ -18,7 +18,7 @@ from tessera.errors import (
 )
 from tessera.events.repository import get_event
 from tessera.jobs.queue import JobKind
-from tessera.models import ItemTransfer, Order, OrderItem, Product, ProductItem, Redemption, User
+from tessera.models import ItemTransfer, Product, ProductItem, Redemption, User
 from tessera.models.base import unix_now
 from tessera.products import repository, rules
 from tessera.products.schemas import (
@@ -26,6 +26,7 @@ from tessera.products.schemas import (
     ProductCreate,
     ProductRead,
     RedeemRequest,
+    SaleList,
     TransferRequest,
 )
 from tessera.products.tasks import queue_nft
@@ -97,12 +98,13 @@ async def get_product(
 
 
 async def list_sales(
-    session: AsyncSession, principal: Principal, *, product_id: uuid.UUID, paging: PageParams
-) -> tuple[Product, list[tuple[OrderItem, Order, User]], int]:
+    database: Database, principal: Principal, *, product_id: uuid.UUID, paging: PageParams
+) -> SaleList:
     """Order lines of a product (oldest first) with their order's status and buyer."""
-    product = await repository.get_product(session, principal.project_id, product_id)
-    rows, total = await repository.list_sales(session, product, paging=paging)
-    return product, rows, total
+    sales = await database.read(repository.read_sales, principal.project_id, product_id, paging)
+    if sales is None:
+        raise ProductNotFound
+    return sales
 
 
 async def issue_items(
