@@ -12,16 +12,20 @@ already provides.
 """
 
 import asyncio
+import sqlite3
+import time
 import uuid
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Generator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from types import SimpleNamespace
 from typing import Annotated, Any, TypeVar
 
+import aiosqlite
 from fastapi import Depends, Request
 from sqlalchemy import ColumnElement, Engine, Row, Select, create_engine, event, select, text
 from sqlalchemy.engine import URL, make_url
+from sqlalchemy.exc import OperationalError
 from sqlalchemy.ext.asyncio import (
     AsyncEngine,
     AsyncSession,
@@ -30,10 +34,12 @@ from sqlalchemy.ext.asyncio import (
 )
 from sqlalchemy.orm import DeclarativeBase
 from sqlalchemy.orm.interfaces import ORMOption
+from sqlalchemy.util.concurrency import await_
 
 from tessera.errors import NotFound
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000
+SQLITE_BUSY_RETRY_SECONDS = 0.005
 SQLITE_READERS = 4
 
 T = TypeVar("T")
@@ -45,8 +51,8 @@ class Database:
         self.url = make_url(url)
         self.is_sqlite = self.url.get_backend_name() == "sqlite"
         if self.is_sqlite:
-            self.engine = _sqlite_engine(url, begin="BEGIN")
-            self.write_engine = _sqlite_engine(url, begin="BEGIN IMMEDIATE")
+            self.engine = _sqlite_engine(self.url, begin="BEGIN")
+            self.write_engine = _sqlite_engine(self.url, begin="BEGIN IMMEDIATE")
             self._write_lock: asyncio.Lock | None = asyncio.Lock()
             self._query_engine = _sqlite_query_engine(self.url, SQLITE_READERS)
             self._query_threads: ThreadPoolExecutor | None = ThreadPoolExecutor(
@@ -128,32 +134,79 @@ def _sqlite_query_engine(url: URL, readers: int) -> Engine:
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_connection: Any, _record: Any) -> None:
         dbapi_connection.isolation_level = None  # autocommit: each read is its own snapshot
-        _sqlite_pragmas(dbapi_connection)
+        _sqlite_pragmas(dbapi_connection, busy_timeout_ms=SQLITE_BUSY_TIMEOUT_MS)
 
     return engine
 
 
-def _sqlite_pragmas(dbapi_connection: Any) -> None:
+def _sqlite_pragmas(dbapi_connection: Any, *, busy_timeout_ms: int) -> None:
     cursor = dbapi_connection.cursor()
     cursor.execute("PRAGMA journal_mode=WAL")
     cursor.execute("PRAGMA foreign_keys=ON")
     cursor.execute("PRAGMA synchronous=NORMAL")
-    cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
+    cursor.execute(f"PRAGMA busy_timeout={busy_timeout_ms}")
     cursor.close()
 
 
-def _sqlite_engine(url: str, *, begin: str) -> AsyncEngine:
-    engine = create_async_engine(url, connect_args={"timeout": SQLITE_BUSY_TIMEOUT_MS / 1000})
+class _InlineConnection(aiosqlite.Connection):
+    """aiosqlite's connection with each call run at once on the event loop's thread.
+
+    aiosqlite hands every call (cursor, execute, fetch, commit) to a thread and back; on this
+    kind of machine each hand-over costs more than the SQLite statement it carries, and a write
+    makes dozens. SQLite statements on an indexed row take microseconds, so the session's
+    connections run them inline instead. Nothing may wait inside SQLite on the loop: the only
+    wait, for another process's write lock, happens in ``_begin`` with an asyncio sleep.
+    (Database.read keeps its reader threads: a large read there runs beside the loop.)
+    """
+
+    def __await__(self) -> Generator[Any, None, "_InlineConnection"]:
+        return self._connect().__await__()
+
+    async def _connect(self) -> "_InlineConnection":
+        if self._connection is None:
+            self._connection = self._connector()
+        return self
+
+    async def _execute(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        return fn(*args, **kwargs)
+
+    def stop(self) -> None:
+        self._running = False
+        if self._connection is not None:
+            self._connection.close()
+            self._connection = None
+
+
+def _sqlite_engine(url: URL, *, begin: str) -> AsyncEngine:
+    path = url.database or ":memory:"
+
+    def open_sqlite() -> sqlite3.Connection:
+        # No transaction control by the driver: we say how to BEGIN. No busy timeout: SQLite
+        # would sleep on the event loop (see _begin).
+        return sqlite3.connect(path, timeout=0, isolation_level=None)
+
+    async def connect() -> _InlineConnection:
+        return await _InlineConnection(open_sqlite, 64)
+
+    engine = create_async_engine(url, async_creator=connect)
 
     @event.listens_for(engine.sync_engine, "connect")
     def _on_connect(dbapi_connection: Any, _record: Any) -> None:
-        # Take transaction control away from the driver so that we can say how to BEGIN.
-        dbapi_connection.isolation_level = None
-        _sqlite_pragmas(dbapi_connection)
+        _sqlite_pragmas(dbapi_connection, busy_timeout_ms=0)
 
     @event.listens_for(engine.sync_engine, "begin")
-    def _on_begin(connection: Any) -> None:
-        connection.exec_driver_sql(begin)
+    def _begin(connection: Any) -> None:
+        # Another process (the CLI, a second server) may hold the write lock: wait for it
+        # without blocking the loop, up to the busy timeout.
+        deadline = time.monotonic() + SQLITE_BUSY_TIMEOUT_MS / 1000
+        while True:
+            try:
+                connection.exec_driver_sql(begin)
+                return
+            except OperationalError as exc:
+                if "locked" not in str(exc) or time.monotonic() > deadline:
+                    raise
+            await_(asyncio.sleep(SQLITE_BUSY_RETRY_SECONDS))
 
     return engine
 
