@@ -16,7 +16,6 @@ import sqlite3
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Generator, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from types import SimpleNamespace
 from typing import Annotated, Any, TypeVar
@@ -40,7 +39,6 @@ from tessera.errors import NotFound
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000
 SQLITE_BUSY_RETRY_SECONDS = 0.005
-SQLITE_READERS = 4
 
 T = TypeVar("T")
 READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
@@ -54,10 +52,7 @@ class Database:
             self.engine = _sqlite_engine(self.url, begin="BEGIN")
             self.write_engine = _sqlite_engine(self.url, begin="BEGIN IMMEDIATE")
             self._write_lock: asyncio.Lock | None = asyncio.Lock()
-            self._query_engine = _sqlite_query_engine(self.url, SQLITE_READERS)
-            self._query_threads: ThreadPoolExecutor | None = ThreadPoolExecutor(
-                SQLITE_READERS, thread_name_prefix="sqlite-reader"
-            )
+            self._query_engine: Engine | None = _sqlite_query_engine(self.url)
         else:
             # No ping before each use (a round trip per request): a connection broken by a
             # server restart fails its request, and SQLAlchemy then replaces the whole pool.
@@ -67,7 +62,7 @@ class Database:
             self.write_engine = self.engine
             self._write_lock = None
             self._autocommit = self.engine.execution_options(isolation_level="AUTOCOMMIT")
-            self._query_threads = None
+            self._query_engine = None
         self._readers = async_sessionmaker(self.engine, expire_on_commit=False)
         self._writers = async_sessionmaker(self.write_engine, expire_on_commit=False)
 
@@ -75,16 +70,15 @@ class Database:
         """Run a read-only ``query(connection, *args)`` in one trip to the database.
 
         Reads are plain functions of a Core ``Connection`` in autocommit: no BEGIN and ROLLBACK
-        around them, no ORM identity map. On SQLite the whole function runs in a reader thread
-        (one hop instead of several per statement); on PostgreSQL in the engine's greenlet. A
-        read that needs several statements sees each one's committed state, as READ COMMITTED
-        does on PostgreSQL, so a read that must be consistent is written as one statement.
+        around them, no ORM identity map. On SQLite the function runs at once on the event
+        loop's thread (as the sessions' statements do, see ``_InlineConnection``); on PostgreSQL
+        in the engine's greenlet. A read that needs several statements sees each one's committed
+        state, as READ COMMITTED does on PostgreSQL, so a read that must be consistent is
+        written as one statement.
         """
-        if self._query_threads is not None:
-            loop = asyncio.get_running_loop()
-            return await loop.run_in_executor(
-                self._query_threads, _run_query, self._query_engine, query, args
-            )
+        if self._query_engine is not None:
+            with self._query_engine.connect() as connection:
+                return query(connection, *args)
         async with self._autocommit.connect() as connection:
             return await connection.run_sync(query, *args)
 
@@ -106,8 +100,7 @@ class Database:
         await self.engine.dispose()
         if self.write_engine is not self.engine:
             await self.write_engine.dispose()
-        if self._query_threads is not None:
-            self._query_threads.shutdown()
+        if self._query_engine is not None:
             self._query_engine.dispose()
 
 
@@ -117,16 +110,12 @@ def joined(row: Row[Any], **related: object) -> SimpleNamespace:
     return SimpleNamespace(**row._mapping, **related)
 
 
-def _run_query(engine: Engine, query: Callable[..., T], args: tuple[Any, ...]) -> T:
-    with engine.connect() as connection:
-        return query(connection, *args)
-
-
-def _sqlite_query_engine(url: URL, readers: int) -> Engine:
-    """The synchronous reader pool behind ``Database.read`` on SQLite (autocommit, WAL)."""
+def _sqlite_query_engine(url: URL) -> Engine:
+    """The connection behind ``Database.read`` on SQLite: synchronous, used on the loop's
+    thread one read at a time, in autocommit. In WAL mode a read never waits for a writer."""
     engine = create_engine(
         url.set(drivername="sqlite+pysqlite"),
-        pool_size=readers,
+        pool_size=1,
         max_overflow=0,
         connect_args={"check_same_thread": False, "timeout": SQLITE_BUSY_TIMEOUT_MS / 1000},
     )
@@ -156,7 +145,7 @@ class _InlineConnection(aiosqlite.Connection):
     makes dozens. SQLite statements on an indexed row take microseconds, so the session's
     connections run them inline instead. Nothing may wait inside SQLite on the loop: the only
     wait, for another process's write lock, happens in ``_begin`` with an asyncio sleep.
-    (Database.read keeps its reader threads: a large read there runs beside the loop.)
+    The largest read (a page of 1000 users) holds the loop for a few milliseconds.
     """
 
     def __await__(self) -> Generator[Any, None, "_InlineConnection"]:
