@@ -101,6 +101,8 @@ def _query_names(route: APIRoute) -> frozenset[str]:
 
 async def known_query_only(request: Request) -> None:
     """Refuse query parameters the route does not declare (400 naming each)."""
+    if not request.scope["query_string"]:
+        return
     route = request.scope.get("route")
     known = _query_names(route) if isinstance(route, APIRoute) else frozenset()
     unknown = sorted(set(request.query_params) - known)
