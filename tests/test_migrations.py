@@ -6,7 +6,9 @@ PostgreSQL database beside the suite's own, dropped afterwards), never from the 
 
 import asyncio
 import os
+import uuid
 from collections.abc import AsyncIterator
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -14,7 +16,7 @@ from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from alembic.script import ScriptDirectory
-from sqlalchemy import Connection, inspect
+from sqlalchemy import Connection, inspect, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import create_async_engine
 
@@ -99,3 +101,50 @@ class TestMigrations:
         await _upgrade(empty_database_url)
         assert await _inspect(empty_database_url, _differences) == []
         assert (await _inspect(empty_database_url, _state))[1] == HEAD
+
+    async def test_the_user_counters_start_from_the_users_already_there(self, empty_database_url):
+        await _upgrade(empty_database_url, "0004")
+
+        # Raw rows as each driver takes them: SQLite stores text, asyncpg wants typed values.
+        def value(native: uuid.UUID | datetime) -> object:
+            if BACKEND != "sqlite":
+                return native
+            return native.hex if isinstance(native, uuid.UUID) else native.isoformat(" ")
+
+        project = value(uuid.uuid4())
+        now = value(datetime(2026, 1, 1, tzinfo=UTC))
+        users = [(uuid.uuid4(), active) for active in (True, False, True)]
+
+        def seed(connection: Connection) -> None:
+            connection.execute(
+                text(
+                    "INSERT INTO projects (id, name, created_at, updated_at) "
+                    "VALUES (:id, 'p', :now, :now)"
+                ),
+                {"id": project, "now": now},
+            )
+            for user_id, active in users:
+                connection.execute(
+                    text(
+                        "INSERT INTO users (id, project_id, email, is_activated, reputation, "
+                        "created_at, updated_at) VALUES (:id, :project, :email, :active, 0, "
+                        ":now, :now)"
+                    ),
+                    {
+                        "id": value(user_id),
+                        "project": project,
+                        "email": f"{user_id}@example.com",
+                        "active": active,
+                        "now": now,
+                    },
+                )
+            connection.commit()
+
+        await _inspect(empty_database_url, seed)
+        await _upgrade(empty_database_url)
+
+        def counters(connection: Connection) -> tuple[int, int]:
+            row = connection.execute(text("SELECT user_count, active_user_count FROM projects"))
+            return tuple(row.one())
+
+        assert await _inspect(empty_database_url, counters) == (3, 2)

@@ -1,13 +1,14 @@
+import asyncio
 import uuid
 
 import pytest
 import sr25519
 from scalecodec.utils.ss58 import ss58_decode
-from sqlalchemy import select
+from sqlalchemy import func, select
 
 from tessera.chain.keys import open_seed
 from tessera.crypto import Sealed
-from tessera.models import UserWallet
+from tessera.models import User, UserWallet
 from tests.factories import create_user, create_users, row_counts, user_body
 
 USER_KEYS = {"id", "isActivated", "activatedOn", "firstName", "lastName", "email", "referenceId"}
@@ -288,6 +289,40 @@ class TestCountAndActivation:
         profile = await client.post("/v1/users/profile", headers=tenant.r, json={"id": a["id"]})
         assert profile.json()["activatedOn"] == first.json()["activatedOn"]
         assert b["isActivated"] is False
+
+    async def test_concurrent_activations_count_each_user_once(self, client, tenant, database):
+        users = await create_users(client, tenant, 8)
+        responses = await asyncio.gather(
+            *(
+                client.post("/v1/users/activate", headers=tenant.w, json={"id": user["id"]})
+                for user in users * 3
+            )
+        )
+        assert {response.status_code for response in responses} == {200}
+        assert (await client.get("/v1/users/count", headers=tenant.r)).json() == {"count": 8}
+        async with database.session(write=False) as session:
+            active = await session.scalar(
+                select(func.count()).where(User.project_id == tenant.project_id, User.is_activated)
+            )
+        assert active == 8
+
+    async def test_the_listing_total_counts_created_users_only(self, client, tenant, other):
+        await create_users(client, tenant, 3)
+        await create_users(client, other, 2)
+        taken = await client.post(
+            "/v1/users/create", headers=tenant.w, json=[user_body(), user_body()] * 1
+        )
+        assert taken.status_code == 201
+        duplicate = await client.post(
+            "/v1/users/create",
+            headers=tenant.w,
+            json=[{"email": taken.json()["users"][0]["email"]}],
+        )
+        assert duplicate.status_code == 409  # refused: counts nothing
+        listing = await client.post("/v1/users/fetch", headers=tenant.r, json={"limit": 1})
+        assert listing.json()["total"] == 5
+        listing = await client.post("/v1/users/fetch", headers=other.r, json={})
+        assert listing.json()["total"] == 2
 
     async def test_another_projects_user_is_404(self, client, tenant, other):
         theirs = await create_user(client, other)

@@ -2,7 +2,7 @@ import uuid
 from datetime import datetime
 from typing import Literal
 
-from sqlalchemy import ForeignKey, String, Text, UniqueConstraint, Uuid
+from sqlalchemy import BigInteger, ForeignKey, String, Text, UniqueConstraint, Uuid
 from sqlalchemy.orm import Mapped, mapped_column
 
 from tessera.models.base import (
@@ -22,6 +22,10 @@ class Project(IdMixin, TimestampMixin, Base):
     __tablename__ = "projects"
 
     name: Mapped[str] = mapped_column(String(255))
+    # Kept in the transaction that creates or activates users (users.repository), so that
+    # users/count and the users/fetch total read one row instead of counting a million.
+    user_count: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")
+    active_user_count: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")
 
 
 class ProjectWallet(IdMixin, TimestampMixin, CustodialKeyMixin, Base):

@@ -9,7 +9,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import selectinload
 
 from tessera.errors import ReputationWouldBeNegative, UserNotFound
-from tessera.models import ReputationEntry, User, UserWallet
+from tessera.models import Project, ReputationEntry, User, UserWallet
+from tessera.models.base import utcnow
 from tessera.users.schemas import UserRead, UserRef
 
 COLUMNS = {"email": User.email, "reference_id": User.reference_id, "id": User.id}
@@ -80,10 +81,12 @@ _USER_PAGE = {
     .offset(bindparam("offset"))
     for field, statement in _USERS.items()
 }
+# The total of an unfiltered listing is the project's counter; a filter names one user.
 _USER_TOTAL = {
     field: select(func.count()).select_from(statement.subquery())
     for field, statement in _USERS.items()
-}
+    if field is not None
+} | {None: select(Project.user_count).where(Project.id == bindparam("project_id"))}
 # Listings show a wallet without its id (``WalletSummary``).
 _SUMMARY_FIELDS = (UserWallet.type, UserWallet.address, UserWallet.custody)
 _SUMMARY_KEYS = [column.key for column in _SUMMARY_FIELDS]
@@ -92,9 +95,7 @@ _WALLETS_OF = (
     .where(UserWallet.user_id.in_(bindparam("user_ids", expanding=True)))
     .order_by(UserWallet.created_at)
 )
-_ACTIVE_USERS = select(func.count()).where(
-    User.project_id == bindparam("project_id"), User.is_activated.is_(True)
-)
+_ACTIVE_USERS = select(Project.active_user_count).where(Project.id == bindparam("project_id"))
 
 
 def read_users(
@@ -103,7 +104,7 @@ def read_users(
     """A page of the project's users (oldest first) with their wallets, and the total."""
     field = None if ref is None else ref.field
     values = {"project_id": project_id, "value": None if ref is None else ref.value}
-    total = connection.execute(_USER_TOTAL[field], values).scalar_one()
+    total = connection.execute(_USER_TOTAL[field], values).scalar() or 0
     page = connection.execute(_USER_PAGE[field], {**values, "limit": limit, "offset": offset})
     users = [dict(zip(_USER_KEYS, row, strict=True)) for row in page]
     wallets: dict[uuid.UUID, list[dict[str, Any]]] = {user["id"]: [] for user in users}
@@ -116,7 +117,36 @@ def read_users(
 
 
 def count_active_users(connection: Connection, project_id: uuid.UUID) -> int:
-    return connection.execute(_ACTIVE_USERS, {"project_id": project_id}).scalar_one()
+    return connection.execute(_ACTIVE_USERS, {"project_id": project_id}).scalar() or 0
+
+
+async def count_created(session: AsyncSession, project_id: uuid.UUID, created: int) -> None:
+    """Add new users to the project's counter, in the transaction that creates them."""
+    await session.execute(
+        update(Project)
+        .where(Project.id == project_id)
+        .values(user_count=Project.user_count + created)
+    )
+
+
+async def activate(session: AsyncSession, user: User) -> bool:
+    """Activate the user once (the first ``activated_on`` stays) and count it; False when it
+    was already active."""
+    activated = await session.scalar(
+        update(User)
+        .where(User.id == user.id, User.is_activated.is_(False))
+        .values(is_activated=True, activated_on=utcnow())
+        .returning(User.id)
+        .execution_options(synchronize_session=False)
+    )
+    if activated is None:
+        return False
+    await session.execute(
+        update(Project)
+        .where(Project.id == user.project_id)
+        .values(active_user_count=Project.active_user_count + 1)
+    )
+    return True
 
 
 async def find_user(

@@ -4,7 +4,7 @@ import uuid
 from collections import Counter
 from datetime import timedelta
 
-from sqlalchemy import select, update
+from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm.attributes import set_committed_value
@@ -78,6 +78,7 @@ async def create_users(
         session.add(wallet)
         set_committed_value(user, "wallets", [wallet])
         created.append(user)
+    await repository.count_created(session, project_id, len(created))
     try:
         await session.commit()
     except IntegrityError as exc:  # a concurrent request took an email or reference id
@@ -147,13 +148,7 @@ async def count_active_users(database: Database, principal: Principal) -> int:
 async def activate_user(session: AsyncSession, principal: Principal, *, lookup: UserLookup) -> User:
     """Activate a user; activating an active user keeps its original ``activatedOn``."""
     user = await repository.get_user(session, principal.project_id, lookup.ref())
-    if not user.is_activated:
-        await session.execute(
-            update(User)
-            .where(User.id == user.id, User.is_activated.is_(False))
-            .values(is_activated=True, activated_on=utcnow())
-            .execution_options(synchronize_session=False)
-        )
+    if not user.is_activated and await repository.activate(session, user):
         await session.commit()
         await session.refresh(user)
     return user
