@@ -78,8 +78,8 @@ async def create_users(
         session.add(wallet)
         set_committed_value(user, "wallets", [wallet])
         created.append(user)
-    await repository.count_created(session, project_id, len(created))
     try:
+        await repository.count_created(session, project_id, len(created))  # flushes the rows
         await session.commit()
     except IntegrityError as exc:  # a concurrent request took an email or reference id
         raise EmailTaken("email or referenceId already registered in this project") from exc
