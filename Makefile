@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 PYTEST_WORKERS ?= 2
 
-.PHONY: serve test lint clean devchain chopsticks
+.PHONY: serve test lint clean devchain chopsticks bench
 
 $(VENV)/.runtime: pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -50,3 +50,11 @@ chopsticks: $(VENV)/.runtime
 devchain: $(VENV)/.runtime
 	$(BIN)/tessera db upgrade
 	$(BIN)/tessera devchain
+
+# The benchmark (bench/README.md): Tessera next to bare-ASGI limits on SQLite and PostgreSQL.
+# Not part of `make test`; CI does not run it.
+bench: $(VENV)/.dev
+	@command -v wrk >/dev/null || { if [ "$$(id -u)" = 0 ]; then apt-get install -y wrk; \
+		else sudo apt-get install -y wrk; fi; }
+	@if echo "$${BACKENDS:-postgresql}" | grep -q postgresql; then bench/postgres.sh; fi
+	$(BIN)/python -m bench
