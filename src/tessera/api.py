@@ -1,6 +1,7 @@
 """The /v1 router: every domain router, plus the open version endpoint."""
 
 from fastapi import APIRouter, Depends, Response
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from tessera import API_VERSION, __build__
 from tessera.auth.dependencies import authenticate
@@ -36,6 +37,38 @@ async def get_version(response: Response) -> VersionRead:
     """API version implemented by this server; also a health check (no credential)."""
     response.headers["X-Tessera-Build"] = __build__
     return VersionRead(version=API_VERSION)
+
+
+class VersionAnswer:
+    """``GET /v1/version`` without a query string, answered before FastAPI's routing.
+
+    It is the health check: load balancers and orchestrators call it many times a second, and
+    routing plus dependency solving cost several times the answer. The route above stays the
+    contract (OpenAPI, and every other request to the path, e.g. one with a query parameter);
+    the answer is the same model's dump with the same headers, built once. It sits inside
+    ``RequestContextMiddleware``, so it carries the request id like every response.
+    """
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+        self.body = VersionRead(version=API_VERSION).model_dump_json().encode()
+        self.headers = [
+            (b"content-length", str(len(self.body)).encode()),
+            (b"content-type", b"application/json"),
+            (b"x-tessera-build", __build__.encode()),
+        ]
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if (
+            scope["type"] == "http"
+            and scope["path"] == "/v1/version"
+            and scope["method"] == "GET"
+            and not scope["query_string"]
+        ):
+            await send({"type": "http.response.start", "status": 200, "headers": self.headers})
+            await send({"type": "http.response.body", "body": self.body})
+            return
+        await self.app(scope, receive, send)
 
 
 # Every project route authenticates at router level; routes add Writer where they change state.

@@ -9,7 +9,7 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 
 from tessera import API_VERSION
-from tessera.api import v1, version_router
+from tessera.api import VersionAnswer, v1, version_router
 from tessera.auth.dependencies import Authenticator
 from tessera.auth.router import router as auth_router
 from tessera.chain.registry import Chains
@@ -94,6 +94,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.chains = Chains(settings)
 
     install_error_handlers(app)
+    app.add_middleware(VersionAnswer)  # inside the request context: added first
     app.add_middleware(
         RequestContextMiddleware,
         max_body_bytes=settings.max_body_bytes,
