@@ -57,4 +57,4 @@ bench: $(VENV)/.dev
 	@command -v wrk >/dev/null || { if [ "$$(id -u)" = 0 ]; then apt-get install -y wrk; \
 		else sudo apt-get install -y wrk; fi; }
 	@if echo "$${BACKENDS:-postgresql}" | grep -q postgresql; then bench/postgres.sh; fi
-	$(BIN)/python -m bench
+	$(BIN)/python -m bench.run

@@ -1,18 +1,38 @@
 #!/usr/bin/env bash
-# The machine's PostgreSQL 15 for the benchmark: started if stopped, role `tessera` (CREATEDB)
-# ready. The benchmark creates and drops its own database, tessera_bench.
+# PostgreSQL 15 for the benchmark, as .ci/run starts it: the cluster started if offline, role
+# `tessera` (LOGIN CREATEDB) and database `tessera_bench` created if missing. The benchmark then
+# drops and recreates tessera_bench itself (as `tessera`, its owner) on every run.
 set -euo pipefail
-as_postgres() { if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else sudo -u postgres "$@"; fi; }
-if ! pg_lsclusters --no-header | grep -q "^15 *main .*online"; then
-    if [ "$(id -u)" = 0 ]; then pg_ctlcluster 15 main start; else sudo pg_ctlcluster 15 main start; fi
+PG_VERSION=15
+PG_USER=tessera
+PG_PASSWORD=tessera
+PG_DB=tessera_bench
+
+as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
+as_postgres() { as_root runuser -u postgres -- "$@"; }
+
+if ! command -v pg_ctlcluster >/dev/null; then
+    echo "the benchmark needs PostgreSQL ${PG_VERSION} (pg_ctlcluster not found)" >&2
+    exit 1
 fi
-for _ in $(seq 1 30); do pg_isready -q -h 127.0.0.1 -p 5432 && break; sleep 1; done
-as_postgres psql -v ON_ERROR_STOP=1 -q <<'SQL'
-DO $$
+if ! pg_lsclusters --no-header | grep -q "^${PG_VERSION} *main .*online"; then
+    as_root pg_ctlcluster "${PG_VERSION}" main start
+fi
+for _ in $(seq 1 30); do
+    pg_isready -q -h 127.0.0.1 -p 5432 && break
+    sleep 1
+done
+pg_isready -h 127.0.0.1 -p 5432 || { echo "PostgreSQL is not reachable on 127.0.0.1:5432" >&2; exit 1; }
+
+as_postgres psql -v ON_ERROR_STOP=1 -q <<SQL
+DO \$\$
 BEGIN
-    IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'tessera') THEN
-        CREATE ROLE tessera LOGIN CREATEDB PASSWORD 'tessera';
+    IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = '${PG_USER}') THEN
+        CREATE ROLE ${PG_USER} LOGIN CREATEDB PASSWORD '${PG_PASSWORD}';
     END IF;
 END
-$$;
+\$\$;
 SQL
+if ! as_postgres psql -tAc "SELECT 1 FROM pg_database WHERE datname = '${PG_DB}'" | grep -q 1; then
+    as_postgres createdb -O "${PG_USER}" "${PG_DB}"
+fi

@@ -1,0 +1,303 @@
+"""``make bench`` (``python -m bench.run``): Tessera next to bare-ASGI limits, per backend.
+
+For each backend: seed a fresh database (bench/seed.py), then start one server at a time on a
+free port (bench/servers.py) and drive it with wrk (bench/wrk.py, bench/request.lua): the limits
+L1, L2, L2w, then Tessera's scenarios (bench/scenarios.py) and the single-request extras. Prints
+one table and writes it with everything raw to bench/results/<UTC time>/. See bench/README.md.
+"""
+
+import json
+import os
+import secrets
+import shutil
+import statistics
+import sys
+import time
+import urllib.error
+import urllib.request
+from datetime import UTC, datetime
+from pathlib import Path
+
+if __package__ in (None, ""):  # `python bench/run.py`
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench import report, seed, servers, wrk
+from bench.scenarios import FETCH_1000, PROFILE, SOAK, Scenario, selected
+
+HERE = Path(__file__).resolve().parent
+USERS = int(os.environ.get("USERS", "10000"))
+DURATION = int(os.environ.get("DURATION", "15"))
+DURATION_ONE = int(os.environ.get("DURATION_ONE", "5"))
+CONNECTIONS = int(os.environ.get("CONNECTIONS", "32"))
+BACKENDS = os.environ.get("BACKENDS", "sqlite postgresql").split()
+ONLY = os.environ.get("SCENARIOS", "")
+SERVER = os.environ.get("SERVER", "uvicorn")
+SOAK_ON = os.environ.get("SOAK") == "1"
+PG_URL = os.environ.get(
+    "BENCH_PG_URL", "postgresql+asyncpg://tessera:tessera@127.0.0.1:5432/tessera_bench"
+)
+WARMUP = 2  # seconds of load before each measured run, not counted
+REPEAT = 3  # calls of each single-request extra (the median is shown)
+SOAK_CONNECTIONS = 200
+SOAK_SECONDS = int(os.environ.get("SOAK_SECONDS", "60"))
+
+
+def wanted(name: str) -> bool:
+    return ONLY.lower() in name.lower()
+
+
+class Bench:
+    """One backend's run: its seed data, results folder, server settings and the position of
+    every scenario's request sequence (so that later runs never repeat a unique value)."""
+
+    def __init__(self, backend: str, data: dict, folder: Path) -> None:
+        self.backend = backend
+        self.data = data
+        self.folder = folder
+        self.env = servers.server_env(data["database_url"])
+        self.tag = secrets.token_hex(3)
+        self.runs = 0
+        self.sent: dict[str, int] = {}
+
+    def server(self, app: str, workers: int = 1) -> servers.Server:
+        suffix = f"-w{workers}" if workers > 1 else ""
+        log = self.folder / f"{self.backend}-{app}{suffix}.log"
+        return servers.Server(SERVER, app, self.env, log, workers=workers)
+
+    def wrk(
+        self,
+        server: servers.Server,
+        scenario: Scenario,
+        connections: int,
+        seconds: int,
+        raw: str | None = None,
+    ) -> dict:
+        self.runs += 1
+        offset = self.sent.get(scenario.name, 0)
+        result = wrk.run(
+            server.url,
+            scenario.request(self.data),
+            self.data["ids_dir"],
+            connections=connections,
+            seconds=seconds,
+            offset=offset,
+            tag=f"{self.tag}{self.runs}",
+            raw=self.folder / f"{self.backend}-{raw}.txt" if raw else None,
+        )
+        # Requests still in flight when wrk stopped were sent too.
+        self.sent[scenario.name] = (
+            offset + result["requests"] + connections + result["socket_errors"]
+        )
+        return result
+
+    def measure(
+        self,
+        server: servers.Server,
+        scenario: Scenario,
+        name: str | None = None,
+        *,
+        one_connection: bool = True,
+    ) -> dict:
+        """Warm up, then CONNECTIONS connections for DURATION s, then 1 for DURATION_ONE s."""
+        name = name or scenario.name
+        stem = slug(name)
+        self.wrk(server, scenario, CONNECTIONS, WARMUP)
+        result = self.wrk(server, scenario, CONNECTIONS, DURATION, f"{stem}.c{CONNECTIONS}")
+        if one_connection:
+            one = self.wrk(server, scenario, 1, DURATION_ONE, f"{stem}.c1")
+            result["p50_ms_1conn"] = one["p50_ms"]
+            result["non2xx"] += one["non2xx"]
+            result["first_non2xx"] = result["first_non2xx"] or one["first_non2xx"]
+        return self.row(name, result, vs=scenario.limit, target=scenario.target)
+
+    def row(self, name: str, result: dict, **extra: object) -> dict:
+        notes = []
+        if result.get("first_non2xx"):
+            notes.append(f"first non-2xx: {result['first_non2xx'][:160]}")
+        if result.get("socket_errors"):
+            notes.append(f"{result['socket_errors']} socket errors")
+        row = {"backend": self.backend, "scenario": name, **result, **extra}
+        row["notes"] = "; ".join(filter(None, [*notes, row.get("notes", "")]))
+        p50 = row.get("p50_ms", row.get("p50_ms_1conn"))
+        print(
+            f"   {name:42} {row.get('ok_per_s') or '':>9} 2xx/s  non-2xx {row.get('non2xx')}"
+            f"  p50 {p50} ms  {row['notes']}",
+            flush=True,
+        )
+        return row
+
+
+def slug(name: str) -> str:
+    return "".join(c if c.isalnum() else "_" for c in name).strip("_")
+
+
+# -- the parts of a backend's run -------------------------------------------------------------
+
+
+def run_backend(backend: str, folder: Path) -> list[dict]:
+    print(f"== {backend}: seeding {USERS} users", flush=True)
+    url = seed.fresh_database(backend, folder, PG_URL)
+    data = seed.seed(url, USERS, folder, backend)
+    print(f"   seeded in {data['seed_seconds']} s", flush=True)
+    bench = Bench(backend, data, folder)
+    tessera_scenarios, limits = selected(ONLY)
+    rows = []
+    for limit in limits:
+        with bench.server(limit.app) as server:
+            rows.append(bench.measure(server, limit))
+    if tessera_scenarios or any(map(wanted, EXTRAS)):
+        with bench.server("tessera") as server:
+            rows += [bench.measure(server, scenario) for scenario in tessera_scenarios]
+            rows += extras(bench, server)
+    add_ratios(rows)
+    if backend == "postgresql" and wanted(f"{PROFILE.name}, 2 workers"):
+        rows += two_workers(bench, rows)
+    if SOAK_ON:
+        rows += soak(bench)
+    return rows
+
+
+def add_ratios(rows: list[dict]) -> None:
+    rates = {row["scenario"]: row.get("ok_per_s") for row in rows}
+    for row in rows:
+        limit = rates.get(row.get("vs"))
+        if limit and row.get("ok_per_s") is not None:
+            row["ratio"] = round(row["ok_per_s"] / limit, 3)
+            if row.get("target") is not None:
+                row["met"] = row["ratio"] >= row["target"]
+
+
+EXTRAS = [FETCH_1000.name, "users/fetch limit=1000 offset", "create 1500 users", "issue 550 items"]
+
+
+def extras(bench: Bench, server: servers.Server) -> list[dict]:
+    """One connection: the largest page of users, the largest batches of the write API."""
+    rows = []
+    if wanted(FETCH_1000.name):
+        rows.append(one_connection(bench, server, FETCH_1000))
+    if USERS >= 100_000 and wanted(EXTRAS[1]):
+        last_page = f'{{"limit":1000,"offset":{USERS - 1000}}}'
+        name = f"users/fetch limit=1000 offset={USERS - 1000} (1 conn)"
+        rows.append(
+            one_connection(bench, server, Scenario(name, "POST", FETCH_1000.path, last_page))
+        )
+    shop_items = f"/v1/products/{bench.data['shop']}/items"
+    for name, path, body in [
+        ("create 1500 users with wallets (1 request)", "/v1/users/create", new_users),
+        ("issue 550 items (1 request)", shop_items, recipients),
+    ]:
+        if wanted(name):
+            rows.append(timed(bench, server, name, path, body))
+    return rows
+
+
+def one_connection(bench: Bench, server: servers.Server, scenario: Scenario) -> dict:
+    result = bench.wrk(server, scenario, 1, DURATION_ONE, slug(scenario.name))
+    result["p50_ms_1conn"] = result.pop("p50_ms")
+    return bench.row(scenario.name, result)
+
+
+def new_users(bench: Bench, call: int) -> list[dict]:
+    return [
+        {"email": f"new-{bench.tag}-{call}-{n}@bench.example", "firstName": "New"}
+        for n in range(1500)
+    ]  # users/create's limit per call (users.service.MAX_BATCH)
+
+
+def recipients(bench: Bench, call: int) -> dict:
+    ids = (Path(bench.data["ids_dir"]) / "users.txt").read_text().split()
+    return {"users": [ids[(call * 550 + n) % len(ids)] for n in range(550)]}  # MAX_ISSUE
+
+
+def timed(bench: Bench, server: servers.Server, name: str, path: str, make_body) -> dict:
+    """REPEAT single requests one after another; the median time is the row's p50."""
+    times, failures = [], []
+    for call in range(REPEAT):
+        request = urllib.request.Request(
+            server.url + path,
+            method="POST",
+            data=json.dumps(make_body(bench, call)).encode(),
+            headers={"x-api-key": bench.data["write_key"], "content-type": "application/json"},
+        )
+        started = time.perf_counter()
+        try:
+            urllib.request.urlopen(request, timeout=300).read()
+        except urllib.error.HTTPError as error:
+            failures.append(f"{error.code} {error.read()[:160].decode(errors='replace')}")
+        times.append((time.perf_counter() - started) * 1000)
+    result = {
+        "p50_ms": round(statistics.median(times), 1),
+        "non2xx": len(failures),
+        "first_non2xx": failures[0] if failures else "",
+        "notes": f"{REPEAT} calls: " + ", ".join(f"{t:.0f}" for t in times) + " ms",
+    }
+    return bench.row(name, result)
+
+
+def two_workers(bench: Bench, rows: list[dict]) -> list[dict]:
+    one = next((row for row in rows if row["scenario"] == PROFILE.name), None)
+    with bench.server("tessera", workers=2) as server:
+        row = bench.measure(server, PROFILE, f"{PROFILE.name}, 2 workers", one_connection=False)
+    row["vs"] = row["target"] = None
+    if one is not None:
+        row["vs"] = f"{PROFILE.name} (1 worker)"
+        row["ratio"] = round(row["ok_per_s"] / one["ok_per_s"], 3)
+    return [row]
+
+
+def soak(bench: Bench) -> list[dict]:
+    """SOAK_CONNECTIONS connections for SOAK_SECONDS on a read and on a write, on a fresh
+    server; its memory (RSS of the process tree) sampled every second."""
+    rows = []
+    with bench.server("tessera") as server:
+        for scenario in SOAK:
+            name = f"soak {SOAK_CONNECTIONS} conns {SOAK_SECONDS} s: {scenario.name}"
+            with servers.RssSampler(server) as rss:
+                result = bench.wrk(server, scenario, SOAK_CONNECTIONS, SOAK_SECONDS, slug(name))
+            memory = rss.summary()
+            result["notes"] = (
+                f"RSS {memory['rss_start_mb']} -> {memory['rss_end_mb']} MB "
+                f"(max {memory['rss_max_mb']})"
+            )
+            rows.append(bench.row(name, result | memory))
+    return rows
+
+
+# -- main -------------------------------------------------------------------------------------
+
+
+def main() -> None:
+    folder = HERE / "results" / datetime.now(UTC).strftime("%Y-%m-%d-%H%M%S")
+    folder.mkdir(parents=True)
+    settings = {
+        "USERS": USERS,
+        "DURATION": DURATION,
+        "DURATION_ONE": DURATION_ONE,
+        "CONNECTIONS": CONNECTIONS,
+        "SERVER": SERVER,
+        "BACKENDS": " ".join(BACKENDS),
+        "SCENARIOS": ONLY or "all",
+        "SOAK": int(SOAK_ON),
+    }
+    info = report.machine(SERVER, servers.server_env(""))
+    print(f"Tessera from {info['tessera_file']} ({info['tessera_commit']}); results in {folder}")
+    started = time.monotonic()
+    rows = []
+    loads = []
+    for backend in BACKENDS:
+        before = os.getloadavg()[0]
+        rows += run_backend(backend, folder)
+        loads.append(f"{backend} {before:.1f} -> {os.getloadavg()[0]:.1f}")
+    settings["load_average_1min"] = ", ".join(loads)  # others' work on the machine shows here
+    settings["took_minutes"] = round((time.monotonic() - started) / 60, 1)
+    text = report.markdown(f"Tessera benchmark {folder.name}", info, settings, rows)
+    (folder / "results.json").write_text(
+        json.dumps({"machine": info, "settings": settings, "rows": rows}, indent=2)
+    )
+    (folder / "results.md").write_text(text)
+    shutil.copyfile(folder / "results.md", HERE / "results" / "latest.md")
+    print("\n" + text + f"\nRaw wrk output, server logs and seed data: {folder}")
+
+
+if __name__ == "__main__":
+    main()
