@@ -1,10 +1,12 @@
 """The /v1 router: every domain router, plus the open version endpoint."""
 
-from fastapi import APIRouter, Depends, Response
+from typing import Any
+
+from fastapi import APIRouter, Depends, FastAPI, Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from tessera import API_VERSION, __build__
-from tessera.auth.dependencies import authenticate
+from tessera.auth.dependencies import SECURITY_SCHEMES, authenticate
 from tessera.events.router import router as events_router
 from tessera.orders.router import router as orders_router
 from tessera.products.router import router as products_router
@@ -76,3 +78,25 @@ class VersionAnswer:
 v1 = APIRouter(prefix="/v1", dependencies=[Depends(authenticate), Depends(known_query_only)])
 for domain in (users_router, events_router, products_router, orders_router, projects_router):
     v1.include_router(domain)
+
+
+def document_security(app: FastAPI) -> None:
+    """Show both credential schemes on every operation but the open ones.
+
+    ``authenticate`` reads the headers itself rather than through FastAPI's security
+    dependencies (see tessera.auth.dependencies), so the schema gets them here, once.
+    """
+    generate = app.openapi
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is not None:
+            return app.openapi_schema
+        schema = generate()  # which keeps it as app.openapi_schema
+        schema.setdefault("components", {})["securitySchemes"] = SECURITY_SCHEMES
+        for path, operations in schema["paths"].items():
+            for method, operation in operations.items():
+                if (method.upper(), path) not in OPEN_ROUTES:
+                    operation["security"] = [{name: []} for name in SECURITY_SCHEMES]
+        return schema
+
+    app.openapi = openapi  # type: ignore[method-assign]

@@ -13,8 +13,7 @@ from datetime import UTC, datetime
 from typing import Annotated
 
 import jwt
-from fastapi import Depends, Request, Security
-from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
+from fastapi import Depends, Request
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from tessera.auth.api_keys import UsageRecorder, access_for_api_key
@@ -94,36 +93,41 @@ class Authenticator:
         self.usage = UsageRecorder()
 
 
-api_key_scheme = APIKeyHeader(
-    name="x-api-key",
-    scheme_name="ApiKey",
-    description="An API key issued with `tessera apikey create` (or `tessera project create`).",
-    auto_error=False,
-)
-bearer_scheme = HTTPBearer(
-    scheme_name="BearerJWT",
-    bearerFormat="JWT",
-    description=(
-        "A JWT from `POST /v1/auth/token` (client credentials) or from the configured external "
-        "OIDC issuer, for a subject bound with `tessera identity bind`."
-    ),
-    auto_error=False,
-)
+# The two ways to send a credential, as OpenAPI security schemes. authenticate() reads the
+# headers itself: FastAPI's security dependencies would add two dependencies to solve on every
+# request for what is two header lookups. tessera.api documents them on every project route.
+SECURITY_SCHEMES = {
+    "ApiKey": {
+        "type": "apiKey",
+        "in": "header",
+        "name": "x-api-key",
+        "description": (
+            "An API key issued with `tessera apikey create` (or `tessera project create`)."
+        ),
+    },
+    "BearerJWT": {
+        "type": "http",
+        "scheme": "bearer",
+        "bearerFormat": "JWT",
+        "description": (
+            "A JWT from `POST /v1/auth/token` (client credentials) or from the configured external "
+            "OIDC issuer, for a subject bound with `tessera identity bind`."
+        ),
+    },
+}
 
 
-async def authenticate(
-    request: Request,
-    api_key: Annotated[str | None, Security(api_key_scheme)],
-    bearer: Annotated[HTTPAuthorizationCredentials | None, Security(bearer_scheme)],
-) -> Principal:
+async def authenticate(request: Request) -> Principal:
     """Resolve the credential: API key first, else bearer token. 401 when neither is valid."""
     auth: Authenticator = request.app.state.authenticator
-    if api_key:
-        credential = api_key
-    elif bearer is not None:
-        credential = bearer.credentials
-    elif request.headers.get("authorization"):
-        raise CredentialInvalid("the Authorization header must be 'Bearer <token>'")
+    headers = request.headers
+    if api_key := headers.get("x-api-key"):
+        credential, is_api_key = api_key, True
+    elif authorization := headers.get("authorization"):
+        scheme, _, token = authorization.partition(" ")
+        credential, is_api_key = token.strip(), False
+        if scheme.lower() != "bearer" or not credential:
+            raise CredentialInvalid("the Authorization header must be 'Bearer <token>'")
     else:
         raise CredentialMissing
     digest = keyed_hash(auth.hash_key, credential)
@@ -131,7 +135,7 @@ async def authenticate(
     if known is None:
         database: Database = request.app.state.database
         async with database.session(write=False) as session:
-            known = await _check(auth, session, credential, digest, is_api_key=bool(api_key))
+            known = await _check(auth, session, credential, digest, is_api_key=is_api_key)
     if known.key_id is not None:
         auth.usage.touch(known.key_id)
     return known.principal
