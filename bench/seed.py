@@ -222,11 +222,10 @@ async def fill(database, settings, principal, user_ids: list[str]) -> dict:
             event_ids.append((await events.create_event(session, principal, body=body)).id)
 
     async def product(**fields) -> uuid.UUID:
-        async with database.session() as session:
-            created = await products.create_product(
-                session, principal, chains=chains, body=ProductCreate(**fields)
-            )
-            return created.id
+        created = await products.create_product(
+            database, principal, chains=chains, body=ProductCreate(**fields)
+        )
+        return created.id
 
     ticket = await product(
         type="admission",

@@ -84,31 +84,29 @@ async def fill(
                 reference_id=f"festival-{tag}",
             ),
         )
-    async with database.session() as session:
-        admission = await products.create_product(
-            session,
-            principal,
-            chains=chains,
-            body=ProductCreate(
-                type="admission",
-                name="Festival pass",
-                event_id=festival.id,
-                description="Three days",
-                price="49.99",
-                stock=100,
-                max_per_account=2,
-                is_transferable=True,
-            ),
-        )
-    async with database.session() as session:
-        perk = await products.create_product(
-            session,
-            principal,
-            chains=chains,
-            body=ProductCreate(
-                type="perks", name="Drink voucher", description="Two drinks", redemption_quantity=2
-            ),
-        )
+    admission = await products.create_product(
+        database,
+        principal,
+        chains=chains,
+        body=ProductCreate(
+            type="admission",
+            name="Festival pass",
+            event_id=festival.id,
+            description="Three days",
+            price="49.99",
+            stock=100,
+            max_per_account=2,
+            is_transferable=True,
+        ),
+    )
+    perk = await products.create_product(
+        database,
+        principal,
+        chains=chains,
+        body=ProductCreate(
+            type="perks", name="Drink voucher", description="Two drinks", redemption_quantity=2
+        ),
+    )
     async with database.session() as session:
         await products.issue_items(
             session,

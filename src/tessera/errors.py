@@ -2,13 +2,15 @@
 
 | status | body                       | raised for                                               |
 |--------|----------------------------|----------------------------------------------------------|
-| 400    | {"errors": ["field: why"]} | malformed JSON, wrong types, bounds, missing identifiers |
+| 400    | {"errors": ["field: why"]} | unparsable bodies, wrong types, bounds, NUL characters   |
 | 401    | {"message"}                | missing, invalid, expired or revoked credential          |
 | 403    | {"message"}                | read credential on a write                               |
 | 404    | {"message"}                | no such object in the caller's project                   |
+| 405    | {"message"}, Allow         | a method the path does not answer (Allow names them all) |
+| 408    | {"message"}                | request headers too slow (tessera.server)                |
 | 409    | {"message"}                | state conflicts (duplicates, stock, limits, ownership)   |
 | 413    | {"message"}                | body larger than TESSERA_MAX_BODY_BYTES                  |
-| 503    | {"message"}                | a chain the request must read is unreachable             |
+| 503    | {"message"}                | a chain is unreachable; too many connections (server.py) |
 | 500    | {"message", "request_id"}  | anything unexpected (traceback goes to the log only)     |
 """
 
@@ -18,8 +20,10 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from fastapi.routing import iter_route_contexts
 from pydantic import BaseModel
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import compile_path
 
 
 class ErrorList(BaseModel):
@@ -254,9 +258,37 @@ def install_error_handlers(app: FastAPI) -> None:
         return JSONResponse({"errors": errors}, status_code=400)
 
     @app.exception_handler(StarletteHTTPException)
-    async def _http_error(_request: Request, exc: StarletteHTTPException) -> JSONResponse:
+    async def _http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
         message = exc.detail if isinstance(exc.detail, str) else "error"
-        return JSONResponse({"message": message}, status_code=exc.status_code, headers=exc.headers)
+        headers = exc.headers
+        if exc.status_code == 400:  # every 400 has the errors shape, whatever failed
+            return JSONResponse({"errors": [unparsable_body(exc.__cause__) or message]}, 400)
+        if exc.status_code == 405:  # the router names only the first route of the path
+            headers = {"Allow": ", ".join(allowed_methods(app, request.url.path))}
+        return JSONResponse({"message": message}, status_code=exc.status_code, headers=headers)
+
+
+def allowed_methods(app: FastAPI, path: str) -> list[str]:
+    """Every method some route answers on ``path`` (for a 405, which is rare: no cache)."""
+    return sorted(
+        {
+            method
+            for route in iter_route_contexts(app.routes)
+            if route.path and compile_path(route.path)[0].match(path)
+            for method in route.methods or ()
+        }
+    )
+
+
+def unparsable_body(cause: BaseException | None) -> str | None:
+    """Why the framework could not read a JSON body (it says only "error parsing the body")."""
+    if isinstance(cause, UnicodeDecodeError):
+        return "body: not valid UTF-8"
+    if isinstance(cause, RecursionError):
+        return "body: JSON nested too deeply"
+    if isinstance(cause, ValueError):  # e.g. an integer of thousands of digits
+        return f"body: malformed JSON: {cause}"
+    return None
 
 
 def responses(*statuses: int) -> dict[int | str, dict[str, Any]]:

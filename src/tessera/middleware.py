@@ -1,5 +1,5 @@
-"""Pure ASGI middleware: a request id on every response, a body size limit, a last-resort 500,
-and the access log.
+"""Pure ASGI middleware: a request id on every response, a body size limit, no NUL character
+in the path or query, a last-resort 500, and the access log.
 
 It sits outside FastAPI's exception handling so that even an unexpected error answers JSON with
 the request id (and logs the traceback, never returns it).
@@ -18,7 +18,8 @@ import time
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from tessera.errors import AppError, InternalError, PayloadTooLarge
+from tessera.errors import AppError, InternalError, InvalidInput, PayloadTooLarge
+from tessera.schemas import NUL_REFUSED
 
 log = logging.getLogger("tessera.requests")
 access_log = logging.getLogger("tessera.access")
@@ -62,6 +63,10 @@ class RequestContextMiddleware:
         declared = _content_length(scope)
         if declared is not None and declared > self.max_body_bytes:
             await _send_error(send_with_id, self._too_large())
+            return
+        nul = _nul_in(scope)
+        if nul:
+            await _send_error(send_with_id, InvalidInput(f"{nul}: {NUL_REFUSED}"))
             return
 
         received = 0
@@ -114,6 +119,15 @@ def _log_access(scope: Scope, request_id: str, status: int, seconds: float) -> N
             }
         )
     )
+
+
+def _nul_in(scope: Scope) -> str | None:
+    """Where a NUL character (``%00``) sits in the path or query, refused for every route."""
+    if "\x00" in scope["path"]:
+        return "path"
+    if b"%00" in scope["query_string"]:
+        return "query"
+    return None
 
 
 def _incoming_request_id(scope: Scope) -> str | None:

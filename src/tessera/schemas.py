@@ -8,9 +8,13 @@ A field or query parameter that the endpoint does not know is a 400 naming it (a
 not silently dropped: a misspelt ``is_transferrable`` would otherwise create a product that is
 not transferable. Every field that Mufi's published OpenAPI documents for an operation is known
 to Tessera's schema for it, even where Tessera ignores it (``tests/test_unknown_fields.py``).
+
+Text with a NUL character (``\u0000``) is refused wherever it comes in, as a 400 naming the
+field: PostgreSQL cannot store it, and SQLite would store what other tools cut short. Bodies are
+checked here, on every schema; paths and query strings in ``tessera.middleware``.
 """
 
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import Request
 from fastapi.dependencies.models import Dependant
@@ -24,6 +28,7 @@ from pydantic import (
     StrictBool,
     StrictInt,
     StringConstraints,
+    field_validator,
 )
 from pydantic.alias_generators import to_camel
 
@@ -44,13 +49,35 @@ Email = Annotated[EmailStr, StringConstraints(max_length=320), AfterValidator(no
 RefId = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=255)]
 
 
-class SnakeModel(BaseModel):
+NUL_REFUSED = "must not contain the NUL character (\\u0000)"
+
+
+def refuse_nul(value: Any) -> Any:
+    """``value`` unchanged, unless it is text (or a list of texts) holding a NUL character."""
+    if isinstance(value, str):
+        if "\x00" in value:
+            raise ValueError(NUL_REFUSED)
+    elif isinstance(value, list) and any(isinstance(v, str) and "\x00" in v for v in value):
+        raise ValueError(NUL_REFUSED)
+    return value
+
+
+class Schema(BaseModel):
+    """What every schema shares: no NUL character in any text field."""
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _no_nul(cls, value: Any) -> Any:
+        return refuse_nul(value)
+
+
+class SnakeModel(Schema):
     """Product, event, sales and transfer resources: snake_case, as the spec writes them."""
 
     model_config = ConfigDict(from_attributes=True, extra="forbid")
 
 
-class CamelModel(BaseModel):
+class CamelModel(Schema):
     """User resources: camelCase on the wire."""
 
     model_config = ConfigDict(

@@ -23,7 +23,7 @@ async def token_form(request: Request) -> TokenRequest:
     else:
         try:
             data = json.loads(raw or b"{}")
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: nested thousands deep
             raise RequestValidationError(
                 [{"type": "json_invalid", "loc": ("body",), "msg": "malformed JSON"}]
             ) from None

@@ -26,7 +26,7 @@ from tessera.auth.principal import Permission, Principal
 from tessera.config import Settings
 from tessera.crypto import Sealed, SecretBox, hashes_match, keyed_hash
 from tessera.errors import ClientCredentialsInvalid, CredentialInvalid
-from tessera.models import IdentityBinding, OAuthClient, SigningKey
+from tessera.models import IdentityBinding, OAuthClient, Project, SigningKey
 from tessera.models.base import utcnow
 
 ALGORITHM = "ES256"
@@ -186,6 +186,9 @@ class TokenIssuer:
             project_id = uuid.UUID(claims["pid"])
         except (jwt.PyJWTError, ValueError) as exc:
             raise CredentialInvalid from exc
+        # A token outlives nothing it names: a project deleted since (or never there) is a 401.
+        if await session.scalar(select(Project.id).where(Project.id == project_id)) is None:
+            raise CredentialInvalid
         scopes = set(str(claims["scope"]).split())
         return Principal(project_id, "write" in scopes, f"client:{claims.get('sub')}")
 

@@ -33,10 +33,10 @@ router = APIRouter(prefix="/products", tags=["products"])
     responses=responses(400, 401, 403, 404, 409, 503),
 )
 async def create_product(
-    session: SessionDep, principal: Writer, chains: ChainsDep, body: ProductCreate
+    database: DatabaseDep, principal: Writer, chains: ChainsDep, body: ProductCreate
 ) -> ProductRead:
     """Create a product, optionally attached to an event and minting an NFT per item."""
-    product = await service.create_product(session, principal, body=body, chains=chains)
+    product = await service.create_product(database, principal, body=body, chains=chains)
     return ProductRead.model_validate(product)
 
 

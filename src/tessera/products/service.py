@@ -36,27 +36,34 @@ from tessera.users.repository import find_user, users_by
 
 
 async def create_product(
-    session: AsyncSession, principal: Principal, *, body: ProductCreate, chains: Chains
+    database: Database, principal: Principal, *, body: ProductCreate, chains: Chains
 ) -> Product:
     """Create a product. ``mint_nft`` needs ``metadata_uri`` and ``chain`` (400), a configured
     chain (409), and a project wallet that can pay the collection deposit, the fee and keep its
-    existential deposit (409 stating both amounts); the worker then creates the collection."""
+    existential deposit (409 stating both amounts); the worker then creates the collection.
+
+    The chain is read before the write transaction begins, so that a slow chain holds no write
+    slot (SQLite has one). The balance is advice at that moment anyway: the worker's collection
+    job is what spends it.
+    """
     if problems := body.missing_for_mint():
         raise InvalidInput(*problems)
-    event = None
-    if body.event_id is not None:
-        event = await get_event(session, principal.project_id, body.event_id)
     if body.mint_nft and body.chain:
-        await _require_collection_balance(session, principal, chains, body)
-    product = Product(
-        id=uuid.uuid4(), project_id=principal.project_id, issued_count=0, **body.model_dump()
-    )
-    session.add(product)
-    if product.mint_nft:
-        queue_nft(session, JobKind.CREATE_COLLECTION, product)
-    await session.commit()
-    set_committed_value(product, "event", event)
-    return product
+        async with database.session(write=False) as session:
+            await _require_collection_balance(session, principal, chains, body)
+    async with database.session() as session:
+        event = None
+        if body.event_id is not None:
+            event = await get_event(session, principal.project_id, body.event_id)
+        product = Product(
+            id=uuid.uuid4(), project_id=principal.project_id, issued_count=0, **body.model_dump()
+        )
+        session.add(product)
+        if product.mint_nft:
+            queue_nft(session, JobKind.CREATE_COLLECTION, product)
+        await session.commit()
+        set_committed_value(product, "event", event)
+        return product
 
 
 async def _require_collection_balance(

@@ -6,7 +6,7 @@ from typing import Annotated, ClassVar, Literal, Self
 from pydantic import Field, StrictInt, StringConstraints, field_validator, model_validator
 
 from tessera.config import Chain
-from tessera.schemas import CamelModel, Email, RefId
+from tessera.schemas import CamelModel, Email, NonNegativeInt, RefId
 
 Name = Annotated[str, StringConstraints(strip_whitespace=True, max_length=255)]
 
@@ -73,7 +73,7 @@ class UserFetch(UserLookup):
     identifier_required: ClassVar[bool] = False
 
     limit: StrictInt = Field(default=10, ge=1, le=1000)
-    offset: StrictInt = Field(default=0, ge=0)
+    offset: NonNegativeInt = 0
 
 
 class UserCreate(CamelModel):

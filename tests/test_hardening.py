@@ -1,0 +1,186 @@
+"""Input that once answered 500 or was stored as given: each is a 400 (or 401/405) in the
+promised shape, and changes nothing."""
+
+import asyncio
+import time
+import uuid
+
+import jwt
+import pytest
+
+from tessera.errors import ChainUnavailable
+from tests.factories import (
+    create_event,
+    create_product,
+    create_user,
+    event_body,
+    product_body,
+    row_counts,
+    user_body,
+)
+
+NUL = "must not contain the NUL character (\\u0000)"
+
+
+class TestIntegerBounds:
+    @pytest.mark.parametrize("offset", [2**64, 2**63, 2**53 + 1])
+    async def test_an_offset_past_the_bound_is_400(self, client, tenant, offset):
+        response = await client.post("/v1/users/fetch", headers=tenant.r, json={"offset": offset})
+        assert response.status_code == 400
+        [error] = response.json()["errors"]
+        assert error.startswith("offset: ")
+
+    async def test_the_bound_is_in_the_openapi(self, client):
+        spec = (await client.get("/openapi.json")).json()
+        offset = spec["components"]["schemas"]["UserFetch"]["properties"]["offset"]
+        assert offset["maximum"] == 2**53
+
+    async def test_the_largest_offset_answers_an_empty_page(self, client, tenant):
+        await create_user(client, tenant)
+        response = await client.post("/v1/users/fetch", headers=tenant.r, json={"offset": 2**53})
+        assert response.status_code == 200
+        assert response.json()["users"] == [] and response.json()["total"] == 1
+
+
+class TestNulCharacter:
+    @pytest.mark.parametrize(
+        ("path", "body", "field"),
+        [
+            ("/v1/users/create", [user_body(firstName="a\u0000b")], "0.firstName"),
+            ("/v1/users/create", [user_body(referenceId="r\u0000")], "0.referenceId"),
+            ("/v1/events/create", event_body(name="Gala\u0000"), "name"),
+            ("/v1/products", product_body(name="\u0000"), "name"),
+            ("/v1/products", product_body(description="x\u0000y"), "description"),
+        ],
+    )
+    async def test_in_a_body_is_400_naming_the_field(
+        self, client, tenant, database, path, body, field
+    ):
+        before = await row_counts(database)
+        response = await client.post(path, headers=tenant.w, json=body)
+        assert response.status_code == 400, response.text
+        assert response.json() == {"errors": [f"{field}: {NUL}"]}
+        assert await row_counts(database) == before
+
+    async def test_in_a_lookup_is_400(self, client, tenant):
+        response = await client.post(
+            "/v1/users/profile", headers=tenant.r, json={"referenceId": "a\u0000"}
+        )
+        assert response.status_code == 400
+        assert response.json() == {"errors": [f"referenceId: {NUL}"]}
+
+    async def test_in_a_path_or_query_is_400(self, client, tenant):
+        await create_event(client, tenant)
+        response = await client.get("/v1/events/abc%00def", headers=tenant.r)
+        assert response.status_code == 400
+        assert response.json() == {"errors": [f"path: {NUL}"]}
+        response = await client.get("/v1/products?limit=1%00", headers=tenant.r)
+        assert response.status_code == 400
+        assert response.json() == {"errors": [f"query: {NUL}"]}
+
+    async def test_an_escaped_backslash_is_plain_text(self, client, tenant):
+        """``\\\\u0000`` in JSON is six characters of text, not a NUL."""
+        product = await create_product(client, tenant, name="C:\\u0000")
+        assert product["name"] == "C:\\u0000"
+
+    async def test_in_client_credentials_is_400(self, client, tenant):
+        response = await client.post(
+            "/v1/auth/token", json={"client_id": "a\u0000", "client_secret": "b"}
+        )
+        assert response.status_code == 400
+        assert response.json() == {"errors": [f"client_id: {NUL}"]}
+
+
+class TestUnparsableBodies:
+    @pytest.mark.parametrize(
+        ("content", "expected"),
+        [
+            (b'{"email": "\xff\xfe@example.com"}', "body: not valid UTF-8"),
+            (b"[" * 5000 + b"]" * 5000, "body: JSON nested too deeply"),
+            (b'{"offset": ' + b"9" * 5000 + b"}", "body: malformed JSON: "),
+        ],
+    )
+    async def test_every_400_has_the_errors_shape(self, client, tenant, content, expected):
+        response = await client.post(
+            "/v1/users/fetch",
+            headers=tenant.r | {"content-type": "application/json"},
+            content=content,
+        )
+        assert response.status_code == 400
+        [error] = response.json()["errors"]
+        assert error.startswith(expected), error
+
+    async def test_a_deep_token_request_is_400(self, client):
+        response = await client.post(
+            "/v1/auth/token",
+            headers={"content-type": "application/json"},
+            content=b"[" * 5000 + b"]" * 5000,
+        )
+        assert response.status_code == 400 and response.json()["errors"]
+
+
+class TestCredentialsOfMissingProjects:
+    async def test_a_valid_token_for_no_project_is_401(self, client, tenant, app):
+        async with app.state.database.session() as session:
+            kid, private = await app.state.authenticator.issuer._signing_key(session)
+            await session.commit()
+        claims = {
+            "iss": "tessera",
+            "aud": "tessera-api",
+            "pid": str(uuid.uuid4()),
+            "scope": "read write",
+            "sub": "ghost",
+            "exp": int(time.time()) + 60,
+        }
+        token = jwt.encode(claims, private, algorithm="ES256", headers={"kid": kid})
+        headers = {"Authorization": f"Bearer {token}"}
+        for method, path, body in [
+            ("GET", "/v1/users/count", None),
+            ("GET", "/v1/products", None),
+            ("POST", "/v1/products", product_body()),
+        ]:
+            response = await client.request(method, path, headers=headers, json=body)
+            assert response.status_code == 401, (path, response.text)
+            assert set(response.json()) == {"message"}
+
+
+class TestMethodNotAllowed:
+    async def test_405_names_every_method_of_the_path(self, client, tenant):
+        response = await client.options("/v1/products", headers=tenant.r)
+        assert response.status_code == 405 and set(response.json()) == {"message"}
+        assert response.headers["allow"] == "GET, POST"
+        response = await client.delete("/v1/events/abc", headers=tenant.w)
+        assert response.status_code != 405
+        response = await client.patch("/v1/events/abc", headers=tenant.w)
+        assert response.headers["allow"] == "DELETE, GET"
+
+
+class TestSlowChainHoldsNoWriteSlot:
+    async def test_a_write_waits_for_no_chain_read(self, client, tenant, app, monkeypatch):
+        """A mint_nft product reads the project wallet's balance from the chain; a chain that
+        does not answer must not hold up other writes (SQLite has one write slot)."""
+        answered = asyncio.Event()
+
+        async def silent_chain(name, work, *, in_request=False):
+            await asyncio.wait_for(answered.wait(), 5)
+            raise ChainUnavailable(f"chain {name} is unavailable: timeout")
+
+        monkeypatch.setattr(app.state.chains, "run", silent_chain)
+        minting = asyncio.create_task(
+            client.post(
+                "/v1/products",
+                headers=tenant.w,
+                json=product_body(
+                    mint_nft=True, chain="WestendAssetHub", metadata_uri="https://x/meta.json"
+                ),
+            )
+        )
+        await asyncio.sleep(0.2)  # the product request is waiting on the chain
+        assert not minting.done()
+        started = time.monotonic()
+        created = await client.post("/v1/users/create", headers=tenant.w, json=[user_body()])
+        assert created.status_code == 201
+        assert time.monotonic() - started < 2
+        answered.set()
+        response = await minting
+        assert response.status_code == 503 and set(response.json()) == {"message"}
