@@ -95,25 +95,14 @@ def serve(
     workers: Annotated[int, typer.Option(help="Worker processes (stateless).")] = 1,
 ) -> None:
     """Run the HTTP API."""
-    import uvicorn
+    from tessera import server
 
     settings = get_settings()
     _configure_logging(settings)
     host, port = host or settings.host, port or settings.port
     typer.echo(f"Tessera API at http://{host}:{port}/v1 (docs: http://{host}:{port}/docs)")
     typer.echo("Credentials: `tessera project create --name NAME` prints an API key and a client.")
-    uvicorn.run(
-        "tessera.main:create_app",
-        factory=True,
-        host=host,
-        port=port,
-        workers=workers,
-        loop="uvloop",
-        http="httptools",
-        log_level=settings.log_level,
-        access_log=False,  # Tessera's own, with the request id: TESSERA_ACCESS_LOG
-        proxy_headers=False,
-    )
+    server.run(settings, host=host, port=port, workers=workers)
 
 
 @db_app.command("upgrade")

@@ -33,6 +33,10 @@ class Settings(BaseSettings):
     log_level: str = "info"
     # One JSON line per request on the "tessera.access" logger (see tessera.middleware).
     access_log: bool = False
+    # Per process, against slow or greedy clients (see tessera.server).
+    header_timeout_seconds: float = Field(default=10.0, gt=0, le=300)
+    keep_alive_seconds: int = Field(default=5, ge=1, le=300)
+    max_connections: int = Field(default=1000, ge=1)
 
     database_url: str = "sqlite+aiosqlite:///./tessera.db"
     # PostgreSQL connections per process. A request waits for a pooled connection; overflow
