@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 PYTEST_WORKERS ?= 2
 
-.PHONY: serve test lint clean devchain chopsticks bench
+.PHONY: serve test lint clean devchain chopsticks bench fuzz
 
 $(VENV)/.runtime: pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -58,3 +58,14 @@ bench: $(VENV)/.dev
 		else sudo apt-get install -y wrk; fi; }
 	@if echo "$${BACKENDS:-postgresql}" | grep -q postgresql; then bench/postgres.sh; fi
 	$(BIN)/python -m bench.run
+
+# The fuzz test of the suite, longer (about 10,000 requests per database), on SQLite and, when
+# TESSERA_TEST_DATABASE_URL is set, on PostgreSQL; the summaries are printed.
+FUZZ_EXAMPLES ?= 300
+FUZZ_SEED ?= $(shell date +%s)
+fuzz: $(VENV)/.dev
+	TESSERA_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) TESSERA_FUZZ_SEED=$(FUZZ_SEED) TESSERA_TEST_BACKEND=sqlite \
+		$(BIN)/pytest -q -s tests/test_fuzz.py
+	@if [ -n "$$TESSERA_TEST_DATABASE_URL" ]; then \
+		TESSERA_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) TESSERA_FUZZ_SEED=$(FUZZ_SEED) \
+		TESSERA_TEST_BACKEND=postgresql $(BIN)/pytest -q -s tests/test_fuzz.py; fi

@@ -30,6 +30,7 @@ from tessera.db import Database
 from tessera.main import create_app
 from tessera.models import Base, SigningKey
 from tests.factories import Tenant, make_tenant
+from tests.serving import recreate_postgres_database
 
 ROOT = Path(__file__).resolve().parents[1]
 BACKEND = os.environ.get("TESSERA_TEST_BACKEND", "sqlite")
@@ -39,25 +40,6 @@ OIDC_AUDIENCE = "tessera-tests"
 
 def _worker() -> str:
     return os.environ.get("PYTEST_XDIST_WORKER", "main")
-
-
-async def _recreate_postgres_database(base_url: str, name: str) -> None:
-    import asyncpg
-
-    url = make_url(base_url)
-    conn = await asyncpg.connect(
-        user=url.username,
-        password=url.password,
-        host=url.host or "127.0.0.1",
-        port=url.port or 5432,
-        database=url.database or "postgres",
-        timeout=10,
-    )
-    try:
-        await conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        await conn.execute(f'CREATE DATABASE "{name}"')
-    finally:
-        await conn.close()
 
 
 def _migrate(url: str) -> None:
@@ -75,7 +57,7 @@ def database_url(tmp_path_factory: pytest.TempPathFactory) -> str:
         name = f"{make_url(base).database or 'tessera'}_test_{_worker()}"
         url = make_url(base).set(database=name).render_as_string(hide_password=False)
         with ThreadPoolExecutor(1) as pool:  # outside the test event loop
-            pool.submit(asyncio.run, _recreate_postgres_database(base, name)).result()
+            pool.submit(asyncio.run, recreate_postgres_database(base, name)).result()
     else:
         pytest.fail(f"unknown TESSERA_TEST_BACKEND {BACKEND!r}")
     with ThreadPoolExecutor(1) as pool:

@@ -22,7 +22,8 @@ from sqlalchemy.ext.asyncio import create_async_engine
 
 from tessera import migrations
 from tessera.models import Base
-from tests.conftest import BACKEND, _recreate_postgres_database, _worker
+from tests.conftest import BACKEND, _worker
+from tests.serving import recreate_postgres_database
 
 
 async def _drop_postgres_database(base_url: str, name: str) -> None:
@@ -43,7 +44,7 @@ async def empty_database_url(tmp_path) -> AsyncIterator[str]:
         if not base:
             pytest.fail("TESSERA_TEST_BACKEND=postgresql needs TESSERA_TEST_DATABASE_URL")
         name = f"{make_url(base).database or 'tessera'}_migrations_{_worker()}"
-        await _recreate_postgres_database(base, name)
+        await recreate_postgres_database(base, name)
         try:
             yield make_url(base).set(database=name).render_as_string(hide_password=False)
         finally:

@@ -80,11 +80,16 @@ for domain in (users_router, events_router, products_router, orders_router, proj
     v1.include_router(domain)
 
 
-def document_security(app: FastAPI) -> None:
-    """Show both credential schemes on every operation but the open ones.
+def document(app: FastAPI) -> None:
+    """Complete the generated OpenAPI with what is enforced outside the route signatures.
 
-    ``authenticate`` reads the headers itself rather than through FastAPI's security
-    dependencies (see tessera.auth.dependencies), so the schema gets them here, once.
+    - Both credential schemes on every operation but the open ones: ``authenticate`` reads the
+      headers itself rather than through FastAPI's security dependencies (see
+      tessera.auth.dependencies).
+    - No NUL character in any text (tessera.schemas, tessera.middleware): a pattern on every
+      string that has no pattern, format or fixed values of its own.
+    - Links from what creates an object to what reads or uses it (``LINKS``), so that a client
+      generator, or a stateful fuzzer, can follow them.
     """
     generate = app.openapi
 
@@ -97,6 +102,129 @@ def document_security(app: FastAPI) -> None:
             for method, operation in operations.items():
                 if (method.upper(), path) not in OPEN_ROUTES:
                     operation["security"] = [{name: []} for name in SECURITY_SCHEMES]
+        _refuse_nul(schema)
+        _link(schema)
         return schema
 
     app.openapi = openapi  # type: ignore[method-assign]
+
+
+NO_NUL = "^[^\\u0000]*$"
+_SPECIFIC = frozenset({"pattern", "format", "enum", "const"})
+
+
+def _refuse_nul(node: Any) -> None:
+    if isinstance(node, dict):
+        if node.get("type") == "string" and not _SPECIFIC & node.keys():
+            node["pattern"] = NO_NUL
+        for value in node.values():
+            _refuse_nul(value)
+    elif isinstance(node, list):
+        for value in node:
+            _refuse_nul(value)
+
+
+# (from method, from path, link name, to method, to path, parameters, request body): what a
+# successful answer of the first operation lets a client call next.
+_USER = "$response.body#/users/0/id"
+_ITEM = "$response.body#/items/0/id"
+LINKS = [
+    ("POST", "/v1/users/create", "profile", "POST", "/v1/users/profile", {}, {"id": _USER}),
+    ("POST", "/v1/users/create", "activate", "POST", "/v1/users/activate", {}, {"id": _USER}),
+    (
+        "POST",
+        "/v1/users/create",
+        "reputation",
+        "POST",
+        "/v1/users/reputation",
+        {},
+        {"id": _USER, "delta": 1, "reason": "linked"},
+    ),
+    (
+        "POST",
+        "/v1/events/create",
+        "get",
+        "GET",
+        "/v1/events/{IdOrReferenceId}",
+        {"IdOrReferenceId": "$response.body#/id"},
+        None,
+    ),
+    (
+        "POST",
+        "/v1/events/create",
+        "attendees",
+        "GET",
+        "/v1/events/{event_id}/attendees",
+        {"event_id": "$response.body#/id"},
+        None,
+    ),
+    ("POST", "/v1/products", "get", "GET", "/v1/products/{id}", {"id": "$response.body#/id"}, None),
+    (
+        "POST",
+        "/v1/products",
+        "items",
+        "POST",
+        "/v1/products/{id}/items",
+        {"id": "$response.body#/id"},
+        None,
+    ),
+    (
+        "POST",
+        "/v1/products",
+        "sales",
+        "GET",
+        "/v1/products/{id}/sales",
+        {"id": "$response.body#/id"},
+        None,
+    ),
+    (
+        "POST",
+        "/v1/products/{id}/items",
+        "redeem",
+        "POST",
+        "/v1/products/{id}/items/redeem",
+        {"id": "$request.path.id"},
+        {"product_item_id": _ITEM},
+    ),
+    (
+        "POST",
+        "/v1/products/{id}/items",
+        "transfer",
+        "POST",
+        "/v1/products/{id}/transfer",
+        {"id": "$request.path.id"},
+        {"product_item_id": _ITEM, "sender_user_id": "$response.body#/items/0/user/id"},
+    ),
+    ("POST", "/v1/orders", "get", "GET", "/v1/orders/{id}", {"id": "$response.body#/id"}, None),
+    (
+        "POST",
+        "/v1/orders",
+        "complete",
+        "POST",
+        "/v1/orders/{id}/complete",
+        {"id": "$response.body#/id"},
+        None,
+    ),
+    (
+        "POST",
+        "/v1/orders",
+        "cancel",
+        "POST",
+        "/v1/orders/{id}/cancel",
+        {"id": "$response.body#/id"},
+        None,
+    ),
+]
+
+
+def _link(schema: dict[str, Any]) -> None:
+    paths = schema["paths"]
+    for method, path, name, to_method, to_path, parameters, body in LINKS:
+        operation = paths[path][method.lower()]
+        success = next(status for status in operation["responses"] if status.startswith("2"))
+        link: dict[str, Any] = {"operationId": paths[to_path][to_method.lower()]["operationId"]}
+        if parameters:
+            link["parameters"] = parameters
+        if body is not None:
+            link["requestBody"] = body
+        operation["responses"][success].setdefault("links", {})[name] = link

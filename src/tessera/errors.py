@@ -143,6 +143,10 @@ class OrderNumberTaken(Conflict):
     pass
 
 
+class EventDatesOutOfOrder(Conflict):
+    pass
+
+
 class EventInUse(Conflict):
     message = "event is still referenced by products with issued items or sales"
 
@@ -269,15 +273,12 @@ def install_error_handlers(app: FastAPI) -> None:
 
 
 def allowed_methods(app: FastAPI, path: str) -> list[str]:
-    """Every method some route answers on ``path`` (for a 405, which is rare: no cache)."""
-    return sorted(
-        {
-            method
-            for route in iter_route_contexts(app.routes)
-            if route.path and compile_path(route.path)[0].match(path)
-            for method in route.methods or ()
-        }
-    )
+    """The methods of the path template that ``path`` is routed to first (as the OpenAPI lists
+    them: ``/v1/events/create`` is POST, though ``GET /v1/events/{id}`` would take it too).
+    Computed per 405, which is rare."""
+    routes = [(r.path, r.methods or set()) for r in iter_route_contexts(app.routes) if r.path]
+    template = next((t for t, _ in routes if compile_path(t)[0].match(path)), None)
+    return sorted({m for t, methods in routes if t == template for m in methods})
 
 
 def unparsable_body(cause: BaseException | None) -> str | None:

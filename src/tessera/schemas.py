@@ -14,14 +14,17 @@ field: PostgreSQL cannot store it, and SQLite would store what other tools cut s
 checked here, on every schema; paths and query strings in ``tessera.middleware``.
 """
 
+from collections.abc import Callable
 from typing import Annotated, Any
 
+import email_validator
 from fastapi import Request
 from fastapi.dependencies.models import Dependant
 from fastapi.routing import APIRoute
 from pydantic import (
     AfterValidator,
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     EmailStr,
     Field,
@@ -34,19 +37,65 @@ from pydantic.alias_generators import to_camel
 
 from tessera.errors import InvalidInput
 
+# Tessera never sends mail, so an address at a special-use domain (a company's .local, a
+# staging app's .test, .arpa) is an address like any other: the schema's "format: email" is
+# syntax only, and so is the check (email-validator would refuse these by default).
+email_validator.SPECIAL_USE_DOMAIN_NAMES.clear()
+
 
 def normalize_email(email: str) -> str:
     """Emails compare case-insensitively: they are stored and matched lowercased."""
     return email.strip().lower()
 
 
-# Unix timestamps in seconds (the spec's start_date, registered_at, ...).
-UnixSeconds = Annotated[StrictInt, Field(gt=0, le=253402300799)]  # up to 9999-12-31
-PositiveInt = Annotated[StrictInt, Field(ge=1, le=2**53)]
-NonNegativeInt = Annotated[StrictInt, Field(ge=0, le=2**53)]
+def _integral(value: Any) -> Any:
+    """JSON Schema's ``integer`` includes ``1.0``: an integral float is that integer."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+# Integers in request bodies: strict (no "10", no true), but 1.0 is 1, as the schema says.
+# (The bounds go before the validator, or the OpenAPI would not show them.)
+Integral = BeforeValidator(_integral)
+Integer = Annotated[StrictInt, Integral]
+# Unix timestamps in seconds (the spec's start_date, registered_at, ...), up to 9999-12-31.
+UnixSeconds = Annotated[StrictInt, Field(gt=0, le=253402300799), Integral]
+PositiveInt = Annotated[StrictInt, Field(ge=1, le=2**53), Integral]
+NonNegativeInt = Annotated[StrictInt, Field(ge=0, le=2**53), Integral]
 Bool = StrictBool
 Email = Annotated[EmailStr, StringConstraints(max_length=320), AfterValidator(normalize_email)]
-RefId = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=255)]
+# Text is kept as sent: no trimming, so that the bounds in the OpenAPI are exactly the server's.
+RefId = Annotated[str, StringConstraints(min_length=1, max_length=255)]
+
+
+def requires_one_of(*names: str, lists: bool = False) -> Callable[[dict[str, Any]], None]:
+    """For ``json_schema_extra``: the model needs one of ``names`` present and not null (a
+    non-empty list with ``lists``), which its validator checks. Several such rules add up."""
+
+    def present(name: str) -> dict[str, Any]:
+        value: dict[str, Any] = {"minItems": 1} if lists else {"not": {"type": "null"}}
+        return {"required": [name], "properties": {name: value}}
+
+    def extra(schema: dict[str, Any]) -> None:
+        schema.setdefault("allOf", []).append({"anyOf": [present(name) for name in names]})
+
+    return extra
+
+
+def schema_rules(*rules: Callable[[dict[str, Any]], None]) -> Callable[[dict[str, Any]], None]:
+    """Several ``json_schema_extra`` rules for one model."""
+
+    def extra(schema: dict[str, Any]) -> None:
+        for rule in rules:
+            rule(schema)
+
+    return extra
+
+
+def blank_allowed(schema: dict[str, Any]) -> None:
+    """For a field's ``json_schema_extra``: ``""`` is accepted too, meaning no value."""
+    schema.setdefault("anyOf", []).append({"const": ""})
 
 
 NUL_REFUSED = "must not contain the NUL character (\\u0000)"

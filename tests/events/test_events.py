@@ -182,9 +182,17 @@ class TestUpdateEvent:
             ({"name": "Valid name"}, 400, {"errors": ["one of id or reference_id is required"]}),
             ({"id": event["id"], "name": None}, 400, {"errors": ["name may not be null"]}),
             (
-                {"id": event["id"], "end_date": event["start_date"] - 1},
+                {"id": event["id"], "start_date": 20, "end_date": 10},
                 400,
                 {"errors": ["end_date: must not be before start_date"]},
+            ),
+            (
+                {"id": event["id"], "end_date": event["start_date"] - 1},
+                409,
+                {
+                    "message": f"the event would end ({event['start_date'] - 1}) before it "
+                    f"starts ({event['start_date']}): send both dates"
+                },
             ),
             ({"id": theirs["id"], "name": "Mine now"}, 404, {"message": "event not found"}),
             (

@@ -112,6 +112,15 @@ class TestCreateOrder:
             ),
             (
                 {"items": [{"product_id": "P", "quantity": 551}]},
+                "items.0.quantity: Input should be less than or equal to 550",
+            ),
+            (
+                {
+                    "items": [
+                        {"product_id": "P", "quantity": 300},
+                        {"product_id": "P", "quantity": 251},
+                    ]
+                },
                 "items: at most 550 items per order, got 551",
             ),
             ({"status": "shipped"}, "status: Input should be 'completed' or 'pending'"),

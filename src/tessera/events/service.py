@@ -9,7 +9,13 @@ from sqlalchemy.orm import joinedload
 
 from tessera.auth.principal import Principal
 from tessera.db import Database
-from tessera.errors import EventInUse, EventNotFound, InvalidInput, ReferenceIdTaken
+from tessera.errors import (
+    EventDatesOutOfOrder,
+    EventInUse,
+    EventNotFound,
+    InvalidInput,
+    ReferenceIdTaken,
+)
 from tessera.events import repository
 from tessera.events.schemas import AttendeeRegister, EventCreate, EventRead, EventUpdate
 from tessera.models import Attendee, Event, OrderItem, Product
@@ -67,10 +73,16 @@ async def update_event(session: AsyncSession, principal: Principal, *, body: Eve
             session, principal.project_id, str(body.reference_id)
         )
     changes = body.changes()
-    _require_dates_in_order(
-        event.start_date if body.start_date is None else body.start_date,
-        event.end_date if body.end_date is None else body.end_date,
-    )
+    if body.start_date is not None and body.end_date is not None:
+        _require_dates_in_order(body.start_date, body.end_date)
+    else:
+        # One date sent: out of order with the other, stored one, is a conflict with state.
+        start = event.start_date if body.start_date is None else body.start_date
+        end = event.end_date if body.end_date is None else body.end_date
+        if end < start:
+            raise EventDatesOutOfOrder(
+                f"the event would end ({end}) before it starts ({start}): send both dates"
+            )
     if "reference_id" in changes:
         await _reject_taken_reference(
             session, principal.project_id, body.reference_id, but=event.id

@@ -4,24 +4,22 @@ from datetime import datetime
 from decimal import Decimal
 from typing import Annotated, Any, Literal, Self
 
-from pydantic import Field, StringConstraints, model_validator
+from pydantic import Field, StrictInt, StringConstraints, model_validator
 
 from tessera.models import Order, OrderItem, OrderStatus, Product, ProductItem
 from tessera.products.schemas import MAX_ISSUE, ProductItemRead
-from tessera.schemas import PositiveInt, SnakeModel
+from tessera.schemas import Integral, SnakeModel
 from tessera.users.schemas import UserLookup
 
 OrderNumber = Annotated[
     str,
-    StringConstraints(
-        strip_whitespace=True, min_length=1, max_length=64, pattern=r"^[A-Za-z0-9._-]+$"
-    ),
+    StringConstraints(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9._-]+$"),
 ]
 
 
 class OrderLineCreate(SnakeModel):
     product_id: uuid.UUID
-    quantity: PositiveInt
+    quantity: Annotated[StrictInt, Field(ge=1, le=MAX_ISSUE), Integral]
 
 
 class OrderCreate(SnakeModel):
@@ -29,7 +27,11 @@ class OrderCreate(SnakeModel):
     for ``POST /v1/orders/{id}/complete``."""
 
     user: UserLookup
-    items: list[OrderLineCreate] = Field(min_length=1, max_length=100)
+    items: list[OrderLineCreate] = Field(
+        min_length=1,
+        max_length=100,
+        description=f"At most {MAX_ISSUE} items in all (the sum of the quantities), else 400.",
+    )
     status: Literal["completed", "pending"] = "completed"
     order_number: OrderNumber | None = None
 

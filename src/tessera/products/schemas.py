@@ -2,7 +2,14 @@ import uuid
 from datetime import datetime
 from typing import Annotated, Any, Literal, Self
 
-from pydantic import Field, StringConstraints, computed_field, field_validator, model_validator
+from pydantic import (
+    ConfigDict,
+    Field,
+    StringConstraints,
+    computed_field,
+    field_validator,
+    model_validator,
+)
 
 from tessera.config import Chain
 from tessera.events.schemas import EventRead
@@ -15,38 +22,57 @@ from tessera.schemas import (
     Pagination,
     PositiveInt,
     SnakeModel,
+    blank_allowed,
+    requires_one_of,
+    schema_rules,
 )
 from tessera.users.schemas import UserRef
 
 ProductType = Literal["admission", "presale", "perks"]
-Text255 = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=255)]
-Price = Annotated[str, StringConstraints(strip_whitespace=True, pattern=r"^\d{1,12}(\.\d{1,2})?$")]
+Text255 = Annotated[str, StringConstraints(min_length=1, max_length=255)]
+Price = Annotated[str, StringConstraints(pattern=r"^[0-9]{1,12}(\.[0-9]{1,2})?$")]
 MetadataUri = Annotated[
     str,
-    StringConstraints(
-        strip_whitespace=True, max_length=512, pattern=r"^[a-zA-Z][a-zA-Z0-9+.-]*://\S+$"
-    ),
+    StringConstraints(max_length=512, pattern=r"^[a-zA-Z][a-zA-Z0-9+.-]*://[!-~]+$"),
 ]
 MAX_ISSUE = 550
 
 
+def _mint_needs_uri_and_chain(schema: dict[str, Any]) -> None:
+    """``mint_nft: true`` needs ``metadata_uri`` and ``chain`` (``missing_for_mint``)."""
+    given = {"not": {"type": "null"}}
+    schema.setdefault("allOf", []).append(
+        {
+            "anyOf": [
+                {"properties": {"mint_nft": {"const": False}}},
+                {
+                    "required": ["metadata_uri", "chain"],
+                    "properties": {"metadata_uri": given, "chain": given},
+                },
+            ]
+        }
+    )
+
+
 class ProductCreate(SnakeModel):
+    model_config = ConfigDict(json_schema_extra=_mint_needs_uri_and_chain)
+
     type: ProductType
     name: Text255
-    event_id: uuid.UUID | None = None
+    event_id: uuid.UUID | None = Field(default=None, json_schema_extra=blank_allowed)
     description: Text255 | None = None
     price: Price = "0"
     active: Bool = True
     is_claimable: Bool = False
     is_transferable: Bool = False
-    stock: PositiveInt | None = None
+    stock: PositiveInt | None = Field(default=None, json_schema_extra=blank_allowed)
     redemption_quantity: PositiveInt = 1
-    max_per_account: PositiveInt | None = None
+    max_per_account: PositiveInt | None = Field(default=None, json_schema_extra=blank_allowed)
     min_rep_balance: NonNegativeInt = 0
     metadata_uri: MetadataUri | None = None
     mint_nft: Bool = False
     chain: Chain | None = None
-    max_items: PositiveInt | None = None
+    max_items: PositiveInt | None = Field(default=None, json_schema_extra=blank_allowed)
 
     @field_validator("event_id", "max_items", "stock", "max_per_account", mode="before")
     @classmethod
@@ -129,7 +155,11 @@ class SaleList(SnakeModel):
 class ItemsIssue(SnakeModel):
     """Recipients by user id and/or email, one item per entry, at most 550 in all."""
 
-    product_id: uuid.UUID | None = None
+    model_config = ConfigDict(json_schema_extra=requires_one_of("users", "emails", lists=True))
+
+    product_id: uuid.UUID | None = Field(
+        default=None, description="Optional (Mufi sends it); when sent, the path's id, else 400."
+    )
     users: list[uuid.UUID] = Field(default_factory=list, max_length=MAX_ISSUE)
     emails: list[Email] = Field(default_factory=list, max_length=MAX_ISSUE)
 
@@ -237,6 +267,13 @@ class RedeemRequest(SnakeModel):
 
 class TransferRequest(SnakeModel):
     """Sender and recipient each by email or user id (email first when both are given)."""
+
+    model_config = ConfigDict(
+        json_schema_extra=schema_rules(
+            requires_one_of("sender_email", "sender_user_id"),
+            requires_one_of("recipient_email", "recipient_user_id"),
+        )
+    )
 
     product_item_id: uuid.UUID
     sender_email: Email | None = None

@@ -33,7 +33,11 @@ async def create_users(
     principal: Writer,
     settings: SettingsDep,
     box: BoxDep,
-    users: list[UserCreate] = Body(min_length=1, max_length=service.MAX_BATCH),
+    users: list[UserCreate] = Body(
+        min_length=1,
+        max_length=service.MAX_BATCH,
+        description="Each email at most once in the batch (compared lowercased), else 400.",
+    ),
 ) -> UsersCreated:
     """Create 1-1500 users; each gets a custodial Polkadot wallet at once."""
     created = await service.create_users(

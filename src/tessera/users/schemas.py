@@ -3,12 +3,12 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Annotated, ClassVar, Literal, Self
 
-from pydantic import Field, StrictInt, StringConstraints, field_validator, model_validator
+from pydantic import ConfigDict, Field, StringConstraints, field_validator, model_validator
 
 from tessera.config import Chain
-from tessera.schemas import CamelModel, Email, NonNegativeInt, RefId
+from tessera.schemas import CamelModel, Email, Integer, NonNegativeInt, RefId, requires_one_of
 
-Name = Annotated[str, StringConstraints(strip_whitespace=True, max_length=255)]
+Name = Annotated[str, StringConstraints(max_length=255)]
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,6 +43,8 @@ class UserLookup(CamelModel):
     """One of ``email``, ``referenceId``, ``id``; when several are given that is also the order
     in which they are used."""
 
+    model_config = ConfigDict(json_schema_extra=requires_one_of("email", "referenceId", "id"))
+
     id: uuid.UUID | None = None
     email: Email | None = None
     reference_id: RefId | None = None
@@ -70,9 +72,12 @@ class BalancesQuery(UserLookup):
 
 
 class UserFetch(UserLookup):
+    """Every user of the project, or the one an identifier names."""
+
+    model_config = ConfigDict(json_schema_extra=None)
     identifier_required: ClassVar[bool] = False
 
-    limit: StrictInt = Field(default=10, ge=1, le=1000)
+    limit: Integer = Field(default=10, ge=1, le=1000)
     offset: NonNegativeInt = 0
 
 
@@ -134,8 +139,8 @@ class ActivationRead(CamelModel):
 
 
 class ReputationAdjust(UserLookup):
-    delta: StrictInt = Field(ge=-1_000_000, le=1_000_000)
-    reason: Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=255)]
+    delta: Integer = Field(ge=-1_000_000, le=1_000_000, json_schema_extra={"not": {"const": 0}})
+    reason: Annotated[str, StringConstraints(min_length=1, max_length=255)]
 
     @field_validator("delta")
     @classmethod
