@@ -184,3 +184,69 @@ class TestSlowChainHoldsNoWriteSlot:
         answered.set()
         response = await minting
         assert response.status_code == 503 and set(response.json()) == {"message"}
+
+
+class TestTheSchemaSaysWhatTheServerDoes:
+    @pytest.fixture
+    async def spec(self, client):
+        return (await client.get("/openapi.json")).json()["components"]["schemas"]
+
+    async def test_one_identifier_is_an_any_of_required_non_null(self, spec, client, tenant):
+        [rule] = spec["UserLookup"]["allOf"]
+        required = [branch["required"] for branch in rule["anyOf"]]
+        assert required == [["email"], ["referenceId"], ["id"]]
+        assert all(
+            branch["properties"][branch["required"][0]] == {"not": {"type": "null"}}
+            for branch in rule["anyOf"]
+        )
+        assert "allOf" not in spec["UserFetch"]  # every user, or the one an identifier names
+        response = await client.post("/v1/users/profile", headers=tenant.r, json={"email": None})
+        assert response.status_code == 400
+
+    async def test_delta_zero_and_mint_without_chain_are_in_the_schema(self, spec):
+        assert spec["ReputationAdjust"]["properties"]["delta"]["not"] == {"const": 0}
+        [mint] = spec["ProductCreate"]["allOf"]
+        assert mint["anyOf"][1]["required"] == ["metadata_uri", "chain"]
+
+    async def test_a_blank_event_id_is_documented_and_accepted(self, spec, client, tenant):
+        assert {"const": ""} in spec["ProductCreate"]["properties"]["event_id"]["anyOf"]
+        product = await create_product(client, tenant, event_id="", stock="")
+        assert product["event_id"] is None and product["stock"] is None
+
+    async def test_fields_that_refuse_null_have_no_null(self, spec, client, tenant):
+        name = spec["EventUpdate"]["properties"]["name"]
+        assert name.get("type") == "string" and "anyOf" not in name
+        event = await create_event(client, tenant)
+        response = await client.put(
+            "/v1/events/update", headers=tenant.w, json={"id": event["id"], "name": None}
+        )
+        assert response.status_code == 400
+
+    async def test_an_integral_float_is_an_integer(self, client, tenant):
+        await create_user(client, tenant)
+        response = await client.post(
+            "/v1/users/fetch", headers=tenant.r, json={"limit": 5.0, "offset": 0.0}
+        )
+        assert response.status_code == 200 and response.json()["total"] == 1
+        for bad in (5.5, "5", True):
+            response = await client.post("/v1/users/fetch", headers=tenant.r, json={"limit": bad})
+            assert response.status_code == 400, bad
+
+    async def test_order_lines_show_their_bound_and_the_total_is_described(self, spec):
+        quantity = spec["OrderLineCreate"]["properties"]["quantity"]
+        assert (quantity["minimum"], quantity["maximum"]) == (1, 550)
+        assert "550" in spec["OrderCreate"]["properties"]["items"]["description"]
+
+    async def test_text_in_the_schema_refuses_nul(self, spec):
+        nonce = spec["RedeemRequest"]["properties"]["nonce"]["anyOf"][0]
+        assert nonce["pattern"] == "^[^\\u0000]*$"
+
+    async def test_text_is_kept_as_sent(self, client, tenant):
+        [user] = (
+            await client.post(
+                "/v1/users/create",
+                headers=tenant.w,
+                json=[user_body(firstName=" Ann ", referenceId=" r-1 ")],
+            )
+        ).json()["users"]
+        assert (user["firstName"], user["referenceId"]) == (" Ann ", " r-1 ")

@@ -33,13 +33,16 @@ def _order_within_bound(body: Any) -> bool:
     return sum(q for q in quantities if _number(q)) <= MAX_ITEMS_PER_ORDER
 
 
-def _emails_unique(body: Any) -> bool:
-    """users/create: each email once in the batch (lowercased)."""
+def _unique_in_batch(body: Any) -> bool:
+    """users/create: each email (lowercased) and each referenceId once in the batch."""
     if not isinstance(body, list):
         return True
-    emails = [u.get("email") for u in body if isinstance(u, dict)]
-    texts = [e.lower() for e in emails if isinstance(e, str)]
-    return len(texts) == len(set(texts))
+    users = [u for u in body if isinstance(u, dict)]
+    for field, key in (("email", str.lower), ("referenceId", str)):
+        values = [key(u[field]) for u in users if isinstance(u.get(field), str)]
+        if len(values) != len(set(values)):
+            return False
+    return True
 
 
 def _same_product(case: Any) -> bool:
@@ -53,7 +56,7 @@ RULES = {
     ("POST", "/v1/events/create"): _dates_in_order,
     ("PUT", "/v1/events/update"): _dates_in_order,
     ("POST", "/v1/orders"): _order_within_bound,
-    ("POST", "/v1/users/create"): _emails_unique,
+    ("POST", "/v1/users/create"): _unique_in_batch,
 }
 CASE_RULES = {("POST", "/v1/products/{id}/items"): _same_product}
 

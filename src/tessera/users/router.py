@@ -36,7 +36,7 @@ async def create_users(
     users: list[UserCreate] = Body(
         min_length=1,
         max_length=service.MAX_BATCH,
-        description="Each email at most once in the batch (compared lowercased), else 400.",
+        description="Each email (compared lowercased) and referenceId once in the batch, else 400.",
     ),
 ) -> UsersCreated:
     """Create 1-1500 users; each gets a custodial Polkadot wallet at once."""
