@@ -15,14 +15,16 @@ import asyncio
 import sqlite3
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable, Generator, Sequence
+from collections import namedtuple
+from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Iterator, Sequence
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Annotated, Any, TypeVar
 
 import aiosqlite
 from fastapi import Depends, Request
-from sqlalchemy import ColumnElement, Engine, Row, Select, create_engine, event, select, text
+from sqlalchemy import BindParameter, ColumnElement, Dialect, Select, event, select, text
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.ext.asyncio import (
@@ -33,6 +35,7 @@ from sqlalchemy.ext.asyncio import (
 )
 from sqlalchemy.orm import DeclarativeBase
 from sqlalchemy.orm.interfaces import ORMOption
+from sqlalchemy.sql import visitors
 from sqlalchemy.util.concurrency import await_
 
 from tessera.errors import NotFound
@@ -41,6 +44,9 @@ SQLITE_BUSY_TIMEOUT_MS = 30_000
 SQLITE_BUSY_RETRY_SECONDS = 0.005
 
 T = TypeVar("T")
+AnySelect = Select[*tuple[Any, ...]]
+# namedtuple, for fields known only at run time (a statement's columns)
+_row_type: Callable[[str, list[str]], Any] = namedtuple
 READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 
 
@@ -52,7 +58,7 @@ class Database:
             self.engine = _sqlite_engine(self.url, begin="BEGIN")
             self.write_engine = _sqlite_engine(self.url, begin="BEGIN IMMEDIATE")
             self._write_lock: asyncio.Lock | None = asyncio.Lock()
-            self._query_engine: Engine | None = _sqlite_query_engine(self.url)
+            self._sqlite_reader: sqlite3.Connection | None = _sqlite_reader(self.url)
         else:
             # No ping before each use (a round trip per request): a connection broken by a
             # server restart fails its request, and SQLAlchemy then replaces the whole pool.
@@ -61,26 +67,39 @@ class Database:
             )
             self.write_engine = self.engine
             self._write_lock = None
-            self._autocommit = self.engine.execution_options(isolation_level="AUTOCOMMIT")
-            self._query_engine = None
+            self._sqlite_reader = None
         self._readers = async_sessionmaker(self.engine, expire_on_commit=False)
         self._writers = async_sessionmaker(self.write_engine, expire_on_commit=False)
+        self._compiled: dict[tuple[AnySelect, tuple[int, ...]], _Compiled] = {}
 
-    async def read(self, query: Callable[..., T], *args: object) -> T:
-        """Run a read-only ``query(connection, *args)`` in one trip to the database.
+    async def read(self, query: Callable[..., Awaitable[T]], *args: object) -> T:
+        """Run a read-only ``query(rows, *args)`` with the raw driver.
 
-        Reads are plain functions of a Core ``Connection`` in autocommit: no BEGIN and ROLLBACK
-        around them, no ORM identity map. On SQLite the function runs at once on the event
-        loop's thread (as the sessions' statements do, see ``_InlineConnection``); on PostgreSQL
-        in the engine's greenlet. A read that needs several statements sees each one's committed
+        Reads are async functions of ``Rows``: Core SELECTs, compiled once per backend by
+        SQLAlchemy and then run by the driver itself (sqlite3, asyncpg), in autocommit: no
+        BEGIN and ROLLBACK around them, no ORM, no per-statement SQLAlchemy execution. On
+        SQLite they run at once on the event loop's thread (as the sessions' statements do,
+        see ``_InlineConnection``), on one connection of their own; on PostgreSQL on a
+        connection of the pool. A read that needs several statements sees each one's committed
         state, as READ COMMITTED does on PostgreSQL, so a read that must be consistent is
         written as one statement.
         """
-        if self._query_engine is not None:
-            with self._query_engine.connect() as connection:
-                return query(connection, *args)
-        async with self._autocommit.connect() as connection:
-            return await connection.run_sync(query, *args)
+        if self._sqlite_reader is not None:
+            return await query(Rows(self, self._sqlite_reader), *args)
+        async with self.engine.connect() as connection:
+            raw = await connection.get_raw_connection()
+            return await query(Rows(self, raw.driver_connection), *args)
+
+    def compiled(self, statement: AnySelect, sizes: tuple[int, ...]) -> "_Compiled":
+        """``statement`` compiled for this backend (and these lengths of its list parameters),
+        once."""
+        key = (statement, sizes)
+        compiled = self._compiled.get(key)
+        if compiled is None:
+            if len(self._compiled) >= MAX_COMPILED:
+                self._compiled.clear()
+            compiled = self._compiled[key] = _Compiled.of(statement, sizes, self.engine.dialect)
+        return compiled
 
     @asynccontextmanager
     async def session(self, *, write: bool = True) -> AsyncIterator[AsyncSession]:
@@ -100,32 +119,127 @@ class Database:
         await self.engine.dispose()
         if self.write_engine is not self.engine:
             await self.write_engine.dispose()
-        if self._query_engine is not None:
-            self._query_engine.dispose()
+        if self._sqlite_reader is not None:
+            self._sqlite_reader.close()
 
 
-def joined(row: Row[Any], **related: object) -> SimpleNamespace:
-    """A row read with Core, with its related rows attached as attributes, so that schemas
+MAX_COMPILED = 1000  # statements x lengths of their list parameters
+
+
+class Rows:
+    """What a read function is given (``Database.read``): its statements' rows, as named
+    tuples of the selected columns' keys, converted as SQLAlchemy would convert them."""
+
+    def __init__(self, database: Database, connection: Any) -> None:
+        self._database = database
+        self._connection = connection  # sqlite3.Connection or asyncpg.Connection
+
+    async def all(self, statement: AnySelect, **params: Any) -> list[Any]:
+        sizes = tuple(len(value) for value in params.values() if isinstance(value, list))
+        compiled = self._database.compiled(statement, sizes)
+        args = compiled.arguments(params)
+        if isinstance(self._connection, sqlite3.Connection):
+            raw = self._connection.execute(compiled.sql, args).fetchall()
+            results = compiled.results or compiled.describe(None)
+        else:  # asyncpg caches the prepared statement on each connection
+            results = compiled.results or compiled.describe(
+                await self._connection.prepare(compiled.sql)
+            )
+            raw = await self._connection.fetch(compiled.sql, *args)
+        return [compiled.make(_converted(values, results)) for values in raw]
+
+    async def first(self, statement: AnySelect, **params: Any) -> Any | None:
+        rows = await self.all(statement, **params)
+        return rows[0] if rows else None
+
+    async def scalar(self, statement: AnySelect, **params: Any) -> Any:
+        row = await self.first(statement, **params)
+        return None if row is None else row[0]
+
+
+Processor = Callable[[Any], Any] | None
+
+
+def _converted(values: Sequence[Any], processors: Sequence[Processor]) -> Iterator[Any]:
+    for value, process in zip(values, processors, strict=True):
+        yield value if process is None or value is None else process(value)
+
+
+@dataclass(slots=True)
+class _Compiled:
+    """A SELECT compiled for one dialect (and for given lengths of its list parameters)."""
+
+    sql: str
+    # The positional arguments: (parameter, index in a list parameter or None, bind processor).
+    params: tuple[tuple[str, int | None, Processor], ...]
+    columns: tuple[Any, ...]  # the selected columns' types, for this dialect
+    make: Callable[[Any], Any]
+    dialect: Dialect
+    results: tuple[Processor, ...] | None = None  # once the driver has described the columns
+
+    @classmethod
+    def of(cls, statement: AnySelect, sizes: tuple[int, ...], dialect: Dialect) -> "_Compiled":
+        lists = [p for p in _bind_params(statement) if p.expanding]
+        if lists:  # a placeholder per element: IN ($3, $4, $5)
+            statement = statement.params(
+                {p.key: [None] * n for p, n in zip(lists, sizes, strict=True)}
+            )
+        compiled = statement.compile(dialect=dialect, compile_kwargs={"render_postcompile": True})
+        binds = {p.key: p for p in _bind_params(statement)}
+        params = []
+        for name in compiled.positiontup or ():
+            base, index = name, None
+            if name not in binds:  # an element of a list parameter: "ids_3"
+                base, _, number = name.rpartition("_")
+                index = int(number) - 1
+            kind = binds[base].type.dialect_impl(dialect)
+            params.append((base, index, kind.bind_processor(dialect)))
+        columns = list(statement.selected_columns)
+        keys = [c.key or f"column_{i}" for i, c in enumerate(columns)]
+        types = tuple(c.type.dialect_impl(dialect) for c in columns)
+        return cls(compiled.string, tuple(params), types, _row_type("Row", keys)._make, dialect)
+
+    def describe(self, prepared: Any) -> tuple[Processor, ...]:
+        """How each column's value is converted, as SQLAlchemy would: some conversions depend
+        on the type the driver reports (asyncpg's numerics), so they are chosen on first use,
+        from the driver's description of the statement (``prepared``; sqlite3 has none)."""
+        oids = [a.type.oid for a in prepared.get_attributes()] if prepared else None
+        self.results = tuple(
+            kind.result_processor(self.dialect, oids[i] if oids else None)
+            for i, kind in enumerate(self.columns)
+        )
+        return self.results
+
+    def arguments(self, values: dict[str, Any]) -> list[Any]:
+        arguments = []
+        for name, index, process in self.params:
+            value = values[name] if index is None else values[name][index]
+            arguments.append(value if process is None or value is None else process(value))
+        return arguments
+
+
+def _bind_params(statement: AnySelect) -> list[BindParameter[Any]]:
+    return [e for e in visitors.iterate(statement) if isinstance(e, BindParameter)]
+
+
+def joined(row: Any, **related: object) -> SimpleNamespace:
+    """A row read with ``Rows``, with its related rows attached as attributes, so that schemas
     built ``from_attributes`` read it as they read an ORM object."""
-    return SimpleNamespace(**row._mapping, **related)
+    return SimpleNamespace(**row._asdict(), **related)
 
 
-def _sqlite_query_engine(url: URL) -> Engine:
-    """The connection behind ``Database.read`` on SQLite: synchronous, used on the loop's
-    thread one read at a time, in autocommit. In WAL mode a read never waits for a writer."""
-    engine = create_engine(
-        url.set(drivername="sqlite+pysqlite"),
-        pool_size=1,
-        max_overflow=0,
-        connect_args={"check_same_thread": False, "timeout": SQLITE_BUSY_TIMEOUT_MS / 1000},
+def _sqlite_reader(url: URL) -> sqlite3.Connection:
+    """The connection behind ``Database.read`` on SQLite: used on the loop's thread one read at
+    a time, in autocommit (each read is its own snapshot). In WAL mode a read never waits for
+    a writer."""
+    connection = sqlite3.connect(
+        url.database or ":memory:",
+        check_same_thread=False,
+        isolation_level=None,
+        timeout=SQLITE_BUSY_TIMEOUT_MS / 1000,
     )
-
-    @event.listens_for(engine, "connect")
-    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
-        dbapi_connection.isolation_level = None  # autocommit: each read is its own snapshot
-        _sqlite_pragmas(dbapi_connection, busy_timeout_ms=SQLITE_BUSY_TIMEOUT_MS)
-
-    return engine
+    _sqlite_pragmas(connection, busy_timeout_ms=SQLITE_BUSY_TIMEOUT_MS)
+    return connection
 
 
 def _sqlite_pragmas(dbapi_connection: Any, *, busy_timeout_ms: int) -> None:
@@ -200,7 +314,7 @@ def _sqlite_engine(url: URL, *, begin: str) -> AsyncEngine:
     return engine
 
 
-SelectT = TypeVar("SelectT", bound=Select[Any])
+SelectT = TypeVar("SelectT", bound=AnySelect)
 EndpointT = TypeVar("EndpointT", bound=Callable[..., Any])
 RowT = TypeVar("RowT", bound=DeclarativeBase)
 

@@ -4,10 +4,10 @@ import uuid
 from collections.abc import Iterator
 from typing import Any
 
-from sqlalchemy import Connection, Row, bindparam, select
+from sqlalchemy import bindparam, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from tessera.db import get_in_project
+from tessera.db import Rows, get_in_project
 from tessera.errors import EventNotFound
 from tessera.models import Event
 
@@ -49,14 +49,10 @@ async def get_event_by_id_or_reference(
     raise EventNotFound
 
 
-def read_event(
-    connection: Connection, project_id: uuid.UUID, id_or_reference: str
-) -> Row[Any] | None:
+async def read_event(rows: Rows, project_id: uuid.UUID, id_or_reference: str) -> Any | None:
     """The event's row by id or reference (a read for ``Database.read``), or None."""
     for column, value in _id_then_reference(id_or_reference):
-        row = connection.execute(
-            _EVENT_BY[column], {"project_id": project_id, "value": value}
-        ).first()
+        row = await rows.first(_EVENT_BY[column], project_id=project_id, value=value)
         if row is not None:
             return row
     return None

@@ -2,11 +2,11 @@
 
 import uuid
 
-from sqlalchemy import Connection, bindparam, select
+from sqlalchemy import bindparam, select
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import selectinload
 
-from tessera.db import get_in_project, joined
+from tessera.db import Rows, get_in_project, joined
 from tessera.errors import OrderNotFound
 from tessera.models import Order, OrderItem, Product, ProductItem, User
 from tessera.orders.schemas import OrderRead
@@ -47,22 +47,18 @@ _ITEMS_OF = (
 _USERS_BY_ID = select(_USERS).where(_USERS.c.id.in_(bindparam("ids", expanding=True)))
 
 
-def read_order(
-    connection: Connection, project_id: uuid.UUID, order_id: uuid.UUID
-) -> OrderRead | None:
+async def read_order(rows: Rows, project_id: uuid.UUID, order_id: uuid.UUID) -> OrderRead | None:
     """The order with its lines, their products and the items issued for them (a read for
     ``Database.read``), or None."""
-    order = connection.execute(_ORDER, {"project_id": project_id, "id": order_id}).first()
+    order = await rows.first(_ORDER, project_id=project_id, id=order_id)
     if order is None:
         return None
-    lines = list(connection.execute(_LINES_OF, {"id": order_id}))
-    products = {row.id: row for row in connection.execute(_PRODUCTS_OF, {"id": order_id})}
-    items = list(connection.execute(_ITEMS_OF, {"id": order_id}))
+    lines = await rows.all(_LINES_OF, id=order_id)
+    products = {row.id: row for row in await rows.all(_PRODUCTS_OF, id=order_id)}
+    items = await rows.all(_ITEMS_OF, id=order_id)
     owner_ids = list({item.owner_id for item in items})
     owners = (
-        {row.id: row for row in connection.execute(_USERS_BY_ID, {"ids": owner_ids})}
-        if owner_ids
-        else {}
+        {row.id: row for row in await rows.all(_USERS_BY_ID, ids=owner_ids)} if owner_ids else {}
     )
     return OrderRead.of(
         order,

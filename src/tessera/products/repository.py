@@ -5,11 +5,11 @@ from collections.abc import Collection
 from types import SimpleNamespace
 from typing import Any
 
-from sqlalchemy import Connection, bindparam, func, select
+from sqlalchemy import bindparam, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import selectinload
 
-from tessera.db import get_in_project, joined
+from tessera.db import Rows, get_in_project, joined
 from tessera.errors import ProductNotFound
 from tessera.models import Event, Order, OrderItem, Product, ProductItem, Redemption, User
 from tessera.products.schemas import SaleList, SaleRead
@@ -97,49 +97,42 @@ async def find_redemption(
     )
 
 
-def _with_events(connection: Connection, rows: list[Any]) -> list[SimpleNamespace]:
+async def _with_events(rows: Rows, products: list[Any]) -> list[SimpleNamespace]:
     """Products as ``ProductRead`` reads them: each with its event (or None)."""
-    ids = {row.event_id for row in rows if row.event_id is not None}
-    events = (
-        {event.id: event for event in connection.execute(_EVENTS_BY_ID, {"ids": list(ids)})}
-        if ids
-        else {}
-    )
-    return [joined(row, event=events.get(row.event_id)) for row in rows]
+    ids = list({row.event_id for row in products if row.event_id is not None})
+    events = {event.id: event for event in await rows.all(_EVENTS_BY_ID, ids=ids)} if ids else {}
+    return [joined(row, event=events.get(row.event_id)) for row in products]
 
 
-def read_product(
-    connection: Connection, project_id: uuid.UUID, product_id: uuid.UUID
+async def read_product(
+    rows: Rows, project_id: uuid.UUID, product_id: uuid.UUID
 ) -> SimpleNamespace | None:
     """The product with its event (a read for ``Database.read``), or None."""
-    row = connection.execute(_PRODUCT, {"project_id": project_id, "id": product_id}).first()
-    return None if row is None else _with_events(connection, [row])[0]
+    row = await rows.first(_PRODUCT, project_id=project_id, id=product_id)
+    return None if row is None else (await _with_events(rows, [row]))[0]
 
 
-def read_products(
-    connection: Connection, project_id: uuid.UUID, paging: PageParams
+async def read_products(
+    rows: Rows, project_id: uuid.UUID, paging: PageParams
 ) -> list[SimpleNamespace]:
     """A page of the project's products, oldest first, with their events."""
-    rows = connection.execute(
-        _PRODUCT_PAGE,
-        {"project_id": project_id, "limit": paging.limit, "offset": paging.offset},
-    ).all()
-    return _with_events(connection, list(rows))
+    page = await rows.all(
+        _PRODUCT_PAGE, project_id=project_id, limit=paging.limit, offset=paging.offset
+    )
+    return await _with_events(rows, page)
 
 
-def read_sales(
-    connection: Connection, project_id: uuid.UUID, product_id: uuid.UUID, paging: PageParams
+async def read_sales(
+    rows: Rows, project_id: uuid.UUID, product_id: uuid.UUID, paging: PageParams
 ) -> SaleList | None:
     """A page of the product's order lines (oldest first) with their order's status and buyer,
     or None when the project has no such product."""
-    name = connection.execute(_PRODUCT_NAME, {"project_id": project_id, "id": product_id}).scalar()
+    name = await rows.scalar(_PRODUCT_NAME, project_id=project_id, id=product_id)
     if name is None:
         return None
-    total = connection.execute(_SALES_TOTAL, {"id": product_id}).scalar_one()
-    rows = connection.execute(
-        _SALES_PAGE, {"id": product_id, "limit": paging.limit, "offset": paging.offset}
-    )
+    total = await rows.scalar(_SALES_TOTAL, id=product_id)
+    page = await rows.all(_SALES_PAGE, id=product_id, limit=paging.limit, offset=paging.offset)
     return SaleList(
-        sales=[SaleRead.model_validate({**row._mapping, "product_name": name}) for row in rows],
+        sales=[SaleRead.model_validate({**row._asdict(), "product_name": name}) for row in page],
         pagination=Pagination(page=paging.page, limit=paging.limit, total=total),
     )

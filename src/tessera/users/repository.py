@@ -4,10 +4,11 @@ import uuid
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import ColumnElement, Connection, Select, bindparam, func, select, update
+from sqlalchemy import ColumnElement, Select, bindparam, func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import selectinload
 
+from tessera.db import Rows
 from tessera.errors import ReputationWouldBeNegative, UserNotFound
 from tessera.models import Project, ReputationEntry, User, UserWallet
 from tessera.models.base import utcnow
@@ -54,17 +55,15 @@ def _profile_statement(field: str) -> Select[*tuple[Any, ...]]:
 _PROFILE = {field: _profile_statement(field) for field in COLUMNS}
 
 
-def read_profile(connection: Connection, project_id: uuid.UUID, ref: UserRef) -> UserRead | None:
+async def read_profile(rows: Rows, project_id: uuid.UUID, ref: UserRef) -> UserRead | None:
     """A user and its wallets, oldest first, in one statement (a read for ``Database.read``)."""
-    rows = connection.execute(
-        _PROFILE[ref.field], {"project_id": project_id, "value": ref.value}
-    ).all()
-    if not rows:
+    found = await rows.all(_PROFILE[ref.field], project_id=project_id, value=ref.value)
+    if not found:
         return None
     width = len(USER_FIELDS)
-    user: dict[str, Any] = dict(zip(_USER_KEYS, rows[0][:width], strict=True))
+    user: dict[str, Any] = dict(zip(_USER_KEYS, found[0][:width], strict=True))
     user["wallets"] = [
-        dict(zip(_WALLET_KEYS, row[width:], strict=True)) for row in rows if row[width] is not None
+        dict(zip(_WALLET_KEYS, row[width:], strict=True)) for row in found if row[width] is not None
     ]
     return UserRead.model_validate(user)
 
@@ -98,26 +97,26 @@ _WALLETS_OF = (
 _ACTIVE_USERS = select(Project.active_user_count).where(Project.id == bindparam("project_id"))
 
 
-def read_users(
-    connection: Connection, project_id: uuid.UUID, ref: UserRef | None, limit: int, offset: int
+async def read_users(
+    rows: Rows, project_id: uuid.UUID, ref: UserRef | None, limit: int, offset: int
 ) -> tuple[list[dict[str, Any]], int]:
     """A page of the project's users (oldest first) with their wallets, and the total."""
     field = None if ref is None else ref.field
     values = {"project_id": project_id, "value": None if ref is None else ref.value}
-    total = connection.execute(_USER_TOTAL[field], values).scalar() or 0
-    page = connection.execute(_USER_PAGE[field], {**values, "limit": limit, "offset": offset})
+    total = await rows.scalar(_USER_TOTAL[field], **values) or 0
+    page = await rows.all(_USER_PAGE[field], **values, limit=limit, offset=offset)
     users = [dict(zip(_USER_KEYS, row, strict=True)) for row in page]
     wallets: dict[uuid.UUID, list[dict[str, Any]]] = {user["id"]: [] for user in users}
     if users:
-        for row in connection.execute(_WALLETS_OF, {"user_ids": list(wallets)}):
+        for row in await rows.all(_WALLETS_OF, user_ids=list(wallets)):
             wallets[row[0]].append(dict(zip(_SUMMARY_KEYS, row[1:], strict=True)))
     for user in users:
         user["wallets"] = wallets[user["id"]]
     return users, total
 
 
-def count_active_users(connection: Connection, project_id: uuid.UUID) -> int:
-    return connection.execute(_ACTIVE_USERS, {"project_id": project_id}).scalar() or 0
+async def count_active_users(rows: Rows, project_id: uuid.UUID) -> int:
+    return await rows.scalar(_ACTIVE_USERS, project_id=project_id) or 0
 
 
 async def count_created(session: AsyncSession, project_id: uuid.UUID, created: int) -> None:
