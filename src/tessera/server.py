@@ -5,8 +5,8 @@ or sends it a byte at a time: a few hundred such sockets would hold a process's 
 descriptors for ever. ``GuardedHttpToolsProtocol`` adds what it lacks:
 
 - ``TESSERA_HEADER_TIMEOUT_SECONDS`` (10): a request's line and headers must arrive within this
-  time of the connection opening (or of the previous response); otherwise the connection gets
-  a 408 and is closed.
+  time of the connection opening (or, on a kept-alive connection, of the request's first byte);
+  otherwise the connection gets a 408 and is closed.
 - ``TESSERA_KEEP_ALIVE_SECONDS`` (5): an idle keep-alive connection is closed (uvicorn's own).
 - ``TESSERA_MAX_CONNECTIONS`` (1000): past this many open connections a process answers a new
   one with 503 and closes it, before reading anything.
