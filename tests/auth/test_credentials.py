@@ -136,6 +136,29 @@ class TestApiKeys:
             event.remove(engine, "before_cursor_execute", record)
         assert len([s for s in statements if "api_keys" in s]) == 1  # the first request only
 
+    async def test_requests_in_flight_share_one_check(
+        self, client, tenant, database, app, monkeypatch
+    ):
+        """An entry that expires under load is refreshed by one query, not one per request."""
+        monkeypatch.setattr(app.state.authenticator.cache, "ttl", 60.0)
+        app.state.authenticator.cache.clear()
+        statements: list[str] = []
+
+        def record(conn, cursor, statement, *args):
+            statements.append(statement)
+
+        engine = database.engine.sync_engine
+        event.listen(engine, "before_cursor_execute", record)
+        try:
+            answers = await asyncio.gather(
+                *(client.get("/v1/users/count", headers=tenant.r) for _ in range(20))
+            )
+        finally:
+            event.remove(engine, "before_cursor_execute", record)
+        assert [a.status_code for a in answers] == [200] * 20
+        assert len([s for s in statements if "api_keys" in s]) == 1
+        assert app.state.authenticator.cache._checking == {}  # nothing kept after the check
+
     async def test_read_key_gets_403_on_writes(self, client, tenant):
         response = await client.post(
             "/v1/users/create", headers=tenant.r, json=[{"email": "a@example.com"}]

@@ -3,11 +3,15 @@
 A credential that checked out is remembered for ``credential_cache_seconds`` (at most 2 s, and
 never past its own expiry), by the keyed hash of the whole credential: a request with a known
 credential makes no query. So a key revoked or expired in the database is refused by every
-process within that time. Refusals are never remembered.
+process within that time. Refusals are never remembered. While a credential is being checked,
+the requests that bring it too wait for that one check (when an entry expires under load, one
+query refreshes it, not one per request in flight).
 """
 
+import asyncio
 import time
 import uuid
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Annotated
@@ -41,6 +45,7 @@ class CredentialCache:
     def __init__(self, ttl: float) -> None:
         self.ttl = ttl
         self._known: dict[str, _Known] = {}
+        self._checking: dict[str, asyncio.Future[_Known]] = {}
 
     def clear(self) -> None:
         self._known.clear()
@@ -53,6 +58,16 @@ class CredentialCache:
             del self._known[digest]
             return None
         return known
+
+    async def check_once(self, digest: str, check: Callable[[], Awaitable[_Known]]) -> _Known:
+        """``check()``, or the result of the one already running for ``digest`` (its refusal
+        too, which is not kept after it)."""
+        running = self._checking.get(digest)
+        if running is None:
+            running = self._checking[digest] = asyncio.ensure_future(check())
+            running.add_done_callback(lambda _: self._checking.pop(digest, None))
+        # Shielded: a request that goes away does not cancel the check the others wait for.
+        return await asyncio.shield(running)
 
     def put(
         self,
@@ -134,8 +149,12 @@ async def authenticate(request: Request) -> Principal:
     known = auth.cache.get(digest)
     if known is None:
         database: Database = request.app.state.database
-        async with database.session(write=False) as session:
-            known = await _check(auth, session, credential, digest, is_api_key=is_api_key)
+
+        async def check() -> _Known:
+            async with database.session(write=False) as session:
+                return await _check(auth, session, credential, digest, is_api_key=is_api_key)
+
+        known = await auth.cache.check_once(digest, check)
     if known.key_id is not None:
         auth.usage.touch(known.key_id)
     return known.principal
