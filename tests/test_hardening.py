@@ -4,11 +4,15 @@ promised shape, and changes nothing."""
 import asyncio
 import time
 import uuid
+from typing import get_args
 
 import jwt
 import pytest
+from fastapi.routing import APIRoute, iter_route_contexts
+from pydantic import BaseModel
 
 from tessera.errors import ChainUnavailable
+from tessera.schemas import Input
 from tests.factories import (
     create_event,
     create_product,
@@ -250,3 +254,25 @@ class TestTheSchemaSaysWhatTheServerDoes:
             )
         ).json()["users"]
         assert (user["firstName"], user["referenceId"]) == (" Ann ", " r-1 ")
+
+
+def _models(annotation):
+    """The pydantic models an annotation names (through lists, unions and Annotated)."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        yield annotation
+        for field in annotation.model_fields.values():
+            yield from _models(field.annotation)
+    for argument in get_args(annotation):
+        yield from _models(argument)
+
+
+class TestEveryRequestSchemaRefusesNul:
+    def test_every_body_model_is_an_input(self, app):
+        bodies = [
+            route.body_field.field_info.annotation
+            for route in iter_route_contexts(app.routes)
+            if isinstance(route.original_route, APIRoute) and route.original_route.body_field
+        ]
+        models = {model for body in bodies for model in _models(body)}
+        assert len(models) >= 10
+        assert not [m.__name__ for m in models if not issubclass(m, Input)]

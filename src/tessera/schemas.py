@@ -11,7 +11,7 @@ to Tessera's schema for it, even where Tessera ignores it (``tests/test_unknown_
 
 Text with a NUL character (``\u0000``) is refused wherever it comes in, as a 400 naming the
 field: PostgreSQL cannot store it, and SQLite would store what other tools cut short. Bodies are
-checked here, on every schema; paths and query strings in ``tessera.middleware``.
+checked here, by every request schema (``Input``); paths and queries in ``tessera.middleware``.
 """
 
 from collections.abc import Callable
@@ -111,8 +111,9 @@ def refuse_nul(value: Any) -> Any:
     return value
 
 
-class Schema(BaseModel):
-    """What every schema shares: no NUL character in any text field."""
+class Input(BaseModel):
+    """What every request schema shares: no NUL character in any text field. (Responses are
+    built from stored rows, which had to come in through these.)"""
 
     @field_validator("*", mode="before")
     @classmethod
@@ -120,18 +121,26 @@ class Schema(BaseModel):
         return refuse_nul(value)
 
 
-class SnakeModel(Schema):
+class SnakeModel(BaseModel):
     """Product, event, sales and transfer resources: snake_case, as the spec writes them."""
 
     model_config = ConfigDict(from_attributes=True, extra="forbid")
 
 
-class CamelModel(Schema):
+class CamelModel(BaseModel):
     """User resources: camelCase on the wire."""
 
     model_config = ConfigDict(
         from_attributes=True, alias_generator=to_camel, populate_by_name=True, extra="forbid"
     )
+
+
+class SnakeInput(SnakeModel, Input):
+    """A request body in snake_case."""
+
+
+class CamelInput(CamelModel, Input):
+    """A request body in camelCase."""
 
 
 class Pagination(SnakeModel):
@@ -140,7 +149,7 @@ class Pagination(SnakeModel):
     total: int
 
 
-class PageParams(SnakeModel):
+class PageParams(SnakeInput):
     """``page`` (from 1) and ``limit`` (1-100, default 20) of the paginated lists."""
 
     page: int = Field(default=1, ge=1, le=1_000_000)

@@ -2,10 +2,10 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from tessera.schemas import Schema
+from tessera.schemas import Input
 
 
-class TokenRequest(Schema):
+class TokenRequest(Input):
     grant_type: Literal["client_credentials"] = "client_credentials"
     client_id: str = Field(min_length=1, max_length=128)
     client_secret: str = Field(min_length=1, max_length=256)

@@ -5,7 +5,15 @@ from typing import Annotated, Self
 from pydantic import ConfigDict, Field, StringConstraints, model_validator
 from pydantic.json_schema import SkipJsonSchema
 
-from tessera.schemas import Email, Pagination, RefId, SnakeModel, UnixSeconds, requires_one_of
+from tessera.schemas import (
+    Email,
+    Pagination,
+    RefId,
+    SnakeInput,
+    SnakeModel,
+    UnixSeconds,
+    requires_one_of,
+)
 from tessera.users.schemas import UserBase, UserRef
 
 EventName = Annotated[str, StringConstraints(min_length=3, max_length=255)]
@@ -20,7 +28,7 @@ END_DATE = (
 )
 
 
-class EventCreate(SnakeModel):
+class EventCreate(SnakeInput):
     name: EventName
     start_date: UnixSeconds
     end_date: UnixSeconds = Field(description=END_DATE)
@@ -30,7 +38,7 @@ class EventCreate(SnakeModel):
     reference_id: RefId | None = None
 
 
-class EventUpdate(SnakeModel):
+class EventUpdate(SnakeInput):
     """Names the event by ``id``, else by ``reference_id``; with ``id`` given, ``reference_id``
     is a new value for it. Only the fields present change."""
 
@@ -79,7 +87,7 @@ class EventList(SnakeModel):
     pagination: Pagination
 
 
-class AttendeeRegister(SnakeModel):
+class AttendeeRegister(SnakeInput):
     """``event_id`` plus one of ``email``, ``reference_id``, ``user_id`` (used in that order)."""
 
     model_config = ConfigDict(json_schema_extra=requires_one_of("email", "reference_id", "user_id"))

@@ -8,7 +8,7 @@ from pydantic import Field, StrictInt, StringConstraints, model_validator
 
 from tessera.models import Order, OrderItem, OrderStatus, Product, ProductItem
 from tessera.products.schemas import MAX_ISSUE, ProductItemRead
-from tessera.schemas import Integral, SnakeModel
+from tessera.schemas import Integral, SnakeInput, SnakeModel
 from tessera.users.schemas import UserLookup
 
 OrderNumber = Annotated[
@@ -17,12 +17,12 @@ OrderNumber = Annotated[
 ]
 
 
-class OrderLineCreate(SnakeModel):
+class OrderLineCreate(SnakeInput):
     product_id: uuid.UUID
     quantity: Annotated[StrictInt, Field(ge=1, le=MAX_ISSUE), Integral]
 
 
-class OrderCreate(SnakeModel):
+class OrderCreate(SnakeInput):
     """A user's order. ``completed`` (the default) issues its items at once; ``pending`` waits
     for ``POST /v1/orders/{id}/complete``."""
 

@@ -21,6 +21,7 @@ from tessera.schemas import (
     NonNegativeInt,
     Pagination,
     PositiveInt,
+    SnakeInput,
     SnakeModel,
     blank_allowed,
     requires_one_of,
@@ -54,7 +55,7 @@ def _mint_needs_uri_and_chain(schema: dict[str, Any]) -> None:
     )
 
 
-class ProductCreate(SnakeModel):
+class ProductCreate(SnakeInput):
     model_config = ConfigDict(json_schema_extra=_mint_needs_uri_and_chain)
 
     type: ProductType
@@ -152,7 +153,7 @@ class SaleList(SnakeModel):
     pagination: Pagination
 
 
-class ItemsIssue(SnakeModel):
+class ItemsIssue(SnakeInput):
     """Recipients by user id and/or email, one item per entry, at most 550 in all."""
 
     model_config = ConfigDict(json_schema_extra=requires_one_of("users", "emails", lists=True))
@@ -260,12 +261,12 @@ class ItemsIssued(SnakeModel):
     items: list[ProductItemRead]
 
 
-class RedeemRequest(SnakeModel):
+class RedeemRequest(SnakeInput):
     product_item_id: uuid.UUID
     nonce: Annotated[str, StringConstraints(min_length=1, max_length=128)] | None = None
 
 
-class TransferRequest(SnakeModel):
+class TransferRequest(SnakeInput):
     """Sender and recipient each by email or user id (email first when both are given)."""
 
     model_config = ConfigDict(

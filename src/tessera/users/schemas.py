@@ -6,7 +6,15 @@ from typing import Annotated, ClassVar, Literal, Self
 from pydantic import ConfigDict, Field, StringConstraints, field_validator, model_validator
 
 from tessera.config import Chain
-from tessera.schemas import CamelModel, Email, Integer, NonNegativeInt, RefId, requires_one_of
+from tessera.schemas import (
+    CamelInput,
+    CamelModel,
+    Email,
+    Integer,
+    NonNegativeInt,
+    RefId,
+    requires_one_of,
+)
 
 Name = Annotated[str, StringConstraints(max_length=255)]
 
@@ -39,7 +47,7 @@ class UserRef:
         return None
 
 
-class UserLookup(CamelModel):
+class UserLookup(CamelInput):
     """One of ``email``, ``referenceId``, ``id``; when several are given that is also the order
     in which they are used."""
 
@@ -81,7 +89,7 @@ class UserFetch(UserLookup):
     offset: NonNegativeInt = 0
 
 
-class UserCreate(CamelModel):
+class UserCreate(CamelInput):
     email: Email
     first_name: Name | None = None
     last_name: Name | None = None
