@@ -10,7 +10,7 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 
 from tessera import API_VERSION
-from tessera.api import VersionAnswer, document, v1, version_router
+from tessera.api import VersionAnswer, document, include_v1, version_router
 from tessera.auth.dependencies import Authenticator
 from tessera.auth.router import router as auth_router
 from tessera.chain.registry import Chains
@@ -107,6 +107,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
     app.include_router(version_router)
     app.include_router(auth_router)
-    app.include_router(v1)
+    include_v1(app)
     document(app)
     return app
