@@ -13,6 +13,7 @@ from pydantic import BaseModel
 
 from tessera.errors import ChainUnavailable
 from tessera.schemas import Input
+from tests.conftest import BACKEND
 from tests.factories import (
     create_event,
     create_product,
@@ -276,3 +277,33 @@ class TestEveryRequestSchemaRefusesNul:
         models = {model for body in bodies for model in _models(body)}
         assert len(models) >= 10
         assert not [m.__name__ for m in models if not issubclass(m, Input)]
+
+
+@pytest.mark.skipif(BACKEND != "postgresql", reason="PostgreSQL's pooled connections")
+class TestDroppedConnections:
+    async def test_reads_recover_once_the_server_dropped_the_pool(self, client, tenant, database):
+        """A restart (here: every backend of the pool terminated) fails at most one read;
+        the pool is replaced, and the next reads work."""
+        user = await create_user(client, tenant)
+        for _ in range(5):  # fill the pool with connections that read
+            await asyncio.gather(
+                *(
+                    client.post("/v1/users/profile", headers=tenant.r, json={"id": user["id"]})
+                    for _ in range(8)
+                )
+            )
+        async with database.engine.connect() as connection:
+            raw = (await connection.get_raw_connection()).driver_connection
+            await raw.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+                " WHERE datname = current_database() AND pid <> pg_backend_pid()"
+            )
+            await connection.invalidate()  # it saw the others go; do not reuse it either
+        statuses = []
+        for _ in range(6):
+            response = await client.post(
+                "/v1/users/profile", headers=tenant.r, json={"id": user["id"]}
+            )
+            statuses.append(response.status_code)
+        assert statuses[1:] == [200] * 5, statuses
+        assert statuses[0] in (200, 500)

@@ -23,6 +23,7 @@ from types import SimpleNamespace
 from typing import Annotated, Any, TypeVar
 
 import aiosqlite
+import asyncpg
 from fastapi import Depends, Request
 from sqlalchemy import BindParameter, ColumnElement, Dialect, Select, event, select, text
 from sqlalchemy.engine import URL, make_url
@@ -88,7 +89,14 @@ class Database:
             return await query(Rows(self, self._sqlite_reader), *args)
         async with self.engine.connect() as connection:
             raw = await connection.get_raw_connection()
-            return await query(Rows(self, raw.driver_connection), *args)
+            try:
+                return await query(Rows(self, raw.driver_connection), *args)
+            except DISCONNECTED as exc:
+                # What SQLAlchemy does when its own statement meets a dropped connection (a
+                # server restart): this request fails, and the pool is replaced.
+                await connection.invalidate(exc)
+                await self.engine.dispose(close=False)
+                raise
 
     def compiled(self, statement: AnySelect, sizes: tuple[int, ...]) -> "_Compiled":
         """``statement`` compiled for this backend (and these lengths of its list parameters),
@@ -123,6 +131,14 @@ class Database:
             self._sqlite_reader.close()
 
 
+# asyncpg's errors for a connection that is gone (raised by reads, which bypass SQLAlchemy).
+DISCONNECTED = (
+    OSError,
+    asyncpg.exceptions.ConnectionDoesNotExistError,
+    asyncpg.exceptions.InterfaceError,
+    asyncpg.exceptions.PostgresConnectionError,
+    asyncpg.exceptions.AdminShutdownError,
+)
 MAX_COMPILED = 1000  # statements x lengths of their list parameters
 
 
