@@ -74,11 +74,11 @@ class VersionAnswer:
         await self.app(scope, receive, send)
 
 
-# Every project route authenticates at router level; routes add Writer where they change state.
-# Unknown query parameters are refused after the credential is checked (401 comes first).
-# Each domain router is included into the app itself (not into a /v1 router first): one level
-# less of router matching on every request.
 def include_v1(app: FastAPI) -> None:
+    """Every project route, under /v1. Each authenticates at router level (routes add Writer
+    where they change state); unknown query parameters are refused after the credential is
+    checked (401 comes first). Each domain router is included into the app itself, not into a
+    /v1 router first: one level less of router matching on every request."""
     for domain in (users_router, events_router, products_router, orders_router, projects_router):
         app.include_router(
             domain,
