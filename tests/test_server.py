@@ -27,12 +27,11 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
 
 
 def _connect(port: int) -> socket.socket:
-    sock = socket.create_connection(("127.0.0.1", port), timeout=5)
-    return sock
+    return socket.create_connection(("127.0.0.1", port), timeout=5)
 
 
-def _read_answer(sock: socket.socket) -> tuple[int, dict, bytes]:
-    """Status, JSON body and everything read, up to the server closing the connection."""
+def _read_answer(sock: socket.socket) -> tuple[int, dict]:
+    """Status and JSON body of the next answer on ``sock``."""
     data = b""
     while chunk := sock.recv(65536):
         data += chunk
@@ -47,14 +46,14 @@ def _read_answer(sock: socket.socket) -> tuple[int, dict, bytes]:
                 0,
             )
             if len(body) >= length:
-                return int(head.split()[1]), json.loads(body[:length] or b"null"), data
+                return int(head.split()[1]), json.loads(body[:length] or b"null")
     raise AssertionError(f"closed without an answer: {data!r}")
 
 
 def _exchange(port: int, request: bytes) -> tuple[int, dict]:
     with _connect(port) as sock:
         sock.sendall(request)
-        status, body, _ = _read_answer(sock)
+        status, body = _read_answer(sock)
         return status, body
 
 
@@ -70,7 +69,7 @@ class TestSlowClients:
         port = server
         with _connect(port) as sock:
             started = time.monotonic()
-            status, body, _ = _read_answer(sock)
+            status, body = _read_answer(sock)
             waited = time.monotonic() - started
             assert status == 408 and set(body) == {"message"}
             assert _closed(sock)
@@ -89,7 +88,7 @@ class TestSlowClients:
                 if time.monotonic() - started > HEADER_TIMEOUT + 2:
                     break
                 time.sleep(0.05)
-            status, _, _ = _read_answer(sock)
+            status, _ = _read_answer(sock)
             assert status == 408
             assert time.monotonic() - started < HEADER_TIMEOUT + 2
 
@@ -98,7 +97,7 @@ class TestSlowClients:
         with _connect(port) as sock:
             for _ in range(3):
                 sock.sendall(b"GET /v1/version HTTP/1.1\r\nHost: t\r\n\r\n")
-                status, body, _ = _read_answer(sock)
+                status, body = _read_answer(sock)
                 assert status == 200 and body == {"version": "2.72.0"}
                 time.sleep(HEADER_TIMEOUT * 0.6)  # in all, longer than one deadline
 
@@ -108,7 +107,7 @@ class TestSlowClients:
         try:
             time.sleep(0.2)
             with _connect(port) as extra:
-                status, body, _ = _read_answer(extra)
+                status, body = _read_answer(extra)
                 assert status == 503 and set(body) == {"message"}
         finally:
             for sock in idle:

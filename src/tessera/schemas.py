@@ -69,12 +69,15 @@ Email = Annotated[EmailStr, StringConstraints(max_length=320), AfterValidator(no
 RefId = Annotated[str, StringConstraints(min_length=1, max_length=255)]
 
 
+NOT_NULL: dict[str, Any] = {"not": {"type": "null"}}  # a JSON Schema: present means a value
+
+
 def requires_one_of(*names: str, lists: bool = False) -> Callable[[dict[str, Any]], None]:
     """For ``json_schema_extra``: the model needs one of ``names`` present and not null (a
     non-empty list with ``lists``), which its validator checks. Several such rules add up."""
 
     def present(name: str) -> dict[str, Any]:
-        value: dict[str, Any] = {"minItems": 1} if lists else {"not": {"type": "null"}}
+        value = {"minItems": 1} if lists else NOT_NULL
         return {"required": [name], "properties": {name: value}}
 
     def extra(schema: dict[str, Any]) -> None:

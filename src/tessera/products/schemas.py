@@ -16,6 +16,7 @@ from tessera.events.schemas import EventRead
 from tessera.models import NftStatus, OrderStatus, ProductItem, Redemption
 from tessera.products.rules import is_fully_redeemed
 from tessera.schemas import (
+    NOT_NULL,
     Bool,
     Email,
     NonNegativeInt,
@@ -41,14 +42,13 @@ MAX_ISSUE = 550
 
 def _mint_needs_uri_and_chain(schema: dict[str, Any]) -> None:
     """``mint_nft: true`` needs ``metadata_uri`` and ``chain`` (``missing_for_mint``)."""
-    given = {"not": {"type": "null"}}
     schema.setdefault("allOf", []).append(
         {
             "anyOf": [
                 {"properties": {"mint_nft": {"const": False}}},
                 {
                     "required": ["metadata_uri", "chain"],
-                    "properties": {"metadata_uri": given, "chain": given},
+                    "properties": {"metadata_uri": NOT_NULL, "chain": NOT_NULL},
                 },
             ]
         }

@@ -49,8 +49,7 @@ async def create_product(
     if problems := body.missing_for_mint():
         raise InvalidInput(*problems)
     if body.mint_nft and body.chain:
-        async with database.session(write=False) as session:
-            await _require_collection_balance(session, principal, chains, body)
+        await _require_collection_balance(database, principal, chains, body)
     async with database.session() as session:
         event = None
         if body.event_id is not None:
@@ -67,10 +66,12 @@ async def create_product(
 
 
 async def _require_collection_balance(
-    session: AsyncSession, principal: Principal, chains: Chains, body: ProductCreate
+    database: Database, principal: Principal, chains: Chains, body: ProductCreate
 ) -> None:
     chain = chains.config(str(body.chain))
-    wallet = await primary_wallet(session, principal.project_id)
+    # The session ends before the chain is called: no pooled connection waits on the network.
+    async with database.session(write=False) as session:
+        wallet = await primary_wallet(session, principal.project_id)
 
     def read(gateway: ChainGateway) -> tuple[Deposits, int, int]:
         deposits = gateway.deposits()
