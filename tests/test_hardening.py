@@ -307,3 +307,12 @@ class TestDroppedConnections:
             statuses.append(response.status_code)
         assert statuses[1:] == [200] * 5, statuses
         assert statuses[0] in (200, 500)
+        for _ in range(3):  # no dead connection is left in the pool, for reads or writes
+            answers = await asyncio.gather(
+                *(
+                    client.post("/v1/users/profile", headers=tenant.r, json={"id": user["id"]})
+                    for _ in range(8)
+                ),
+                *(create_user(client, tenant) for _ in range(4)),
+            )
+            assert all(a.status_code == 200 for a in answers[:8])

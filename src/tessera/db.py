@@ -88,14 +88,15 @@ class Database:
         if self._sqlite_reader is not None:
             return await query(Rows(self, self._sqlite_reader), *args)
         async with self.engine.connect() as connection:
-            raw = await connection.get_raw_connection()
+            driver: asyncpg.Connection = (await connection.get_raw_connection()).driver_connection
             try:
-                return await query(Rows(self, raw.driver_connection), *args)
-            except DISCONNECTED as exc:
-                # What SQLAlchemy does when its own statement meets a dropped connection (a
-                # server restart): this request fails, and the pool is replaced.
-                await connection.invalidate(exc)
-                await self.engine.dispose(close=False)
+                return await query(Rows(self, driver), *args)
+            except Exception as exc:
+                if isinstance(exc, DISCONNECTED) or driver.is_closed():
+                    # What SQLAlchemy does when its own statement meets a dropped connection
+                    # (a server restart): this request fails, and the pool is replaced.
+                    await connection.invalidate(exc)
+                    await self.engine.dispose(close=False)
                 raise
 
     def compiled(self, statement: AnySelect, sizes: tuple[int, ...]) -> "_Compiled":
@@ -132,10 +133,13 @@ class Database:
 
 
 # asyncpg's errors for a connection that is gone (raised by reads, which bypass SQLAlchemy).
+# InternalClientError is what a connection says when the server's "terminating connection"
+# arrived between two statements and left its protocol mid-operation: it cannot be used again.
 DISCONNECTED = (
     OSError,
     asyncpg.exceptions.ConnectionDoesNotExistError,
     asyncpg.exceptions.InterfaceError,
+    asyncpg.exceptions.InternalClientError,
     asyncpg.exceptions.PostgresConnectionError,
     asyncpg.exceptions.AdminShutdownError,
 )
