@@ -171,16 +171,22 @@ class TestJobsCli:
         from tessera.jobs.queue import enqueue
         from tessera.models import Job
 
-        async with database.session() as session:
-            job = enqueue(
-                session,
-                project_id=tenant.project_id,
-                kind="nft.unknown",
-                subject="test",
-                payload={},
+        async with database.transaction() as tx:
+            [job] = await enqueue(
+                tx,
+                [
+                    {
+                        "project_id": tenant.project_id,
+                        "kind": "nft.unknown",
+                        "subject": "test",
+                        "payload": {},
+                        "status": "failed",
+                        "attempts": 8,
+                        "last_error": "RuntimeError: boom",
+                    }
+                ],
             )
-            job.status, job.attempts, job.last_error = "failed", 8, "RuntimeError: boom"
-            await session.commit()
+            await tx.commit()
         listed = json.loads((await cli("jobs", "list", "--status", "failed")).stdout)
         assert [(j["id"], j["kind"], j["attempts"], j["last_error"]) for j in listed] == [
             (str(job.id), "nft.unknown", 8, "RuntimeError: boom")

@@ -17,7 +17,7 @@ import time
 import uuid
 from collections import namedtuple
 from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Iterator, Sequence
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Annotated, Any, TypeVar
@@ -25,9 +25,23 @@ from typing import Annotated, Any, TypeVar
 import aiosqlite
 import asyncpg
 from fastapi import Depends, Request
-from sqlalchemy import BindParameter, ColumnElement, Dialect, Select, event, select, text
+from sqlalchemy import (
+    BindParameter,
+    ColumnElement,
+    Dialect,
+    Executable,
+    Select,
+    Table,
+    bindparam,
+    event,
+    insert,
+    select,
+    text,
+)
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.engine import URL, make_url
-from sqlalchemy.exc import OperationalError
+from sqlalchemy.exc import IntegrityError, OperationalError
 from sqlalchemy.ext.asyncio import (
     AsyncEngine,
     AsyncSession,
@@ -59,7 +73,12 @@ class Database:
             self.engine = _sqlite_engine(self.url, begin="BEGIN")
             self.write_engine = _sqlite_engine(self.url, begin="BEGIN IMMEDIATE")
             self._write_lock: asyncio.Lock | None = asyncio.Lock()
-            self._sqlite_reader: sqlite3.Connection | None = _sqlite_reader(self.url)
+            self._sqlite_reader: sqlite3.Connection | None = _sqlite_connection(
+                self.url, busy_timeout_ms=SQLITE_BUSY_TIMEOUT_MS
+            )
+            self._sqlite_writer: sqlite3.Connection | None = _sqlite_connection(
+                self.url, busy_timeout_ms=0
+            )
         else:
             # No ping before each use (a round trip per request): a connection broken by a
             # server restart fails its request, and SQLAlchemy then replaces the whole pool.
@@ -68,10 +87,10 @@ class Database:
             )
             self.write_engine = self.engine
             self._write_lock = None
-            self._sqlite_reader = None
+            self._sqlite_reader = self._sqlite_writer = None
         self._readers = async_sessionmaker(self.engine, expire_on_commit=False)
         self._writers = async_sessionmaker(self.write_engine, expire_on_commit=False)
-        self._compiled: dict[tuple[AnySelect, tuple[int, ...]], _Compiled] = {}
+        self._compiled: dict[tuple[Executable, tuple[int, ...]], _Compiled] = {}
 
     async def read(self, query: Callable[..., Awaitable[T]], *args: object) -> T:
         """Run a read-only ``query(rows, *args)`` with the raw driver.
@@ -87,10 +106,46 @@ class Database:
         """
         if self._sqlite_reader is not None:
             return await query(Rows(self, self._sqlite_reader), *args)
+        async with self._driver() as driver:
+            return await query(Rows(self, driver), *args)
+
+    @asynccontextmanager
+    async def transaction(self) -> AsyncIterator["Transaction"]:
+        """A write transaction on the raw driver, for the hot write use-cases: they read and
+        write with Core statements (``Transaction``), commit with ``commit()``, and anything
+        uncommitted rolls back. The same guarantees as ``session()``: on SQLite one writer at a
+        time (the in-process lock, then ``BEGIN IMMEDIATE``, waiting for another process's
+        write lock without blocking the loop); on PostgreSQL READ COMMITTED with the row locks
+        the use-case takes (``lock_for_update``).
+        """
+        if self._sqlite_writer is not None:
+            assert self._write_lock is not None
+            connection = self._sqlite_writer
+            async with self._write_lock:
+                await _begin_immediate(connection)
+                try:
+                    yield Transaction(self, connection, commit=_sqlite_commit(connection))
+                finally:
+                    if connection.in_transaction:
+                        connection.execute("ROLLBACK")
+            return
+        async with self._driver() as driver:
+            transaction = driver.transaction()
+            await transaction.start()
+            try:
+                yield Transaction(self, driver, commit=transaction.commit)
+            finally:
+                if driver.is_in_transaction():  # not committed
+                    await transaction.rollback()
+
+    @asynccontextmanager
+    async def _driver(self) -> AsyncIterator[asyncpg.Connection]:
+        """A pooled PostgreSQL connection's asyncpg connection, for statements that bypass
+        SQLAlchemy's execution."""
         async with self.engine.connect() as connection:
             driver: asyncpg.Connection = (await connection.get_raw_connection()).driver_connection
             try:
-                return await query(Rows(self, driver), *args)
+                yield driver
             except Exception as exc:
                 if isinstance(exc, DISCONNECTED) or driver.is_closed():
                     # What SQLAlchemy does when its own statement meets a dropped connection
@@ -99,7 +154,7 @@ class Database:
                     await self.engine.dispose(close=False)
                 raise
 
-    def compiled(self, statement: AnySelect, sizes: tuple[int, ...]) -> "_Compiled":
+    def compiled(self, statement: Executable, sizes: tuple[int, ...]) -> "_Compiled":
         """``statement`` compiled for this backend (and these lengths of its list parameters),
         once."""
         key = (statement, sizes)
@@ -128,8 +183,9 @@ class Database:
         await self.engine.dispose()
         if self.write_engine is not self.engine:
             await self.write_engine.dispose()
-        if self._sqlite_reader is not None:
-            self._sqlite_reader.close()
+        for connection in (self._sqlite_reader, self._sqlite_writer):
+            if connection is not None:
+                connection.close()
 
 
 # asyncpg's errors for a connection that is gone (raised by reads, which bypass SQLAlchemy).
@@ -154,9 +210,8 @@ class Rows:
         self._database = database
         self._connection = connection  # sqlite3.Connection or asyncpg.Connection
 
-    async def all(self, statement: AnySelect, **params: Any) -> list[Any]:
-        sizes = tuple(len(value) for value in params.values() if isinstance(value, list))
-        compiled = self._database.compiled(statement, sizes)
+    async def all(self, statement: Executable, **params: Any) -> list[Any]:
+        compiled = self._database.compiled(statement, _sizes(params))
         args = compiled.arguments(params)
         if isinstance(self._connection, sqlite3.Connection):
             raw = self._connection.execute(compiled.sql, args).fetchall()
@@ -168,13 +223,134 @@ class Rows:
             raw = await self._connection.fetch(compiled.sql, *args)
         return [compiled.make(_converted(values, results)) for values in raw]
 
-    async def first(self, statement: AnySelect, **params: Any) -> Any | None:
+    async def first(self, statement: Executable, **params: Any) -> Any | None:
         rows = await self.all(statement, **params)
         return rows[0] if rows else None
 
-    async def scalar(self, statement: AnySelect, **params: Any) -> Any:
+    async def scalar(self, statement: Executable, **params: Any) -> Any:
         row = await self.first(statement, **params)
         return None if row is None else row[0]
+
+
+class Transaction(Rows):
+    """What a write use-case is given (``Database.transaction``): reads as in ``Rows`` (a
+    statement with RETURNING too), and writes. Driver errors of a constraint surface as
+    SQLAlchemy's ``IntegrityError``, whichever the backend."""
+
+    def __init__(
+        self, database: Database, connection: Any, *, commit: Callable[[], Awaitable[None]]
+    ) -> None:
+        super().__init__(database, connection)
+        self.commit = commit
+
+    async def execute(self, statement: Executable, **params: Any) -> int:
+        """An INSERT, UPDATE or DELETE without RETURNING; the number of rows it touched."""
+        compiled = self._database.compiled(statement, _sizes(params))
+        args = compiled.arguments(params)
+        with _integrity(compiled.sql):
+            if isinstance(self._connection, sqlite3.Connection):
+                return self._connection.execute(compiled.sql, args).rowcount
+            status: str = await self._connection.execute(compiled.sql, *args)
+        return int(status.rpartition(" ")[2])
+
+    async def insert(
+        self, model: type[DeclarativeBase], rows: Sequence[dict[str, Any]]
+    ) -> list[Any]:
+        """New rows of ``model``, with the Python-side defaults of its columns filled in as the
+        ORM fills them (ids, timestamps, statuses), in one statement run for every row; the
+        rows as written, as attribute namespaces."""
+        table = model.__table__
+        full = [_with_defaults(table, row) for row in rows]  # type: ignore[arg-type]
+        if not full:
+            return []
+        compiled = self._database.compiled(_insert_all(table), ())  # type: ignore[arg-type]
+        args = [compiled.arguments(row) for row in full]
+        with _integrity(compiled.sql):
+            if isinstance(self._connection, sqlite3.Connection):
+                self._connection.executemany(compiled.sql, args)
+            elif len(args) == 1:  # asyncpg's executemany costs a pipeline set-up
+                await self._connection.execute(compiled.sql, *args[0])
+            else:
+                await self._connection.executemany(compiled.sql, args)
+        return [SimpleNamespace(**row) for row in full]
+
+    async def insert_new(
+        self, model: type[DeclarativeBase], row: dict[str, Any], *, unique: tuple[str, ...]
+    ) -> Any | None:
+        """``row`` of ``model`` (defaults filled in as by ``insert``), unless a row with the
+        same ``unique`` columns (a unique constraint) exists or is being inserted by another
+        transaction: then nothing changes and the answer is None. One statement (``ON CONFLICT
+        DO NOTHING``): no error to recover from, no savepoint."""
+        table = table_of(model)
+        full = _with_defaults(table, row)
+        key = (table, unique, self._database.engine.dialect.name)
+        statement = _INSERT_NEW.get(key)
+        if statement is None:
+            dialect_insert = pg_insert if key[2] == "postgresql" else sqlite_insert
+            statement = _INSERT_NEW[key] = (
+                dialect_insert(table)
+                .values(_column_values(table))
+                .on_conflict_do_nothing(index_elements=list(unique))
+                .returning(*table.primary_key.columns)
+            )
+        inserted = await self.first(statement, **full)
+        return None if inserted is None else SimpleNamespace(**full)
+
+
+_INSERT_NEW: dict[tuple[Table, tuple[str, ...], str], Any] = {}
+
+
+@contextmanager
+def _integrity(sql: str) -> Iterator[None]:
+    try:
+        yield
+    except (sqlite3.IntegrityError, asyncpg.exceptions.IntegrityConstraintViolationError) as exc:
+        raise IntegrityError(sql, None, exc) from exc
+
+
+_INSERTS: dict[Table, Any] = {}
+
+
+def _insert_all(table: Table) -> Any:
+    """``INSERT INTO table (every column) VALUES (...)``, built once per table."""
+    statement = _INSERTS.get(table)
+    if statement is None:
+        statement = _INSERTS[table] = insert(table).values(_column_values(table))
+    return statement
+
+
+def _column_values(table: Table) -> dict[str, BindParameter[Any]]:
+    """A parameter for every column, named by the column."""
+    return {column.key: bindparam(column.key, type_=column.type) for column in table.c}
+
+
+class _DefaultContext:
+    """What a column's default function may ask of its statement (``TimestampMixin``)."""
+
+    def __init__(self, row: dict[str, Any]) -> None:
+        self._row = row
+
+    def get_current_parameters(self) -> dict[str, Any]:
+        return self._row
+
+
+def _with_defaults(table: Table, row: dict[str, Any]) -> dict[str, Any]:
+    full = dict(row)
+    for column in table.c:
+        if column.key in full:
+            continue
+        default = column.default
+        if default is None:
+            full[column.key] = None
+        elif default.is_callable:
+            full[column.key] = default.arg(_DefaultContext(full))  # type: ignore[attr-defined]
+        else:
+            full[column.key] = default.arg  # type: ignore[attr-defined]
+    return full
+
+
+def _sizes(params: dict[str, Any]) -> tuple[int, ...]:
+    return tuple(len(value) for value in params.values() if isinstance(value, list))
 
 
 Processor = Callable[[Any], Any] | None
@@ -187,34 +363,41 @@ def _converted(values: Sequence[Any], processors: Sequence[Processor]) -> Iterat
 
 @dataclass(slots=True)
 class _Compiled:
-    """A SELECT compiled for one dialect (and for given lengths of its list parameters)."""
+    """A statement compiled for one dialect (and for given lengths of its list parameters)."""
 
     sql: str
-    # The positional arguments: (parameter, index in a list parameter or None, bind processor).
-    params: tuple[tuple[str, int | None, Processor], ...]
-    columns: tuple[Any, ...]  # the selected columns' types, for this dialect
+    # The positional arguments: (parameter, index in a list parameter or None, bind processor,
+    # the value a literal of the statement carries or _REQUIRED).
+    params: tuple[tuple[str, int | None, Processor, Any], ...]
+    columns: tuple[Any, ...]  # the selected (or returned) columns' types, for this dialect
     make: Callable[[Any], Any]
     dialect: Dialect
     results: tuple[Processor, ...] | None = None  # once the driver has described the columns
 
     @classmethod
-    def of(cls, statement: AnySelect, sizes: tuple[int, ...], dialect: Dialect) -> "_Compiled":
-        lists = [p for p in _bind_params(statement) if p.expanding]
-        if lists:  # a placeholder per element: IN ($3, $4, $5)
+    def of(cls, statement: Any, sizes: tuple[int, ...], dialect: Dialect) -> "_Compiled":
+        binds = _bind_params(statement)
+        required = {p.key for p in binds if p.required}
+        if lists := [p for p in binds if p.expanding]:  # a placeholder each: IN ($3, $4, $5)
             statement = statement.params(
-                {p.key: [None] * n for p, n in zip(lists, sizes, strict=True)}
+                dict.fromkeys(required)
+                | {p.key: [None] * n for p, n in zip(lists, sizes, strict=True)}
             )
         compiled = statement.compile(dialect=dialect, compile_kwargs={"render_postcompile": True})
-        binds = {p.key: p for p in _bind_params(statement)}
+        if prefetch := [*compiled.insert_prefetch, *compiled.update_prefetch]:
+            # defaults that SQLAlchemy's execution would compute (an onupdate timestamp)
+            raise ValueError(f"give {', '.join(c.key for c in prefetch)} a value in the statement")
         params = []
         for name in compiled.positiontup or ():
             base, index = name, None
-            if name not in binds:  # an element of a list parameter: "ids_3"
+            if name not in compiled.binds:  # an element of a list parameter: "ids_3"
                 base, _, number = name.rpartition("_")
                 index = int(number) - 1
-            kind = binds[base].type.dialect_impl(dialect)
-            params.append((base, index, kind.bind_processor(dialect)))
-        columns = list(statement.selected_columns)
+            bind = compiled.binds[base]
+            kind = bind.type.dialect_impl(dialect)
+            value = _REQUIRED if base in required else bind.effective_value
+            params.append((base, index, kind.bind_processor(dialect), value))
+        columns = list(statement.exported_columns)
         keys = [c.key or f"column_{i}" for i, c in enumerate(columns)]
         types = tuple(c.type.dialect_impl(dialect) for c in columns)
         return cls(compiled.string, tuple(params), types, _row_type("Row", keys)._make, dialect)
@@ -232,14 +415,27 @@ class _Compiled:
 
     def arguments(self, values: dict[str, Any]) -> list[Any]:
         arguments = []
-        for name, index, process in self.params:
-            value = values[name] if index is None else values[name][index]
+        for name, index, process, literal in self.params:
+            if literal is not _REQUIRED:
+                value = values.get(name, literal)
+            else:
+                value = values[name] if index is None else values[name][index]
             arguments.append(value if process is None or value is None else process(value))
         return arguments
 
 
-def _bind_params(statement: AnySelect) -> list[BindParameter[Any]]:
+_REQUIRED = object()  # a parameter the caller must give
+
+
+def _bind_params(statement: Any) -> list[BindParameter[Any]]:
     return [e for e in visitors.iterate(statement) if isinstance(e, BindParameter)]
+
+
+def table_of(model: type[DeclarativeBase]) -> Table:
+    """A model's table, for Core statements (``update(table_of(Product))``)."""
+    table = model.__table__
+    assert isinstance(table, Table)
+    return table
 
 
 def joined(row: Any, **related: object) -> SimpleNamespace:
@@ -248,18 +444,39 @@ def joined(row: Any, **related: object) -> SimpleNamespace:
     return SimpleNamespace(**row._asdict(), **related)
 
 
-def _sqlite_reader(url: URL) -> sqlite3.Connection:
-    """The connection behind ``Database.read`` on SQLite: used on the loop's thread one read at
-    a time, in autocommit (each read is its own snapshot). In WAL mode a read never waits for
-    a writer."""
+def _sqlite_connection(url: URL, *, busy_timeout_ms: int) -> sqlite3.Connection:
+    """A connection of ``Database.read`` (waits for nothing: WAL) or ``Database.transaction``
+    (no busy timeout: SQLite would sleep on the loop; see ``_begin_immediate``), used on the
+    loop's thread one statement at a time, with no transaction control by the driver."""
     connection = sqlite3.connect(
         url.database or ":memory:",
         check_same_thread=False,
         isolation_level=None,
-        timeout=SQLITE_BUSY_TIMEOUT_MS / 1000,
+        timeout=busy_timeout_ms / 1000,
     )
-    _sqlite_pragmas(connection, busy_timeout_ms=SQLITE_BUSY_TIMEOUT_MS)
+    _sqlite_pragmas(connection, busy_timeout_ms=busy_timeout_ms)
     return connection
+
+
+async def _begin_immediate(connection: sqlite3.Connection) -> None:
+    """Take SQLite's write lock; another process (the CLI, a second server) may hold it: wait
+    for it without blocking the loop, up to the busy timeout."""
+    deadline = time.monotonic() + SQLITE_BUSY_TIMEOUT_MS / 1000
+    while True:
+        try:
+            connection.execute("BEGIN IMMEDIATE")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+        await asyncio.sleep(SQLITE_BUSY_RETRY_SECONDS)
+
+
+def _sqlite_commit(connection: sqlite3.Connection) -> Callable[[], Awaitable[None]]:
+    async def commit() -> None:
+        connection.execute("COMMIT")
+
+    return commit
 
 
 def _sqlite_pragmas(dbapi_connection: Any, *, busy_timeout_ms: int) -> None:

@@ -107,31 +107,23 @@ async def fill(
             type="perks", name="Drink voucher", description="Two drinks", redemption_quantity=2
         ),
     )
-    async with database.session() as session:
-        await products.issue_items(
-            session,
-            principal,
-            product_id=perk.id,
-            body=ItemsIssue(users=[u.id for u in people]),
-        )
+    await products.issue_items(
+        database, principal, product_id=perk.id, body=ItemsIssue(users=[u.id for u in people])
+    )
     for person in people[:2]:
-        async with database.session() as session:
-            await orders.create_order(
-                session,
-                principal,
-                body=OrderCreate.model_validate(
-                    {
-                        "user": {"id": str(person.id)},
-                        "items": [{"product_id": str(admission.id), "quantity": 1}],
-                    }
-                ),
-            )
-        async with database.session() as session:
-            await events.register_attendee(
-                session,
-                principal,
-                body=AttendeeRegister(event_id=festival.id, user_id=person.id),
-            )
+        await orders.create_order(
+            database,
+            principal,
+            body=OrderCreate.model_validate(
+                {
+                    "user": {"id": str(person.id)},
+                    "items": [{"product_id": str(admission.id), "quantity": 1}],
+                }
+            ),
+        )
+        await events.register_attendee(
+            database, principal, body=AttendeeRegister(event_id=festival.id, user_id=person.id)
+        )
     return DemoProject(
         project_id=project_id,
         users=[u.email for u in people],

@@ -1,7 +1,6 @@
 """Application factory."""
 
 import asyncio
-import contextlib
 import gc
 import logging
 from collections.abc import AsyncIterator
@@ -59,10 +58,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             max_overflow=settings.db_max_overflow,
         )
         app.state.database = database
-        usage = asyncio.create_task(
-            app.state.authenticator.usage.run(database, USAGE_FLUSH_SECONDS)
-        )
         stop = asyncio.Event()
+        usage = asyncio.create_task(
+            app.state.authenticator.usage.run(database, USAGE_FLUSH_SECONDS, stop)
+        )
         worker = None
         if settings.worker_in_process:
             runner = make_worker(JobContext(database, box, app.state.chains), settings)
@@ -74,14 +73,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         try:
             yield
         finally:
-            stop.set()  # the worker finishes the job in hand
-            usage.cancel()
+            stop.set()  # the worker finishes the job in hand, the usage is written once more
             for task in (usage, worker):
                 if task is not None:
-                    with contextlib.suppress(asyncio.CancelledError):
-                        await task
-            async with database.session() as session:
-                await app.state.authenticator.usage.flush(session)
+                    await task
             await asyncio.to_thread(app.state.chains.close)
             await database.dispose()
 

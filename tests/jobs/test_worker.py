@@ -124,13 +124,19 @@ async def add_job(
     kind: str = "test.job",
     created_at: datetime | None = None,
 ) -> Job:
-    async with database.session() as session:
-        job = enqueue(session, project_id=tenant.project_id, kind=kind, subject=subject, payload={})
-        job.status, job.attempts = status, attempts
-        job.run_after = run_after or job.run_after
-        if created_at is not None:
-            job.created_at = created_at
-        await session.commit()
+    values = {
+        "project_id": tenant.project_id,
+        "kind": kind,
+        "subject": subject,
+        "payload": {},
+        "status": status,
+        "attempts": attempts,
+    }
+    values |= {"run_after": run_after} if run_after else {}
+    values |= {"created_at": created_at} if created_at else {}
+    async with database.transaction() as tx:
+        [job] = await enqueue(tx, [values])
+        await tx.commit()
     return job
 
 

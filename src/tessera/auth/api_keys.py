@@ -5,6 +5,7 @@ recorded in memory and written in batches (``UsageRecorder``) so that a read req
 """
 
 import asyncio
+import contextlib
 import logging
 import secrets
 import uuid
@@ -125,9 +126,12 @@ class UsageRecorder:
             )
         await session.commit()
 
-    async def run(self, database: Database, interval: float) -> None:
-        while True:
-            await asyncio.sleep(interval)
+    async def run(self, database: Database, interval: float, stop: asyncio.Event) -> None:
+        """Write what was used every ``interval`` seconds, and once more when ``stop`` is set
+        (never cancelled half-way through a write)."""
+        while not stop.is_set():
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), interval)
             try:
                 async with database.session() as session:
                     await self.flush(session)

@@ -49,6 +49,14 @@ async def get_event_by_id_or_reference(
     raise EventNotFound
 
 
+async def get_event_row(rows: Rows, project_id: uuid.UUID, event_id: uuid.UUID) -> Any:
+    """The project's event as a row (404 otherwise)."""
+    row = await rows.first(_EVENT_BY["id"], project_id=project_id, value=event_id)
+    if row is None:
+        raise EventNotFound
+    return row
+
+
 async def read_event(rows: Rows, project_id: uuid.UUID, id_or_reference: str) -> Any | None:
     """The event's row by id or reference (a read for ``Database.read``), or None."""
     for column, value in _id_then_reference(id_or_reference):

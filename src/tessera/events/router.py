@@ -54,11 +54,11 @@ async def list_events(
     responses=responses(400, 401, 403, 404),
 )
 async def register_event_attendee(
-    session: SessionDep, principal: Writer, body: AttendeeRegister
+    database: DatabaseDep, principal: Writer, body: AttendeeRegister
 ) -> AttendeeRegistered:
     """Register a user to an event, or update the registration / check-in timestamps."""
     return AttendeeRegistered.model_validate(
-        await service.register_attendee(session, principal, body=body)
+        await service.register_attendee(database, principal, body=body)
     )
 
 

@@ -1,14 +1,15 @@
 """Event and attendee use-cases."""
 
 import uuid
+from types import SimpleNamespace
 
-from sqlalchemy import delete, exists, func, or_, select, update
+from sqlalchemy import bindparam, delete, exists, func, or_, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import joinedload
 
 from tessera.auth.principal import Principal
-from tessera.db import Database
+from tessera.db import Database, joined, table_of
 from tessera.errors import (
     EventDatesOutOfOrder,
     EventInUse,
@@ -19,9 +20,9 @@ from tessera.errors import (
 from tessera.events import repository
 from tessera.events.schemas import AttendeeRegister, EventCreate, EventRead, EventUpdate
 from tessera.models import Attendee, Event, OrderItem, Product
-from tessera.models.base import unix_now, utcnow
+from tessera.models.base import utcnow
 from tessera.schemas import PageParams
-from tessera.users.repository import add_reputation, get_user
+from tessera.users.repository import add_reputation, get_user_row
 
 FIRST_CHECK_IN_REPUTATION = 1
 
@@ -157,77 +158,64 @@ async def list_attendees(
     return event, list(attendees)
 
 
+_ATTENDEES = table_of(Attendee)
+# Built once (see users.repository).
+_ATTENDEE = select(_ATTENDEES).where(_ATTENDEES.c.id == bindparam("id"))
+_ATTENDEE_OF = select(_ATTENDEES.c.id).where(
+    _ATTENDEES.c.event_id == bindparam("event_id"), _ATTENDEES.c.user_id == bindparam("user_id")
+)
+_REGISTERED = (
+    update(_ATTENDEES)
+    .where(_ATTENDEES.c.id == bindparam("id"))
+    .values(registered_at=bindparam("registered_at"), updated_at=bindparam("updated_at"))
+)
+_CHECKED_IN = (
+    update(_ATTENDEES)
+    .where(_ATTENDEES.c.id == bindparam("id"))
+    .values(checked_in_at=bindparam("checked_in_at"), updated_at=bindparam("updated_at"))
+)
+# The first check-in: the one that finds no check-in recorded.
+_FIRST_CHECK_IN = _CHECKED_IN.where(_ATTENDEES.c.checked_in_at.is_(None)).returning(_ATTENDEES.c.id)
+
+
 async def register_attendee(
-    session: AsyncSession, principal: Principal, *, body: AttendeeRegister
-) -> Attendee:
+    database: Database, principal: Principal, *, body: AttendeeRegister
+) -> SimpleNamespace:
     """Create the attendee record (``registered_at`` defaults to now) or update only the given
     timestamps. A user's first check-in at an event adds 1 to their reputation."""
-    event = await repository.get_event(session, principal.project_id, body.event_id)
-    user = await get_user(session, principal.project_id, body.user())
-
-    attendee_id = await session.scalar(
-        select(Attendee.id).where(Attendee.event_id == event.id, Attendee.user_id == user.id)
-    )
-    created = False
-    if attendee_id is None:
-        attendee_id, created = await _insert_attendee(session, principal, event, user.id, body)
-    if not created and body.registered_at is not None:
-        await session.execute(
-            update(Attendee)
-            .where(Attendee.id == attendee_id)
-            .values(registered_at=body.registered_at, updated_at=utcnow())
+    async with database.transaction() as tx:
+        event = await repository.get_event_row(tx, principal.project_id, body.event_id)
+        user = await get_user_row(tx, principal.project_id, body.user())
+        now = utcnow()
+        # A concurrent registration of the same pair wins the insert; this one then updates.
+        new = await tx.insert_new(
+            Attendee,
+            {
+                "project_id": principal.project_id,
+                "event_id": event.id,
+                "user_id": user.id,
+                "registered_at": body.registered_at or int(now.timestamp()),
+                "created_at": now,
+            },
+            unique=("event_id", "user_id"),
         )
-    if body.checked_in_at is not None:
-        first = await session.scalar(
-            update(Attendee)
-            .where(Attendee.id == attendee_id, Attendee.checked_in_at.is_(None))
-            .values(checked_in_at=body.checked_in_at, updated_at=utcnow())
-            .returning(Attendee.id)
-        )
-        if first is not None:
-            await add_reputation(
-                session, user, delta=FIRST_CHECK_IN_REPUTATION, reason=f"check-in:{event.id}"
-            )
+        if new is not None:
+            attendee_id = new.id
         else:
-            await session.execute(
-                update(Attendee)
-                .where(Attendee.id == attendee_id)
-                .values(checked_in_at=body.checked_in_at, updated_at=utcnow())
-            )
-    # Read back inside the transaction: one transaction per registration, not two.
-    attendee = await session.scalar(
-        select(Attendee)
-        .where(Attendee.id == attendee_id)
-        .options(joinedload(Attendee.user), joinedload(Attendee.event))
-        .execution_options(populate_existing=True)
-    )
-    assert attendee is not None
-    await session.commit()
-    return attendee
-
-
-async def _insert_attendee(
-    session: AsyncSession,
-    principal: Principal,
-    event: Event,
-    user_id: uuid.UUID,
-    body: AttendeeRegister,
-) -> tuple[uuid.UUID, bool]:
-    """Insert the record; (id, created). A concurrent registration wins the insert."""
-    attendee = Attendee(
-        id=uuid.uuid4(),
-        project_id=principal.project_id,
-        event_id=event.id,
-        user_id=user_id,
-        registered_at=body.registered_at or unix_now(),
-    )
-    try:
-        async with session.begin_nested():
-            session.add(attendee)
-    except IntegrityError:
-        existing = await session.scalar(
-            select(Attendee.id).where(Attendee.event_id == event.id, Attendee.user_id == user_id)
-        )
-        assert existing is not None
-        return existing, False
-    return attendee.id, True
+            attendee_id = await tx.scalar(_ATTENDEE_OF, event_id=event.id, user_id=user.id)
+            if body.registered_at is not None:
+                await tx.execute(
+                    _REGISTERED, id=attendee_id, registered_at=body.registered_at, updated_at=now
+                )
+        if body.checked_in_at is not None:
+            values = {"id": attendee_id, "checked_in_at": body.checked_in_at, "updated_at": now}
+            if await tx.scalar(_FIRST_CHECK_IN, **values) is not None:
+                await add_reputation(
+                    tx, user, delta=FIRST_CHECK_IN_REPUTATION, reason=f"check-in:{event.id}"
+                )
+            else:
+                await tx.execute(_CHECKED_IN, **values)
+        # Read back inside the transaction: one transaction per registration, not two.
+        attendee = await tx.first(_ATTENDEE, id=attendee_id)
+        await tx.commit()
+    return joined(attendee, user=user, event=event)

@@ -5,12 +5,11 @@ transaction as the change that needs it. The worker (``tessera.jobs.worker``) ru
 handler registered for its kind.
 """
 
-import uuid
+from collections.abc import Sequence
 from enum import StrEnum
 from typing import Any
 
-from sqlalchemy.ext.asyncio import AsyncSession
-
+from tessera.db import Transaction
 from tessera.models import Job, JobStatus
 from tessera.models.base import utcnow
 
@@ -32,28 +31,15 @@ class NotReady(Exception):
         self.delay = delay
 
 
-def enqueue(
-    session: AsyncSession,
-    *,
-    project_id: uuid.UUID,
-    kind: JobKind,
-    subject: str,
-    payload: dict[str, Any],
-) -> Job:
-    """Add a job to the caller's transaction: it exists exactly when the change commits.
+async def enqueue(tx: Transaction, jobs: Sequence[dict[str, Any]]) -> list[Any]:
+    """Add jobs to the caller's transaction: they exist exactly when the change commits. Each
+    gives ``project_id``, ``kind``, ``subject`` and ``payload`` (and may set any other column
+    of ``Job``); the jobs as written.
 
     Jobs with the same ``subject`` (e.g. one item's mint and its transfers) never run at the
     same time; due jobs are claimed oldest ``run_after`` first, and a handler that must wait for
     an earlier step raises ``NotReady``.
     """
-    job = Job(
-        project_id=project_id,
-        kind=kind,
-        subject=subject,
-        payload=payload,
-        status=JobStatus.QUEUED,
-        attempts=0,
-        run_after=utcnow(),
-    )
-    session.add(job)
-    return job
+    now = utcnow()
+    queued = {"status": JobStatus.QUEUED, "attempts": 0, "run_after": now, "created_at": now}
+    return await tx.insert(Job, [queued | job for job in jobs])

@@ -1,31 +1,14 @@
 """Order queries."""
 
 import uuid
+from typing import Any
 
 from sqlalchemy import bindparam, select
-from sqlalchemy.ext.asyncio import AsyncSession
-from sqlalchemy.orm import selectinload
 
-from tessera.db import Rows, get_in_project, joined
+from tessera.db import Rows, Transaction, joined, lock_for_update
 from tessera.errors import OrderNotFound
 from tessera.models import Order, OrderItem, Product, ProductItem, User
 from tessera.orders.schemas import OrderRead
-
-
-async def get_order(
-    session: AsyncSession, project_id: uuid.UUID, order_id: uuid.UUID, *, lock: bool = False
-) -> Order:
-    """The project's order with its lines; ``lock`` holds it until the transaction ends."""
-    return await get_in_project(
-        session,
-        Order,
-        project_id,
-        Order.id == order_id,
-        not_found=OrderNotFound,
-        lock=lock,
-        options=[selectinload(Order.lines)],
-    )
-
 
 _ORDERS, _LINES = Order.__table__, OrderItem.__table__
 _PRODUCTS, _ITEMS, _USERS = Product.__table__, ProductItem.__table__, User.__table__
@@ -44,7 +27,18 @@ _ITEMS_OF = (
     )
     .order_by(_ITEMS.c.product_id, _ITEMS.c.item_id)
 )
+_LOCK_ORDER = lock_for_update(_ORDER)
 _USERS_BY_ID = select(_USERS).where(_USERS.c.id.in_(bindparam("ids", expanding=True)))
+
+
+async def lock_order(
+    tx: Transaction, project_id: uuid.UUID, order_id: uuid.UUID
+) -> tuple[Any, list[Any]]:
+    """The project's order, locked until the transaction ends, and its lines (404 otherwise)."""
+    order = await tx.first(_LOCK_ORDER, project_id=project_id, id=order_id)
+    if order is None:
+        raise OrderNotFound
+    return joined(order), await tx.all(_LINES_OF, id=order_id)
 
 
 async def read_order(rows: Rows, project_id: uuid.UUID, order_id: uuid.UUID) -> OrderRead | None:

@@ -3,7 +3,7 @@ import uuid
 from fastapi import APIRouter
 
 from tessera.auth.dependencies import Reader, Writer
-from tessera.db import DatabaseDep, SessionDep
+from tessera.db import DatabaseDep
 from tessera.errors import responses
 from tessera.orders import service
 from tessera.orders.schemas import OrderCreate, OrderRead
@@ -18,9 +18,9 @@ def _read(view: service.OrderView) -> OrderRead:
 @router.post(
     "", status_code=201, response_model=OrderRead, responses=responses(400, 401, 403, 404, 409)
 )
-async def create_order(session: SessionDep, principal: Writer, body: OrderCreate) -> OrderRead:
+async def create_order(database: DatabaseDep, principal: Writer, body: OrderCreate) -> OrderRead:
     """Create an order (``completed`` by default, issuing its items; or ``pending``)."""
-    return _read(await service.create_order(session, principal, body=body))
+    return _read(await service.create_order(database, principal, body=body))
 
 
 @router.get("/{id}", response_model=OrderRead, responses=responses(400, 401, 404))
@@ -32,12 +32,12 @@ async def get_order(database: DatabaseDep, principal: Reader, id: uuid.UUID) -> 
 @router.post(
     "/{id}/complete", response_model=OrderRead, responses=responses(400, 401, 403, 404, 409)
 )
-async def complete_order(session: SessionDep, principal: Writer, id: uuid.UUID) -> OrderRead:
+async def complete_order(database: DatabaseDep, principal: Writer, id: uuid.UUID) -> OrderRead:
     """Complete a pending order and issue its items."""
-    return _read(await service.complete_order(session, principal, order_id=id))
+    return _read(await service.complete_order(database, principal, order_id=id))
 
 
 @router.post("/{id}/cancel", response_model=OrderRead, responses=responses(400, 401, 403, 404, 409))
-async def cancel_order(session: SessionDep, principal: Writer, id: uuid.UUID) -> OrderRead:
+async def cancel_order(database: DatabaseDep, principal: Writer, id: uuid.UUID) -> OrderRead:
     """Cancel a pending order."""
-    return _read(await service.cancel_order(session, principal, order_id=id))
+    return _read(await service.cancel_order(database, principal, order_id=id))

@@ -4,12 +4,13 @@ import secrets
 import uuid
 from dataclasses import dataclass
 from decimal import Decimal
+from typing import Any
 
+from sqlalchemy import bindparam, update
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.ext.asyncio import AsyncSession
 
 from tessera.auth.principal import Principal
-from tessera.db import Database
+from tessera.db import Database, Rows, Transaction, table_of
 from tessera.errors import (
     OrderNotFound,
     OrderNotPending,
@@ -17,94 +18,111 @@ from tessera.errors import (
     ProductInactive,
     ProductNotFound,
 )
-from tessera.models import Order, OrderItem, OrderStatus, Product, ProductItem, User
+from tessera.models import Order, OrderItem, OrderStatus
 from tessera.models.base import utcnow
 from tessera.orders import repository
 from tessera.orders.schemas import OrderCreate, OrderRead
 from tessera.products import repository as products
 from tessera.products import rules
-from tessera.users.repository import get_user
+from tessera.users.repository import get_user_row
+from tessera.users.schemas import UserRef
 
 
 @dataclass(frozen=True, slots=True)
 class OrderView:
-    order: Order
-    lines: list[OrderItem]
-    products: dict[uuid.UUID, Product]
-    items: list[ProductItem]
+    """An order as its use-cases leave it: rows of the order, its lines, their products and
+    the items issued for it."""
+
+    order: Any
+    lines: list[Any]
+    products: dict[uuid.UUID, Any]
+    items: list[Any]
 
 
-async def create_order(
-    session: AsyncSession, principal: Principal, *, body: OrderCreate
-) -> OrderView:
+_ORDERS = table_of(Order)
+# Built once (see users.repository).
+_STATUS = (
+    update(_ORDERS)
+    .where(_ORDERS.c.id == bindparam("id"))
+    .values(status=bindparam("status"), updated_at=bindparam("updated_at"))
+)
+
+
+async def create_order(database: Database, principal: Principal, *, body: OrderCreate) -> OrderView:
     """Record an order at today's prices; a completed order issues its items (all or nothing)."""
-    user = await get_user(session, principal.project_id, body.user.ref())
-    wanted = {line.product_id for line in body.items}
-    by_id = await products.products_by_id(session, principal.project_id, wanted)
-    if missing := wanted - by_id.keys():
-        raise ProductNotFound(f"product not found: {', '.join(sorted(str(m) for m in missing))}")
-    for product in by_id.values():
-        if not product.active:
-            raise ProductInactive(f"product is not active: {product.id}")
+    async with database.transaction() as tx:
+        user = await get_user_row(tx, principal.project_id, body.user.ref())
+        wanted = {line.product_id for line in body.items}
+        by_id = await products.products_by_id(tx, principal.project_id, wanted)
+        if missing := wanted - by_id.keys():
+            listed = ", ".join(sorted(str(m) for m in missing))
+            raise ProductNotFound(f"product not found: {listed}")
+        for product in by_id.values():
+            if not product.active:
+                raise ProductInactive(f"product is not active: {product.id}")
 
-    now = utcnow()
-    order = Order(
-        id=uuid.uuid4(),
-        project_id=principal.project_id,
-        order_number=body.order_number or f"TS-{secrets.token_hex(5).upper()}",
-        user_id=user.id,
-        status=OrderStatus.PENDING,
-        created_at=now,
-        updated_at=now,
-    )
-    lines = [
-        OrderItem(
-            id=uuid.uuid4(),
-            order_id=order.id,
-            product_id=line.product_id,
-            position=position,
-            quantity=line.quantity,
-            unit_price=Decimal(by_id[line.product_id].price),
-            created_at=now,
+        now = utcnow()
+        order_number = body.order_number or f"TS-{secrets.token_hex(5).upper()}"
+        try:
+            [order] = await tx.insert(
+                Order,
+                [
+                    {
+                        "project_id": principal.project_id,
+                        "order_number": order_number,
+                        "user_id": user.id,
+                        "status": OrderStatus.PENDING,
+                        "created_at": now,
+                        "updated_at": now,
+                    }
+                ],
+            )
+        except IntegrityError as exc:
+            raise OrderNumberTaken(f"order_number already used: {order_number}") from exc
+        lines = await tx.insert(
+            OrderItem,
+            [
+                {
+                    "order_id": order.id,
+                    "product_id": line.product_id,
+                    "position": position,
+                    "quantity": line.quantity,
+                    "unit_price": Decimal(by_id[line.product_id].price),
+                    "created_at": now,
+                }
+                for position, line in enumerate(body.items)
+            ],
         )
-        for position, line in enumerate(body.items)
-    ]
-    session.add(order)
-    session.add_all(lines)
-    try:
-        await session.flush()
-    except IntegrityError as exc:
-        raise OrderNumberTaken(f"order_number already used: {order.order_number}") from exc
-    items: list[ProductItem] = []
-    if body.status == "completed":
-        items = await _complete(session, principal, order, lines, user)
-    await session.commit()
+        items: list[Any] = []
+        if body.status == "completed":
+            items = await _complete(tx, principal, order, lines, user)
+        await tx.commit()
     return OrderView(order, lines, by_id, items)
 
 
 async def complete_order(
-    session: AsyncSession, principal: Principal, *, order_id: uuid.UUID
+    database: Database, principal: Principal, *, order_id: uuid.UUID
 ) -> OrderView:
     """Complete a pending order: its items are issued now, or nothing changes (409)."""
-    order = await repository.get_order(session, principal.project_id, order_id, lock=True)
-    _require_pending(order, "completed")
-    user = await session.get(User, order.user_id)
-    assert user is not None  # an order keeps its user (foreign key)
-    items = await _complete(session, principal, order, order.lines, user)
-    await session.commit()
-    return await _view(session, principal, order, items)
+    async with database.transaction() as tx:
+        order, lines = await repository.lock_order(tx, principal.project_id, order_id)
+        _require_pending(order, "completed")
+        user = await get_user_row(tx, principal.project_id, UserRef("id", order.user_id))
+        items = await _complete(tx, principal, order, lines, user)
+        await tx.commit()
+        return await _view(tx, principal, order, lines, items)
 
 
 async def cancel_order(
-    session: AsyncSession, principal: Principal, *, order_id: uuid.UUID
+    database: Database, principal: Principal, *, order_id: uuid.UUID
 ) -> OrderView:
     """Cancel a pending order. Completed orders stay completed (their items are issued)."""
-    order = await repository.get_order(session, principal.project_id, order_id, lock=True)
-    _require_pending(order, "cancelled")
-    order.status = OrderStatus.CANCELLED
-    order.updated_at = utcnow()
-    await session.commit()
-    return await _view(session, principal, order, [])
+    async with database.transaction() as tx:
+        order, lines = await repository.lock_order(tx, principal.project_id, order_id)
+        _require_pending(order, "cancelled")
+        await _set_status(tx, order, OrderStatus.CANCELLED)
+        await tx.commit()
+        return await _view(tx, principal, order, lines, [])
 
 
 async def get_order(database: Database, principal: Principal, *, order_id: uuid.UUID) -> OrderRead:
@@ -114,27 +132,32 @@ async def get_order(database: Database, principal: Principal, *, order_id: uuid.
     return order
 
 
-def _require_pending(order: Order, action: str) -> None:
+def _require_pending(order: Any, action: str) -> None:
     if order.status != OrderStatus.PENDING:
         raise OrderNotPending(f"only a pending order can be {action}; this one is {order.status}")
 
 
+async def _set_status(tx: Transaction, order: Any, status: OrderStatus) -> None:
+    order.status, order.updated_at = status, utcnow()
+    await tx.execute(_STATUS, id=order.id, status=status, updated_at=order.updated_at)
+
+
 async def _complete(
-    session: AsyncSession, principal: Principal, order: Order, lines: list[OrderItem], user: User
-) -> list[ProductItem]:
-    items: list[ProductItem] = []
+    tx: Transaction, principal: Principal, order: Any, lines: list[Any], user: Any
+) -> list[Any]:
+    await _set_status(tx, order, OrderStatus.COMPLETED)  # before any product is locked
+    items: list[Any] = []
     # Lock products in one order (by id) so that two orders never wait on each other.
     for line in sorted(lines, key=lambda line: (str(line.product_id), line.position)):
-        product = await rules.lock_product(session, principal.project_id, line.product_id)
-        items += await rules.issue(session, product, [user] * line.quantity, order_item_id=line.id)
-    order.status = OrderStatus.COMPLETED
-    order.updated_at = utcnow()
+        items += await rules.issue(
+            tx, principal.project_id, line.product_id, [user] * line.quantity, order_item_id=line.id
+        )
     return items
 
 
 async def _view(
-    session: AsyncSession, principal: Principal, order: Order, items: list[ProductItem]
+    rows: Rows, principal: Principal, order: Any, lines: list[Any], items: list[Any]
 ) -> OrderView:
-    ids = {line.product_id for line in order.lines}
-    by_id = await products.products_by_id(session, principal.project_id, ids)
-    return OrderView(order, list(order.lines), by_id, items)
+    ids = {line.product_id for line in lines}
+    by_id = await products.products_by_id(rows, principal.project_id, ids)
+    return OrderView(order, lines, by_id, items)

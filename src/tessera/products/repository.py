@@ -6,12 +6,10 @@ from types import SimpleNamespace
 from typing import Any
 
 from sqlalchemy import bindparam, func, select
-from sqlalchemy.ext.asyncio import AsyncSession
-from sqlalchemy.orm import selectinload
 
-from tessera.db import Rows, get_in_project, joined
+from tessera.db import Rows, joined
 from tessera.errors import ProductNotFound
-from tessera.models import Event, Order, OrderItem, Product, ProductItem, Redemption, User
+from tessera.models import Event, Order, OrderItem, Product, User
 from tessera.products.schemas import SaleList, SaleRead
 from tessera.schemas import PageParams, Pagination
 
@@ -26,6 +24,10 @@ _PRODUCT_PAGE = (
     .order_by(_PRODUCTS.c.created_at, _PRODUCTS.c.id)
     .limit(bindparam("limit"))
     .offset(bindparam("offset"))
+)
+_PRODUCTS_IN = select(_PRODUCTS).where(
+    _PRODUCTS.c.project_id == bindparam("project_id"),
+    _PRODUCTS.c.id.in_(bindparam("ids", expanding=True)),
 )
 _EVENTS_BY_ID = select(_EVENTS).where(_EVENTS.c.id.in_(bindparam("ids", expanding=True)))
 _PRODUCT_NAME = select(_PRODUCTS.c.name).where(
@@ -55,46 +57,19 @@ _SALES_PAGE = (
 )
 
 
-async def get_product(
-    session: AsyncSession, project_id: uuid.UUID, product_id: uuid.UUID
-) -> Product:
-    return await get_in_project(
-        session,
-        Product,
-        project_id,
-        Product.id == product_id,
-        not_found=ProductNotFound,
-    )
+async def get_product_row(rows: Rows, project_id: uuid.UUID, product_id: uuid.UUID) -> Any:
+    """The project's product as a row (404 otherwise)."""
+    row = await rows.first(_PRODUCT, project_id=project_id, id=product_id)
+    if row is None:
+        raise ProductNotFound
+    return joined(row)
 
 
 async def products_by_id(
-    session: AsyncSession, project_id: uuid.UUID, ids: Collection[uuid.UUID]
-) -> dict[uuid.UUID, Product]:
-    products = await session.scalars(
-        select(Product).where(Product.project_id == project_id, Product.id.in_(ids))
-    )
-    return {product.id: product for product in products}
-
-
-async def items_of_lines(
-    session: AsyncSession, line_ids: Collection[uuid.UUID]
-) -> list[ProductItem]:
-    """The items issued for order lines, with product and owner loaded."""
-    items = await session.scalars(
-        select(ProductItem)
-        .where(ProductItem.order_item_id.in_(line_ids))
-        .options(selectinload(ProductItem.product), selectinload(ProductItem.owner))
-        .order_by(ProductItem.product_id, ProductItem.item_id)
-    )
-    return list(items)
-
-
-async def find_redemption(
-    session: AsyncSession, item: ProductItem, nonce: str
-) -> Redemption | None:
-    return await session.scalar(
-        select(Redemption).where(Redemption.item_id == item.id, Redemption.nonce == nonce)
-    )
+    rows: Rows, project_id: uuid.UUID, ids: Collection[uuid.UUID]
+) -> dict[uuid.UUID, Any]:
+    found = await rows.all(_PRODUCTS_IN, project_id=project_id, ids=list(ids))
+    return {product.id: product for product in found}
 
 
 async def _with_events(rows: Rows, products: list[Any]) -> list[SimpleNamespace]:

@@ -5,7 +5,7 @@ from fastapi import APIRouter, Query
 
 from tessera.auth.dependencies import Reader, Writer
 from tessera.chain.registry import ChainsDep
-from tessera.db import DatabaseDep, SessionDep
+from tessera.db import DatabaseDep
 from tessera.errors import responses
 from tessera.products import service
 from tessera.products.schemas import (
@@ -72,10 +72,10 @@ async def list_product_sales(
     responses=responses(400, 401, 403, 404, 409),
 )
 async def create_product_items(
-    session: SessionDep, principal: Writer, id: uuid.UUID, body: ItemsIssue
+    database: DatabaseDep, principal: Writer, id: uuid.UUID, body: ItemsIssue
 ) -> ItemsIssued:
     """Issue one item to each listed user (ids and/or emails, at most 550), all or nothing."""
-    items = await service.issue_items(session, principal, product_id=id, body=body)
+    items = await service.issue_items(database, principal, product_id=id, body=body)
     return ItemsIssued(items=[ProductItemRead.of(item) for item in items])
 
 
@@ -85,10 +85,10 @@ async def create_product_items(
     responses=responses(400, 401, 403, 404, 409),
 )
 async def redeem_product_item(
-    session: SessionDep, principal: Writer, id: uuid.UUID, body: RedeemRequest
+    database: DatabaseDep, principal: Writer, id: uuid.UUID, body: RedeemRequest
 ) -> ProductItemRead:
     """Redeem an item once; a repeated ``nonce`` returns the first result and counts once."""
-    item, redemption = await service.redeem_item(session, principal, product_id=id, body=body)
+    item, redemption = await service.redeem_item(database, principal, product_id=id, body=body)
     return ProductItemRead.of(item, as_of=redemption)
 
 
@@ -96,11 +96,11 @@ async def redeem_product_item(
     "/{id}/transfer", response_model=TransferRead, responses=responses(400, 401, 403, 404, 409)
 )
 async def transfer_product_item(
-    session: SessionDep, principal: Writer, id: uuid.UUID, body: TransferRequest
+    database: DatabaseDep, principal: Writer, id: uuid.UUID, body: TransferRequest
 ) -> TransferRead:
     """Transfer an item of a transferable product from its owner to another user."""
     item, sender, recipient, at = await service.transfer_item(
-        session, principal, product_id=id, body=body
+        database, principal, product_id=id, body=body
     )
     return TransferRead(
         product_item=TransferItem.of(item),

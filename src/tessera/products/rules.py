@@ -1,21 +1,24 @@
 """The rules of a product's items, each written once: locks, issuing, redemption, transfer.
 
 Every path that gives a user an item (the items endpoint, a completed order, a transfer in) goes
-through ``check_recipients`` inside the caller's transaction, after ``lock_product``: on
-PostgreSQL the product row lock serialises issuers of one product, so stock, per-account counts
-and the next ``item_id`` are read and bumped without races; on SQLite the write lock does the
-same. Redemption and transfer lock the item too (``lock_item``).
+through ``check_recipients`` inside the caller's transaction, with the product row locked
+(``issue`` locks it as it bumps the counter, a transfer with ``lock_product``): on PostgreSQL the
+lock serialises issuers of one product, so stock, per-account counts and the next ``item_id`` are
+read and bumped without races; on SQLite the write lock does the same. Redemption and transfer
+lock the item too (``lock_item``).
+
+The rules run in a ``Transaction`` (Core statements on the raw driver) and work on rows: the
+product, items and users as the statements below read them.
 """
 
 import uuid
 from collections import Counter
 from collections.abc import Sequence
+from typing import Any
 
-from sqlalchemy import func, select, update
-from sqlalchemy.ext.asyncio import AsyncSession
-from sqlalchemy.orm.attributes import set_committed_value
+from sqlalchemy import bindparam, func, select, update
 
-from tessera.db import get_in_project
+from tessera.db import Transaction, joined, lock_for_update, table_of
 from tessera.errors import (
     CollectionFull,
     ItemFullyRedeemed,
@@ -30,54 +33,76 @@ from tessera.errors import (
     TransferToSelf,
 )
 from tessera.jobs.queue import JobKind
-from tessera.models import Product, ProductItem, User
+from tessera.models import NftStatus, Product, ProductItem
 from tessera.models.base import utcnow
 from tessera.products.tasks import queue_nft
 
+_PRODUCTS, _ITEMS = table_of(Product), table_of(ProductItem)
+# Built once (see users.repository).
+_LOCK_PRODUCT = lock_for_update(
+    select(_PRODUCTS).where(
+        _PRODUCTS.c.project_id == bindparam("project_id"), _PRODUCTS.c.id == bindparam("id")
+    )
+)
+_LOCK_ITEM = lock_for_update(
+    select(_ITEMS).where(
+        _ITEMS.c.product_id == bindparam("product_id"), _ITEMS.c.id == bindparam("id")
+    )
+)
+_HELD = (
+    select(_ITEMS.c.owner_id, func.count())
+    .where(
+        _ITEMS.c.product_id == bindparam("product_id"),
+        _ITEMS.c.owner_id.in_(bindparam("owners", expanding=True)),
+    )
+    .group_by(_ITEMS.c.owner_id)
+)
+# Issuing takes the product's row lock with the bump of its counter, in one statement, and
+# returns the product as it now is; the checks follow, and a refusal rolls the bump back. The
+# lock is held for as few round trips as the rules allow (this, the per-account count if any,
+# the items' insert, the commit): issuers of one product queue on it. The product's
+# updated_at stays: issuing changes a counter, not the product.
+_ISSUE = (
+    update(_PRODUCTS)
+    .where(_PRODUCTS.c.project_id == bindparam("project_id"), _PRODUCTS.c.id == bindparam("id"))
+    .values(
+        issued_count=_PRODUCTS.c.issued_count + bindparam("count"),
+        updated_at=_PRODUCTS.c.updated_at,
+    )
+    .returning(*_PRODUCTS.c)
+)
 
-async def lock_product(
-    session: AsyncSession, project_id: uuid.UUID, product_id: uuid.UUID
-) -> Product:
+
+async def lock_product(tx: Transaction, project_id: uuid.UUID, product_id: uuid.UUID) -> Any:
     """The project's product, locked until the transaction ends (404 otherwise)."""
-    return await get_in_project(
-        session, Product, project_id, Product.id == product_id, not_found=ProductNotFound, lock=True
-    )
+    row = await tx.first(_LOCK_PRODUCT, project_id=project_id, id=product_id)
+    if row is None:
+        raise ProductNotFound
+    return joined(row)
 
 
-async def lock_item(session: AsyncSession, product: Product, item_id: uuid.UUID) -> ProductItem:
-    """An item of ``product`` (already locked: products are always locked first), locked."""
-    item = await get_in_project(
-        session,
-        ProductItem,
-        product.project_id,
-        ProductItem.product_id == product.id,
-        ProductItem.id == item_id,
-        not_found=ProductItemNotFound,
-        lock=True,
-    )
-    set_committed_value(item, "product", product)
-    return item
+async def lock_item(tx: Transaction, product: Any, item_id: uuid.UUID) -> Any:
+    """An item of ``product`` (already locked: products are always locked first), locked,
+    with its ``product``."""
+    row = await tx.first(_LOCK_ITEM, product_id=product.id, id=item_id)
+    if row is None:
+        raise ProductItemNotFound
+    return joined(row, product=product)
 
 
-def is_fully_redeemed(redemption_count: int, product: Product) -> bool:
+def is_fully_redeemed(redemption_count: int, product: Any) -> bool:
     """An item can be redeemed ``redemption_quantity`` times in all."""
-    return redemption_count >= product.redemption_quantity
+    return bool(redemption_count >= product.redemption_quantity)
 
 
-async def check_recipients(
-    session: AsyncSession, product: Product, recipients: Sequence[User]
-) -> None:
+async def check_recipients(tx: Transaction, product: Any, recipients: Sequence[Any]) -> None:
     """``active``, ``max_per_account`` and ``min_rep_balance`` for users about to receive items
     (a user listed n times receives n items)."""
     if not product.active:
         raise ProductInactive
     if product.max_per_account is not None:
         wanted = Counter(user.id for user in recipients)
-        counts = await session.execute(
-            select(ProductItem.owner_id, func.count())
-            .where(ProductItem.product_id == product.id, ProductItem.owner_id.in_(wanted))
-            .group_by(ProductItem.owner_id)
-        )
+        counts = await tx.all(_HELD, product_id=product.id, owners=list(wanted))
         held: dict[uuid.UUID, int] = {owner_id: count for owner_id, count in counts}
         for user in _unique(recipients):
             total = held.get(user.id, 0) + wanted[user.id]
@@ -94,73 +119,76 @@ async def check_recipients(
 
 
 async def issue(
-    session: AsyncSession,
-    product: Product,
-    recipients: Sequence[User],
+    tx: Transaction,
+    project_id: uuid.UUID,
+    product_id: uuid.UUID,
+    recipients: Sequence[Any],
     *,
     order_item_id: uuid.UUID | None = None,
-) -> list[ProductItem]:
-    """Issue one item per recipient with the next sequential ``item_id``s (product locked):
-    ``stock`` and, for NFT products, ``max_items`` bound the items ever issued; each recipient
-    must pass ``check_recipients``. All or nothing."""
+) -> list[Any]:
+    """Issue one item per recipient of the project's product (404 otherwise), with the next
+    sequential ``item_id``s: ``stock`` and, for NFT products, ``max_items`` bound the items ever
+    issued; each recipient must pass ``check_recipients``. All or nothing: the caller's
+    transaction must end if this raises. The items, with ``product`` and ``owner``."""
     count = len(recipients)
-    if product.stock is not None and product.issued_count + count > product.stock:
-        left = product.stock - product.issued_count
+    bumped = await tx.first(_ISSUE, project_id=project_id, id=product_id, count=count)
+    if bumped is None:
+        raise ProductNotFound
+    product = joined(bumped)
+    issued = product.issued_count - count  # before this issue
+    if product.stock is not None and issued + count > product.stock:
+        left = product.stock - issued
         raise ProductOutOfStock(f"product is out of stock: {left} left, {count} requested")
     if product.mint_nft and product.max_items is not None:
-        if product.issued_count + count > product.max_items:
+        if issued + count > product.max_items:
             raise CollectionFull(
                 f"the NFT collection holds at most {product.max_items} items "
-                f"({product.issued_count} issued, {count} requested)"
+                f"({issued} issued, {count} requested)"
             )
-    await check_recipients(session, product, recipients)
+    await check_recipients(tx, product, recipients)
 
-    first = product.issued_count + 1
-    await session.execute(
-        update(Product)
-        .where(Product.id == product.id)
-        .values(issued_count=Product.issued_count + count, updated_at=product.updated_at)
-        .execution_options(synchronize_session=False)
-    )
-    set_committed_value(product, "issued_count", product.issued_count + count)
-
+    first = issued + 1
     now = utcnow()
+    rows = await tx.insert(
+        ProductItem,
+        [
+            {
+                "id": uuid.uuid4(),
+                "project_id": product.project_id,
+                "product_id": product.id,
+                "item_id": first + offset,
+                "owner_id": user.id,
+                "order_item_id": order_item_id,
+                "redemption_count": 0,
+                "nft_status": NftStatus.QUEUED if product.mint_nft else None,
+                "created_at": now,
+                "updated_at": now,
+            }
+            for offset, user in enumerate(recipients)
+        ],
+    )
     items = []
-    for offset, user in enumerate(recipients):
-        item = ProductItem(
-            id=uuid.uuid4(),
-            project_id=product.project_id,
-            product_id=product.id,
-            item_id=first + offset,
-            owner_id=user.id,
-            order_item_id=order_item_id,
-            redemption_count=0,
-            created_at=now,
-            updated_at=now,
-        )
-        set_committed_value(item, "product", product)
-        set_committed_value(item, "owner", user)
-        items.append(item)
-        if product.mint_nft:
-            queue_nft(session, JobKind.MINT, item)
-    session.add_all(items)
-    await session.flush()
+    for row, user in zip(rows, recipients, strict=True):
+        row.product, row.owner = product, user
+        items.append(row)
+    if product.mint_nft:
+        await queue_nft(tx, JobKind.MINT, items)
     return items
 
 
-def check_redeemable(product: Product, item: ProductItem) -> None:
+def check_redeemable(product: Any, item: Any) -> None:
     if is_fully_redeemed(item.redemption_count, product):
         raise ItemFullyRedeemed
 
 
-def check_transferable(product: Product) -> None:
+def check_transferable(product: Any) -> None:
     """Checked first, before the item and the users are looked up."""
     if not product.is_transferable:
         raise ProductNotTransferable
 
 
 async def check_transfer(
-    session: AsyncSession, product: Product, item: ProductItem, sender: User, recipient: User
+    tx: Transaction, product: Any, item: Any, sender: Any, recipient: Any
 ) -> None:
     """Then a transfer needs the sender owning the item, another user as recipient, an item not
     fully redeemed, and a recipient who passes the issuing rules."""
@@ -169,8 +197,8 @@ async def check_transfer(
     if recipient.id == sender.id:
         raise TransferToSelf
     check_redeemable(product, item)
-    await check_recipients(session, product, [recipient])
+    await check_recipients(tx, product, [recipient])
 
 
-def _unique(users: Sequence[User]) -> list[User]:
+def _unique(users: Sequence[Any]) -> list[Any]:
     return list({user.id: user for user in users}.values())

@@ -1,25 +1,25 @@
 """Product use-cases: create, read, sales, issue items, redeem, transfer."""
 
 import uuid
+from typing import Any
 
-from sqlalchemy.ext.asyncio import AsyncSession
-from sqlalchemy.orm.attributes import set_committed_value
+from sqlalchemy import bindparam, select, update
 
 from tessera.auth.principal import Principal
 from tessera.chain.gateway import ChainGateway, Deposits
 from tessera.chain.keys import ss58_address
 from tessera.chain.registry import Chains
-from tessera.db import Database
+from tessera.db import Database, table_of
 from tessera.errors import (
     InsufficientCollectionBalance,
     InvalidInput,
     ProductNotFound,
     UserNotFound,
 )
-from tessera.events.repository import get_event
+from tessera.events.repository import get_event_row
 from tessera.jobs.queue import JobKind
-from tessera.models import ItemTransfer, Product, ProductItem, Redemption, User
-from tessera.models.base import unix_now
+from tessera.models import ItemTransfer, NftStatus, Product, ProductItem, Redemption
+from tessera.models.base import utcnow
 from tessera.products import repository, rules
 from tessera.products.schemas import (
     ItemsIssue,
@@ -32,12 +32,13 @@ from tessera.products.schemas import (
 from tessera.products.tasks import queue_nft
 from tessera.projects.repository import primary_wallet
 from tessera.schemas import PageParams
-from tessera.users.repository import find_user, users_by
+from tessera.users.repository import find_user_row, get_user_row, users_by
+from tessera.users.schemas import UserRef
 
 
 async def create_product(
     database: Database, principal: Principal, *, body: ProductCreate, chains: Chains
-) -> Product:
+) -> Any:
     """Create a product. ``mint_nft`` needs ``metadata_uri`` and ``chain`` (400), a configured
     chain (409), and a project wallet that can pay the collection deposit, the fee and keep its
     existential deposit (409 stating both amounts); the worker then creates the collection.
@@ -50,19 +51,26 @@ async def create_product(
         raise InvalidInput(*problems)
     if body.mint_nft and body.chain:
         await _require_collection_balance(database, principal, chains, body)
-    async with database.session() as session:
+    async with database.transaction() as tx:
         event = None
         if body.event_id is not None:
-            event = await get_event(session, principal.project_id, body.event_id)
-        product = Product(
-            id=uuid.uuid4(), project_id=principal.project_id, issued_count=0, **body.model_dump()
+            event = await get_event_row(tx, principal.project_id, body.event_id)
+        [product] = await tx.insert(
+            Product,
+            [
+                body.model_dump()
+                | {
+                    "project_id": principal.project_id,
+                    "issued_count": 0,
+                    "nft_status": NftStatus.QUEUED if body.mint_nft else None,
+                }
+            ],
         )
-        session.add(product)
         if product.mint_nft:
-            queue_nft(session, JobKind.CREATE_COLLECTION, product)
-        await session.commit()
-        set_committed_value(product, "event", event)
-        return product
+            await queue_nft(tx, JobKind.CREATE_COLLECTION, [product])
+        await tx.commit()
+    product.event = event
+    return product
 
 
 async def _require_collection_balance(
@@ -116,81 +124,132 @@ async def list_sales(
 
 
 async def issue_items(
-    session: AsyncSession, principal: Principal, *, product_id: uuid.UUID, body: ItemsIssue
-) -> list[ProductItem]:
+    database: Database, principal: Principal, *, product_id: uuid.UUID, body: ItemsIssue
+) -> list[Any]:
     """Give one item to each listed user (ids and/or emails), all or nothing."""
     if body.product_id is not None and body.product_id != product_id:
         raise InvalidInput("product_id: does not match the product in the path")
-    product = await rules.lock_product(session, principal.project_id, product_id)
-    by_id, by_email = await users_by(
-        session, principal.project_id, ids=body.users, emails=body.emails
-    )
-    missing = [str(i) for i in body.users if i not in by_id]
-    missing += [e for e in body.emails if e not in by_email]
-    if missing:
-        raise UserNotFound(f"users not found in this project: {', '.join(missing[:5])}")
-    recipients = [by_id[i] for i in body.users] + [by_email[e] for e in body.emails]
-    items = await rules.issue(session, product, recipients)
-    await session.commit()
+    async with database.transaction() as tx:
+        await repository.get_product_row(tx, principal.project_id, product_id)  # 404 first
+        by_id, by_email = await users_by(
+            tx, principal.project_id, ids=body.users, emails=body.emails
+        )
+        missing = [str(i) for i in body.users if i not in by_id]
+        missing += [e for e in body.emails if e not in by_email]
+        if missing:
+            raise UserNotFound(f"users not found in this project: {', '.join(missing[:5])}")
+        recipients = [by_id[i] for i in body.users] + [by_email[e] for e in body.emails]
+        items = await rules.issue(tx, principal.project_id, product_id, recipients)
+        await tx.commit()
     return items
 
 
+_ITEMS, _REDEMPTIONS = table_of(ProductItem), table_of(Redemption)
+# Built once (see users.repository).
+_REDEMPTION = select(_REDEMPTIONS).where(
+    _REDEMPTIONS.c.item_id == bindparam("item_id"), _REDEMPTIONS.c.nonce == bindparam("nonce")
+)
+_REDEEMED = (
+    update(_ITEMS)
+    .where(_ITEMS.c.id == bindparam("id"))
+    .values(
+        redemption_count=bindparam("redemption_count"),
+        redeemed_at=bindparam("redeemed_at"),
+        updated_at=bindparam("updated_at"),
+    )
+)
+_TRANSFERRED = (
+    update(_ITEMS)
+    .where(_ITEMS.c.id == bindparam("id"))
+    .values(
+        owner_id=bindparam("owner_id"),
+        nft_transfer_status=bindparam("nft_transfer_status"),
+        updated_at=bindparam("now"),
+    )
+)
+
+
 async def redeem_item(
-    session: AsyncSession, principal: Principal, *, product_id: uuid.UUID, body: RedeemRequest
-) -> tuple[ProductItem, Redemption | None]:
+    database: Database, principal: Principal, *, product_id: uuid.UUID, body: RedeemRequest
+) -> tuple[Any, Any | None]:
     """Redeem an item once more, up to the product's ``redemption_quantity``.
 
     With a ``nonce``, a repeat of the same (item, nonce) counts once and returns the redemption
     recorded the first time (the second element of the result).
     """
-    product = await repository.get_product(session, principal.project_id, product_id)
-    item = await rules.lock_item(session, product, body.product_item_id)
-    set_committed_value(item, "owner", await session.get(User, item.owner_id))
-    if body.nonce is not None:
-        earlier = await repository.find_redemption(session, item, body.nonce)
-        if earlier is not None:
-            return item, earlier
-    rules.check_redeemable(product, item)
-    now = unix_now()
-    item.redemption_count += 1
-    item.redeemed_at = now
-    redemption = Redemption(
-        item_id=item.id, nonce=body.nonce, redemption_count=item.redemption_count, redeemed_at=now
-    )
-    session.add(redemption)
-    await session.commit()
+    async with database.transaction() as tx:
+        product = await repository.get_product_row(tx, principal.project_id, product_id)
+        item = await rules.lock_item(tx, product, body.product_item_id)
+        item.owner = await get_user_row(tx, principal.project_id, UserRef("id", item.owner_id))
+        if body.nonce is not None:
+            earlier = await tx.first(_REDEMPTION, item_id=item.id, nonce=body.nonce)
+            if earlier is not None:
+                return item, earlier
+        rules.check_redeemable(product, item)
+        now = utcnow()
+        item.redemption_count += 1  # the item is locked
+        item.redeemed_at, item.updated_at = int(now.timestamp()), now
+        await tx.execute(
+            _REDEEMED,
+            id=item.id,
+            redemption_count=item.redemption_count,
+            redeemed_at=item.redeemed_at,
+            updated_at=now,
+        )
+        [redemption] = await tx.insert(
+            Redemption,
+            [
+                {
+                    "item_id": item.id,
+                    "nonce": body.nonce,
+                    "redemption_count": item.redemption_count,
+                    "redeemed_at": item.redeemed_at,
+                }
+            ],
+        )
+        await tx.commit()
     return item, redemption
 
 
 async def transfer_item(
-    session: AsyncSession, principal: Principal, *, product_id: uuid.UUID, body: TransferRequest
-) -> tuple[ProductItem, User, User, int]:
+    database: Database, principal: Principal, *, product_id: uuid.UUID, body: TransferRequest
+) -> tuple[Any, Any, Any, int]:
     """Move an item from its owner to another user of the project (see
     ``rules.check_transfer``). Every transfer is kept in ``item_transfers``; for an NFT product
     the worker then moves the NFT to the new owner's wallet."""
-    product = await rules.lock_product(session, principal.project_id, product_id)
-    rules.check_transferable(product)
-    item = await rules.lock_item(session, product, body.product_item_id)
-    sender = await find_user(session, principal.project_id, body.sender())
-    if sender is None:
-        raise UserNotFound("sender not found")
-    recipient = await find_user(session, principal.project_id, body.recipient())
-    if recipient is None:
-        raise UserNotFound("recipient not found")
-    await rules.check_transfer(session, product, item, sender, recipient)
+    async with database.transaction() as tx:
+        product = await rules.lock_product(tx, principal.project_id, product_id)
+        rules.check_transferable(product)
+        item = await rules.lock_item(tx, product, body.product_item_id)
+        sender = await find_user_row(tx, principal.project_id, body.sender())
+        if sender is None:
+            raise UserNotFound("sender not found")
+        recipient = await find_user_row(tx, principal.project_id, body.recipient())
+        if recipient is None:
+            raise UserNotFound("recipient not found")
+        await rules.check_transfer(tx, product, item, sender, recipient)
 
-    transferred_at = unix_now()
-    item.owner_id = recipient.id
-    session.add(
-        ItemTransfer(
-            project_id=principal.project_id,
-            item_id=item.id,
-            from_user_id=sender.id,
-            to_user_id=recipient.id,
-            transferred_at=transferred_at,
+        now = utcnow()
+        transferred_at = int(now.timestamp())
+        item.owner_id, item.owner, item.updated_at = recipient.id, recipient, now
+        if product.mint_nft:
+            item.nft_transfer_status = NftStatus.QUEUED
+        await tx.execute(
+            _TRANSFERRED,
+            id=item.id,
+            owner_id=recipient.id,
+            nft_transfer_status=item.nft_transfer_status,
+            now=now,
         )
-    )
-    if product.mint_nft:
-        queue_nft(session, JobKind.TRANSFER, item)
-    await session.commit()
+        transfer = {
+            "project_id": principal.project_id,
+            "item_id": item.id,
+            "from_user_id": sender.id,
+            "to_user_id": recipient.id,
+            "transferred_at": transferred_at,
+        }
+        await tx.insert(ItemTransfer, [transfer])
+        if product.mint_nft:
+            await queue_nft(tx, JobKind.TRANSFER, [item])
+        await tx.commit()
     return item, sender, recipient, transferred_at

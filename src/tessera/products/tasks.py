@@ -1,7 +1,7 @@
 """A product's chain work: create its NFT collection, mint an item, mirror a transfer on chain.
 
-``queue_nft`` is how a use-case asks for that work: it marks the row queued and adds the job in
-the caller's transaction. ``HANDLERS`` is what the worker runs.
+``queue_nft`` is how a use-case asks for that work: it adds the jobs in the caller's
+transaction, which writes the rows' NFT state as queued. ``HANDLERS`` is what the worker runs.
 
 Every handler reads the chain before it submits, so that a worker killed between submitting and
 recording never creates, mints or transfers twice:
@@ -16,8 +16,9 @@ recording never creates, mints or transfers twice:
 """
 
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -25,6 +26,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from tessera.chain.gateway import ChainGateway, TxResult
 from tessera.chain.keys import CUSTODIAL, open_seed
 from tessera.crypto import Sealed, SecretBox
+from tessera.db import Transaction
 from tessera.jobs.queue import JobKind, NotReady, enqueue
 from tessera.jobs.worker import JobContext, JobHandler
 from tessera.models import (
@@ -48,16 +50,15 @@ class NftJob:
     payload_key: str
     # Jobs with one subject run one at a time: an item's mint and transfers in order;
     # collection creations one per project wallet and chain (see the module docstring).
-    subject: Callable[[Product | ProductItem], str]
+    subject: Callable[[Any], str]  # of the product's or item's row
 
 
-def _item_subject(row: Product | ProductItem) -> str:
-    return f"item:{row.id}"
+def _item_subject(item: Any) -> str:
+    return f"item:{item.id}"
 
 
-def _collections_subject(row: Product | ProductItem) -> str:
-    assert isinstance(row, Product)
-    return f"collections:{row.project_id}:{row.chain}"
+def _collections_subject(product: Any) -> str:
+    return f"collections:{product.project_id}:{product.chain}"
 
 
 NFT_JOBS = {
@@ -67,16 +68,21 @@ NFT_JOBS = {
 }
 
 
-def queue_nft(session: AsyncSession, kind: JobKind, row: Product | ProductItem) -> None:
-    """Mark the row's NFT state queued and add the job, in the caller's transaction."""
+async def queue_nft(tx: Transaction, kind: JobKind, rows: Sequence[Any]) -> None:
+    """Add the jobs of ``kind`` for ``rows`` in the caller's transaction, which writes their
+    NFT state (``NFT_JOBS[kind].status_column``) as queued."""
     spec = NFT_JOBS[kind]
-    setattr(row, spec.status_column, NftStatus.QUEUED)
-    enqueue(
-        session,
-        project_id=row.project_id,
-        kind=kind,
-        subject=spec.subject(row),
-        payload={spec.payload_key: str(row.id)},
+    await enqueue(
+        tx,
+        [
+            {
+                "project_id": row.project_id,
+                "kind": kind,
+                "subject": spec.subject(row),
+                "payload": {spec.payload_key: str(row.id)},
+            }
+            for row in rows
+        ],
     )
 
 

@@ -8,7 +8,7 @@ from sqlalchemy import ColumnElement, Select, bindparam, func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import selectinload
 
-from tessera.db import Rows
+from tessera.db import Rows, Transaction, table_of
 from tessera.errors import ReputationWouldBeNegative, UserNotFound
 from tessera.models import Project, ReputationEntry, User, UserWallet
 from tessera.models.base import utcnow
@@ -166,38 +166,65 @@ async def get_user(
     return user
 
 
+_ROWS = table_of(User)
+# Built once: the whole user row by each lookup column, and users by ids or emails.
+_USER_ROW = {
+    field: select(_ROWS).where(
+        _ROWS.c.project_id == bindparam("project_id"), column == bindparam("value")
+    )
+    for field, column in COLUMNS.items()
+}
+_USERS_IN = {
+    column.key: select(_ROWS).where(
+        _ROWS.c.project_id == bindparam("project_id"),
+        column.in_(bindparam("values", expanding=True)),
+    )
+    for column in (User.id, User.email)
+}
+
+
+async def find_user_row(rows: Rows, project_id: uuid.UUID, ref: UserRef) -> Any | None:
+    """The user ``ref`` names, as a row (for ``Database.transaction`` and ``Database.read``)."""
+    return await rows.first(_USER_ROW[ref.field], project_id=project_id, value=ref.value)
+
+
+async def get_user_row(rows: Rows, project_id: uuid.UUID, ref: UserRef) -> Any:
+    user = await find_user_row(rows, project_id, ref)
+    if user is None:
+        raise UserNotFound
+    return user
+
+
 async def users_by(
-    session: AsyncSession, project_id: uuid.UUID, *, ids: Sequence[uuid.UUID], emails: Sequence[str]
-) -> tuple[dict[uuid.UUID, User], dict[str, User]]:
-    """Load many users of a project at once, by id and by (lowercased) email."""
-    by_id: dict[uuid.UUID, User] = {}
-    by_email: dict[str, User] = {}
+    rows: Rows, project_id: uuid.UUID, *, ids: Sequence[uuid.UUID], emails: Sequence[str]
+) -> tuple[dict[uuid.UUID, Any], dict[str, Any]]:
+    """Many users of a project at once, by id and by (lowercased) email."""
+    by_id: dict[uuid.UUID, Any] = {}
+    by_email: dict[str, Any] = {}
     if ids:
-        for user in await session.scalars(users_of(project_id).where(User.id.in_(set(ids)))):
-            by_id[user.id] = user
+        found = await rows.all(_USERS_IN["id"], project_id=project_id, values=list(set(ids)))
+        by_id = {user.id: user for user in found}
     if emails:
-        for user in await session.scalars(users_of(project_id).where(User.email.in_(set(emails)))):
-            by_email[user.email] = user
+        found = await rows.all(_USERS_IN["email"], project_id=project_id, values=list(set(emails)))
+        by_email = {user.email: user for user in found}
     return by_id, by_email
 
 
-async def add_reputation(
-    session: AsyncSession, user: User, *, delta: int, reason: str
-) -> ReputationEntry:
-    """Atomically move a user's balance (never below 0) and record the entry."""
-    balance = await session.scalar(
-        update(User)
-        .where(User.id == user.id, User.reputation + delta >= 0)
-        .values(reputation=User.reputation + delta)
-        .returning(User.reputation)
-    )
+_ADD_REPUTATION = (
+    update(_ROWS)
+    .where(_ROWS.c.id == bindparam("id"), _ROWS.c.reputation + bindparam("delta") >= 0)
+    .values(reputation=_ROWS.c.reputation + bindparam("delta"), updated_at=bindparam("now"))
+    .returning(_ROWS.c.reputation)
+)
+
+
+async def add_reputation(tx: Transaction, user: Any, *, delta: int, reason: str) -> Any:
+    """Atomically move a user's balance (never below 0) and record the entry (the entry)."""
+    balance = await tx.scalar(_ADD_REPUTATION, id=user.id, delta=delta, now=utcnow())
     if balance is None:
         raise ReputationWouldBeNegative(
             f"reputation balance cannot go below 0 (balance {user.reputation}, delta {delta})"
         )
-    entry = ReputationEntry(
-        project_id=user.project_id, user_id=user.id, delta=delta, balance=balance, reason=reason
-    )
-    session.add(entry)
-    await session.flush()
+    values = {"project_id": user.project_id, "user_id": user.id, "delta": delta, "reason": reason}
+    [entry] = await tx.insert(ReputationEntry, [values | {"balance": balance}])
     return entry

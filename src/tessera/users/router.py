@@ -108,9 +108,9 @@ async def get_wallet_balances(
     responses=responses(400, 401, 403, 404, 409),
 )
 async def adjust_reputation(
-    session: SessionDep, principal: Writer, body: ReputationAdjust
+    database: DatabaseDep, principal: Writer, body: ReputationAdjust
 ) -> ReputationRead:
     """Add a signed ``delta`` (with a ``reason``) to a user's reputation balance."""
     return ReputationRead.model_validate(
-        await service.adjust_reputation(session, principal, body=body)
+        await service.adjust_reputation(database, principal, body=body)
     )

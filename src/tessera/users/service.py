@@ -3,6 +3,7 @@
 import uuid
 from collections import Counter
 from datetime import timedelta
+from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
@@ -15,7 +16,7 @@ from tessera.chain.registry import Chains
 from tessera.crypto import SecretBox
 from tessera.db import Database
 from tessera.errors import EmailTaken, InvalidInput, ReferenceIdTaken, UserNotFound
-from tessera.models import ReputationEntry, User, UserWallet
+from tessera.models import User, UserWallet
 from tessera.models.base import utcnow
 from tessera.users import repository
 from tessera.users.schemas import (
@@ -161,12 +162,13 @@ async def activation_status(
 
 
 async def adjust_reputation(
-    session: AsyncSession, principal: Principal, *, body: ReputationAdjust
-) -> ReputationEntry:
+    database: Database, principal: Principal, *, body: ReputationAdjust
+) -> Any:
     """Add a signed delta to a user's reputation; the balance never goes below 0."""
-    user = await repository.get_user(session, principal.project_id, body.ref())
-    entry = await repository.add_reputation(session, user, delta=body.delta, reason=body.reason)
-    await session.commit()
+    async with database.transaction() as tx:
+        user = await repository.get_user_row(tx, principal.project_id, body.ref())
+        entry = await repository.add_reputation(tx, user, delta=body.delta, reason=body.reason)
+        await tx.commit()
     return entry
 
 

@@ -1,0 +1,74 @@
+"""``Database.transaction``: the raw-driver write path of the hot use-cases, on both backends."""
+
+import uuid
+
+import pytest
+from sqlalchemy import bindparam, select, update
+from sqlalchemy.exc import IntegrityError
+
+from tessera.db import table_of
+from tessera.models import Attendee, Job, JobStatus, User
+from tests.factories import create_event, create_user, row_counts
+
+JOBS = table_of(Job)
+JOB = select(JOBS).where(JOBS.c.id == bindparam("id"))
+
+
+def job(tenant):
+    return {"project_id": tenant.project_id, "kind": "test.job", "subject": "s", "payload": {}}
+
+
+class TestTransaction:
+    async def test_insert_fills_the_models_defaults_and_reads_back_what_it_wrote(
+        self, database, tenant
+    ):
+        async with database.transaction() as tx:
+            [written] = await tx.insert(Job, [job(tenant) | {"attempts": 0}])
+            await tx.commit()
+        assert isinstance(written.id, uuid.UUID)
+        assert written.created_at == written.updated_at  # as TimestampMixin says
+        assert written.status == JobStatus.QUEUED and written.last_error is None
+        stored = await database.read(lambda rows: rows.first(JOB, id=written.id))
+        assert stored._asdict() == vars(written)
+
+    async def test_nothing_stays_without_commit_or_after_an_error(self, database, tenant):
+        async with database.transaction() as tx:
+            await tx.insert(Job, [job(tenant)])
+        with pytest.raises(RuntimeError):
+            async with database.transaction() as tx:
+                await tx.insert(Job, [job(tenant)])
+                raise RuntimeError("a rule refused")
+        assert (await row_counts(database))["jobs"] == 0
+        async with database.transaction() as tx:  # and the connection is fine for the next one
+            await tx.insert(Job, [job(tenant)])
+            await tx.commit()
+        assert (await row_counts(database))["jobs"] == 1
+
+    async def test_a_constraint_is_an_integrity_error_on_both_backends(self, database, tenant):
+        with pytest.raises(IntegrityError):
+            async with database.transaction() as tx:
+                await tx.insert(Job, [job(tenant) | {"project_id": uuid.uuid4()}])  # no project
+        assert (await row_counts(database))["jobs"] == 0
+
+    async def test_insert_new_skips_a_row_that_exists(self, client, database, tenant):
+        user = await create_user(client, tenant)
+        event = await create_event(client, tenant)
+        row = {
+            "project_id": tenant.project_id,
+            "event_id": uuid.UUID(event["id"]),
+            "user_id": uuid.UUID(user["id"]),
+            "registered_at": 1,
+        }
+        async with database.transaction() as tx:
+            first = await tx.insert_new(Attendee, row, unique=("event_id", "user_id"))
+            second = await tx.insert_new(Attendee, row, unique=("event_id", "user_id"))
+            await tx.commit()
+        assert first is not None and second is None
+        assert (await row_counts(database))["attendees"] == 1
+
+    async def test_an_update_must_set_its_onupdate_columns_itself(self, database):
+        users = table_of(User)
+        statement = update(users).where(users.c.id == bindparam("id")).values(reputation=1)
+        async with database.transaction() as tx:
+            with pytest.raises(ValueError, match="updated_at"):
+                await tx.execute(statement, id=uuid.uuid4())
