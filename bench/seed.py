@@ -255,9 +255,8 @@ async def fill(database, settings, principal, user_ids: list[str]) -> dict:
     holders = [uuid.UUID(u) for u in user_ids[:DRINK_ITEMS]]
     for start in range(0, len(holders), ISSUE_BATCH):
         body = ItemsIssue(users=holders[start : start + ISSUE_BATCH])
-        async with database.session() as session:
-            issued = await products.issue_items(session, principal, product_id=drinks, body=body)
-            items += [str(item.id) for item in issued]
+        issued = await products.issue_items(database, principal, product_id=drinks, body=body)
+        items += [str(item.id) for item in issued]
 
     order_ids = []
     for n in range(min(SEED_ORDERS, len(user_ids))):
@@ -268,9 +267,8 @@ async def fill(database, settings, principal, user_ids: list[str]) -> dict:
                 "items": [{"product_id": str(ticket), "quantity": 1}],
             }
         )
-        async with database.session() as session:
-            view = await orders.create_order(session, principal, body=body)
-            order_ids.append(str(view.order.id))
+        view = await orders.create_order(database, principal, body=body)
+        order_ids.append(str(view.order.id))
 
     return {
         "event": str(event_ids[0]),
