@@ -12,6 +12,7 @@ import jwt
 import pytest
 
 from tests.conftest import OIDC_AUDIENCE, OIDC_ISSUER
+from tests.factories import create_product, create_user
 
 TESSERA = str(Path(sys.executable).with_name("tessera"))
 
@@ -104,6 +105,32 @@ class TestCli:
             "/v1/users/create", headers=auth, json=[{"email": "e@example.com"}]
         )
         assert denied.status_code == 403
+
+    async def test_project_set_require_activation_applies_within_two_seconds(
+        self, cli, client, tenant
+    ):
+        project = str(tenant.project_id)
+        user = await create_user(client, tenant)
+        product = await create_product(client, tenant)
+        path, body = f"/v1/products/{product['id']}/items", {"users": [user["id"]]}
+        assert (await client.post(path, headers=tenant.w, json=body)).status_code == 201
+        shown = json.loads(
+            (await cli("project", "set", "--project", project, "--require-activation")).stdout
+        )
+        assert shown == {"id": project, "name": "Acme", "require_activation": True}
+        started = time.monotonic()
+        while (answer := await client.post(path, headers=tenant.w, json=body)).status_code == 201:
+            assert time.monotonic() - started < 2.0, "the rule is not applied"
+            await asyncio.sleep(0.05)
+        assert answer.status_code == 409
+        shown = json.loads(
+            (await cli("project", "set", "--project", project, "--no-require-activation")).stdout
+        )
+        assert shown["require_activation"] is False
+        unknown = await cli(
+            "project", "set", "--project", "00000000-0000-0000-0000-000000000000", ok=False
+        )
+        assert unknown.returncode == 1 and unknown.stderr.strip() == "error: project not found"
 
     async def test_identity_bind(self, cli, client, tenant, jwks_server):
         bound = json.loads(
@@ -248,3 +275,95 @@ class TestSecretsRotation:
             )
         finally:  # signing keys outlive tests: seal them with k1 again for the app's key ring
             await cli("secrets", "rotate", env={"TESSERA_SECRET_KEYS": back})
+
+
+class TestTokenClients:
+    """``tessera client create|list|revoke|rotate``: a client's lifecycle, as an operator runs it
+    from another process while the API serves tokens."""
+
+    async def _token(self, client, client_id: str, secret: str):
+        return await client.post(
+            "/v1/auth/token", data={"client_id": client_id, "client_secret": secret}
+        )
+
+    async def _refused_within(self, client, token: str, seconds: float = 2.0) -> None:
+        headers = {"Authorization": f"Bearer {token}"}
+        started = time.monotonic()
+        while (await client.get("/v1/users/count", headers=headers)).status_code == 200:
+            assert time.monotonic() - started < seconds, "still accepted"
+            await asyncio.sleep(0.05)
+        answer = await client.get("/v1/users/count", headers=headers)
+        assert (answer.status_code, answer.json()) == (
+            401,
+            {"message": "invalid, expired or revoked credential"},
+        )
+
+    async def test_create_list_rotate_revoke(self, cli, client, tenant):
+        project = str(tenant.project_id)
+        created = json.loads(
+            (await cli("client", "create", "--project", project, "--permission", "read")).stdout
+        )
+        assert set(created) == {"client_id", "client_secret", "permission"}
+        first = await self._token(client, created["client_id"], created["client_secret"])
+        assert first.status_code == 200
+        old_token = first.json()["access_token"]
+        assert jwt.decode(old_token, options={"verify_signature": False})["scope"] == "read"
+        headers = {"Authorization": f"Bearer {old_token}"}
+        assert (await client.get("/v1/users/count", headers=headers)).status_code == 200
+
+        listed = json.loads((await cli("client", "list", "--project", project)).stdout)
+        mine = [c for c in listed if c["client_id"] == created["client_id"]]
+        assert [(c["permission"], c["rotated_at"], c["revoked_at"]) for c in mine] == [
+            ("read", None, None)
+        ]
+        assert created["client_secret"] not in json.dumps(listed)
+
+        await asyncio.sleep(1.1)  # tokens carry whole seconds: the rotation is a second later
+        rotated = json.loads(
+            (
+                await cli(
+                    "client", "rotate", "--project", project, "--client-id", created["client_id"]
+                )
+            ).stdout
+        )
+        assert rotated["client_id"] == created["client_id"]
+        assert rotated["client_secret"] != created["client_secret"]
+        refused = await self._token(client, created["client_id"], created["client_secret"])
+        assert refused.status_code == 401
+        await self._refused_within(client, old_token)
+        fresh = await self._token(client, rotated["client_id"], rotated["client_secret"])
+        assert fresh.status_code == 200
+        new_token = fresh.json()["access_token"]
+        assert (
+            await client.get("/v1/users/count", headers={"Authorization": f"Bearer {new_token}"})
+        ).status_code == 200
+
+        revoked = json.loads(
+            (
+                await cli(
+                    "client", "revoke", "--project", project, "--client-id", created["client_id"]
+                )
+            ).stdout
+        )
+        assert revoked["revoked_at"] is not None
+        assert (
+            await self._token(client, rotated["client_id"], rotated["client_secret"])
+        ).status_code == 401
+        await self._refused_within(client, new_token)
+        again = await cli(
+            "client", "rotate", "--project", project, "--client-id", created["client_id"], ok=False
+        )
+        assert again.returncode == 1
+        assert again.stderr.strip() == "error: the token client is revoked; create a new one"
+
+    async def test_another_projects_or_an_unknown_client_is_not_found(self, cli, tenant, other):
+        for action in ("revoke", "rotate"):
+            for project, client_id in (
+                (str(other.project_id), tenant.client_id),  # a client of another project
+                (str(tenant.project_id), "tsc_unknown"),
+            ):
+                result = await cli(
+                    "client", action, "--project", project, "--client-id", client_id, ok=False
+                )
+                assert result.returncode == 1
+                assert result.stderr.strip() == "error: token client not found"

@@ -5,7 +5,7 @@ from tests.test_security import READ_POSTS
 
 
 class TestOpenApi:
-    async def test_documents_every_route_with_bodies_and_both_security_schemes(self, client, app):
+    async def test_documents_every_route_with_bodies_and_the_security_schemes(self, client, app):
         spec = (await client.get("/openapi.json")).json()
         assert spec["info"]["version"] == "2.72.0"
         assert spec["components"]["securitySchemes"] == {
@@ -14,6 +14,12 @@ class TestOpenApi:
                 "in": "header",
                 "name": "x-api-key",
                 "description": spec["components"]["securitySchemes"]["ApiKey"]["description"],
+            },
+            "BearerApiKey": {
+                "type": "http",
+                "scheme": "bearer",
+                "bearerFormat": "API key (tsk_...)",
+                "description": spec["components"]["securitySchemes"]["BearerApiKey"]["description"],
             },
             "BearerJWT": {
                 "type": "http",
@@ -26,6 +32,8 @@ class TestOpenApi:
         for route in iter_route_contexts(app.routes):
             if not isinstance(route.original_route, APIRoute):
                 continue
+            if not route.original_route.include_in_schema:  # a 405 of a concrete path (legacy)
+                continue
             for method in route.methods:
                 operation = spec["paths"][route.path][method.lower()]
                 documented += 1
@@ -34,8 +42,10 @@ class TestOpenApi:
                 if (method, route.path) in OPEN_ROUTES:
                     assert "security" not in operation
                     continue
-                assert {"ApiKey": []} in operation["security"] and {"BearerJWT": []} in operation[
-                    "security"
+                assert operation["security"] == [
+                    {"ApiKey": []},
+                    {"BearerApiKey": []},
+                    {"BearerJWT": []},
                 ]
                 errors = operation["responses"]
                 assert errors["401"]["content"]["application/json"]["schema"] == {

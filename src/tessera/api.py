@@ -9,6 +9,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from tessera import API_VERSION, __build__
 from tessera.auth.dependencies import SECURITY_SCHEMES, authenticate
 from tessera.events.router import router as events_router
+from tessera.legacy.router import router as legacy_router
 from tessera.orders.router import router as orders_router
 from tessera.products.router import router as products_router
 from tessera.projects.router import router as projects_router
@@ -79,7 +80,8 @@ def include_v1(app: FastAPI) -> None:
     where they change state); unknown query parameters are refused after the credential is
     checked (401 comes first). Each domain router is included into the app itself, not into a
     /v1 router first: one level less of router matching on every request."""
-    for domain in (users_router, events_router, products_router, orders_router, projects_router):
+    domains = (users_router, events_router, products_router, orders_router, projects_router)
+    for domain in (legacy_router, *domains):  # legacy first: its concrete paths win
         app.include_router(
             domain,
             prefix="/v1",

@@ -26,6 +26,9 @@ app = typer.Typer(no_args_is_help=True, help="Tessera: event tickets, perks and 
 db_app = typer.Typer(no_args_is_help=True, help="Database schema.")
 project_app = typer.Typer(no_args_is_help=True, help="Projects.")
 apikey_app = typer.Typer(no_args_is_help=True, help="API keys of a project.")
+client_app = typer.Typer(
+    no_args_is_help=True, help="Token clients of a project (client credentials for tokens)."
+)
 identity_app = typer.Typer(no_args_is_help=True, help="External identities (OIDC subjects).")
 secrets_app = typer.Typer(no_args_is_help=True, help="Secrets at rest (TESSERA_SECRET_KEYS).")
 jobs_app = typer.Typer(
@@ -34,6 +37,7 @@ jobs_app = typer.Typer(
 app.add_typer(db_app, name="db")
 app.add_typer(project_app, name="project")
 app.add_typer(apikey_app, name="apikey")
+app.add_typer(client_app, name="client")
 app.add_typer(identity_app, name="identity")
 app.add_typer(jobs_app, name="jobs")
 app.add_typer(secrets_app, name="secrets")
@@ -131,6 +135,33 @@ def project_create(name: Annotated[str, typer.Option("--name")]) -> None:
     _print(_run(work))
 
 
+@project_app.command("set")
+def project_set(
+    project: ProjectOpt,
+    require_activation: Annotated[
+        bool | None,
+        typer.Option(
+            "--require-activation/--no-require-activation",
+            help="Only activated users receive items, are registered as attendees and send "
+            "transfers (Mufi's rule; off by default).",
+        ),
+    ] = None,
+) -> None:
+    """Change a project's rules; prints the project's settings. Running requests see the change
+    within 2 s."""
+    from tessera.projects.schemas import ProjectSettings
+    from tessera.projects.service import set_project_rules
+
+    async def work(database: Database, _settings: Settings) -> ProjectSettings:
+        async with database.session() as session:
+            changed = await set_project_rules(
+                session, project_id=project, require_activation=require_activation
+            )
+            return ProjectSettings.model_validate(changed)
+
+    _print(_run(work))
+
+
 @apikey_app.command("create")
 def apikey_create(
     project: ProjectOpt,
@@ -179,6 +210,68 @@ def apikey_revoke(project: ProjectOpt, key_id: Annotated[uuid.UUID, typer.Option
         async with database.session() as session:
             key = await revoke_api_key(session, project_id=project, key_id=key_id)
             return ApiKeyRead.model_validate(key)
+
+    _print(_run(work))
+
+
+ClientIdArg = Annotated[str, typer.Option("--client-id")]
+
+
+@client_app.command("create")
+def client_create(
+    project: ProjectOpt, permission: Annotated[PermissionOpt, typer.Option("--permission")] = "read"
+) -> None:
+    """Create a token client (its secret is shown once)."""
+    from tessera.projects.service import create_token_client
+
+    async def work(database: Database, settings: Settings) -> BaseModel:
+        async with database.session() as session:
+            return await create_token_client(
+                session, project_id=project, permission=permission, hash_key=_hash_key(settings)
+            )
+
+    _print(_run(work))
+
+
+@client_app.command("list")
+def client_list(project: ProjectOpt) -> None:
+    """List a project's token clients (never their secrets)."""
+    from tessera.projects.schemas import ClientRead
+    from tessera.projects.service import list_token_clients
+
+    async def work(database: Database, _settings: Settings) -> list[ClientRead]:
+        async with database.session(write=False) as session:
+            clients = await list_token_clients(session, project_id=project)
+            return [ClientRead.model_validate(client) for client in clients]
+
+    _print(_run(work))
+
+
+@client_app.command("revoke")
+def client_revoke(project: ProjectOpt, client_id: ClientIdArg) -> None:
+    """Revoke a client: no new token, and its tokens stop working within 2 s."""
+    from tessera.projects.schemas import ClientRead
+    from tessera.projects.service import revoke_token_client
+
+    async def work(database: Database, _settings: Settings) -> ClientRead:
+        async with database.session() as session:
+            client = await revoke_token_client(session, project_id=project, client_id=client_id)
+            return ClientRead.model_validate(client)
+
+    _print(_run(work))
+
+
+@client_app.command("rotate")
+def client_rotate(project: ProjectOpt, client_id: ClientIdArg) -> None:
+    """Give a client a new secret (shown once): the old secret and the tokens issued with it
+    stop working within 2 s."""
+    from tessera.projects.service import rotate_token_client
+
+    async def work(database: Database, settings: Settings) -> BaseModel:
+        async with database.session() as session:
+            return await rotate_token_client(
+                session, project_id=project, client_id=client_id, hash_key=_hash_key(settings)
+            )
 
     _print(_run(work))
 

@@ -121,6 +121,10 @@ class JobNotFound(NotFound):
     message = "job not found"
 
 
+class ClientNotFound(NotFound):
+    message = "token client not found"
+
+
 # 409
 class Conflict(AppError):
     status_code = 409
@@ -129,6 +133,14 @@ class Conflict(AppError):
 
 class JobNotFailed(Conflict):
     pass
+
+
+class UserNotActivated(Conflict):
+    pass
+
+
+class ClientRevoked(Conflict):
+    message = "the token client is revoked; create a new one"
 
 
 class EmailTaken(Conflict):
@@ -273,11 +285,17 @@ def install_error_handlers(app: FastAPI) -> None:
 
 
 def allowed_methods(app: FastAPI, path: str) -> list[str]:
-    """The methods of the path template that ``path`` is routed to first (as the OpenAPI lists
-    them: ``/v1/events/create`` is POST, though ``GET /v1/events/{id}`` would take it too).
-    Computed per 405, which is rare."""
-    routes = [(r.path, r.methods or set()) for r in iter_route_contexts(app.routes) if r.path]
-    template = next((t for t, _ in routes if compile_path(t)[0].match(path)), None)
+    """The methods of the path template that ``path`` names, as the OpenAPI lists them: the
+    most concrete one that matches (``/v1/events/create`` is POST, though ``GET
+    /v1/events/{id}`` would take it too), as OpenAPI matches concrete paths before templated
+    ones. Computed per 405, which is rare."""
+    routes = [
+        (r.path, r.methods or set())
+        for r in iter_route_contexts(app.routes)
+        if r.path and getattr(r.original_route, "include_in_schema", True)
+    ]
+    matching = [t for t, _ in routes if compile_path(t)[0].match(path)]
+    template = min(matching, key=lambda t: t.count("{"), default=None)
     return sorted({m for t, methods in routes if t == template for m in methods})
 
 

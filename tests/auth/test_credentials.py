@@ -183,6 +183,59 @@ class TestApiKeys:
         assert used["write"] is None
 
 
+class TestApiKeysAsBearer:
+    """Mufi's guide sends the API key itself as ``Authorization: Bearer``: a bearer credential
+    that starts with ``tsk_`` is an API key, with the same checks and the same answers."""
+
+    async def test_write_and_read_keys_work_as_bearer(self, client, tenant):
+        created = await client.post(
+            "/v1/users/create", headers=_bearer(tenant.write_key), json=[{"email": "b@example.com"}]
+        )
+        assert created.status_code == 201, created.text
+        counted = await client.get("/v1/users/count", headers=_bearer(tenant.read_key))
+        assert (counted.status_code, counted.json()) == (200, {"count": 0})  # none activated
+        refused = await client.post(
+            "/v1/users/create", headers=_bearer(tenant.read_key), json=[{"email": "c@example.com"}]
+        )
+        assert refused.status_code == 403
+        assert refused.json() == {
+            "message": "this credential is read-only; a write credential is required"
+        }
+
+    @pytest.mark.parametrize(
+        "key", ["tsk_000000000000_secret", "tsk__", "tsk_abc", "tsk_" + "x" * 500]
+    )
+    async def test_malformed_or_unknown_bearer_key_is_401(self, client, tenant, key):
+        response = await client.get("/v1/users/count", headers=_bearer(key))
+        assert response.status_code == 401
+        assert response.json() == {"message": "invalid, expired or revoked credential"}
+
+    async def test_revoked_bearer_key_is_401_within_two_seconds(
+        self, client, tenant, database, app
+    ):
+        async with database.session() as session:
+            issued = await create_api_key(
+                session,
+                project_id=tenant.project_id,
+                permission="read",
+                hash_key=app.state.authenticator.hash_key,
+            )
+            await session.commit()
+        headers = _bearer(issued.api_key)
+        assert (await client.get("/v1/users/count", headers=headers)).status_code == 200
+        async with database.session() as session:
+            await revoke_api_key(session, project_id=tenant.project_id, key_id=issued.row.id)
+            await session.commit()
+        await _refused_within(client, headers, seconds=2.0)
+
+    async def test_another_projects_ids_are_404_with_a_bearer_key(self, client, tenant, other):
+        theirs = await create_user(client, other)
+        response = await client.post(
+            "/v1/users/profile", headers=_bearer(tenant.read_key), json={"id": theirs["id"]}
+        )
+        assert response.status_code == 404
+
+
 class TestOwnTokens:
     async def test_client_credentials_form_and_json(self, client, tenant):
         issued = await _token(client, tenant)

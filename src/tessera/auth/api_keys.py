@@ -19,12 +19,13 @@ from tessera.auth.principal import Permission, Principal
 from tessera.crypto import hashes_match, keyed_hash
 from tessera.db import Database, get_in_project
 from tessera.errors import ApiKeyNotFound, CredentialInvalid
-from tessera.models import ApiKey
+from tessera.models import ApiKey, Project
 from tessera.models.base import utcnow
 
 log = logging.getLogger("tessera.auth")
 
 KEY_SCHEME = "tsk"
+API_KEY_START = f"{KEY_SCHEME}_"  # how a key sent as a bearer credential is told from a JWT
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,12 +99,21 @@ def parse_api_key(raw_key: str) -> str:
 
 async def access_for_api_key(session: AsyncSession, raw_key: str, *, digest: str) -> KeyAccess:
     """Check a key against its row: ``digest`` is ``keyed_hash(hash_key, raw_key)``."""
-    row = await session.scalar(select(ApiKey).where(ApiKey.prefix == parse_api_key(raw_key)))
-    if row is None or not hashes_match(row.key_hash, digest):
+    found = (
+        await session.execute(
+            select(ApiKey, Project.require_activation)
+            .join(Project, Project.id == ApiKey.project_id)
+            .where(ApiKey.prefix == parse_api_key(raw_key))
+        )
+    ).first()
+    if found is None or not hashes_match(found[0].key_hash, digest):
         raise CredentialInvalid
+    row, require_activation = found
     if row.revoked_at is not None or (row.expires_at is not None and row.expires_at <= utcnow()):
         raise CredentialInvalid
-    principal = Principal(row.project_id, row.permission == "write", f"api_key:{row.id}")
+    principal = Principal(
+        row.project_id, row.permission == "write", f"api_key:{row.id}", require_activation
+    )
     return KeyAccess(principal, row.id, row.expires_at)
 
 

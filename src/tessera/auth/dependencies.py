@@ -20,7 +20,7 @@ import jwt
 from fastapi import Depends, Request
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from tessera.auth.api_keys import UsageRecorder, access_for_api_key
+from tessera.auth.api_keys import API_KEY_START, UsageRecorder, access_for_api_key
 from tessera.auth.principal import Principal
 from tessera.auth.tokens import ExternalIssuer, TokenIssuer
 from tessera.config import Settings
@@ -120,6 +120,15 @@ SECURITY_SCHEMES = {
             "An API key issued with `tessera apikey create` (or `tessera project create`)."
         ),
     },
+    "BearerApiKey": {
+        "type": "http",
+        "scheme": "bearer",
+        "bearerFormat": "API key (tsk_...)",
+        "description": (
+            "The same API key sent as `Authorization: Bearer tsk_...`, as Mufi's guide shows: a "
+            "bearer credential that starts with `tsk_` is an API key, with the same checks."
+        ),
+    },
     "BearerJWT": {
         "type": "http",
         "scheme": "bearer",
@@ -133,16 +142,18 @@ SECURITY_SCHEMES = {
 
 
 async def authenticate(request: Request) -> Principal:
-    """Resolve the credential: API key first, else bearer token. 401 when neither is valid."""
+    """Resolve the credential: the ``x-api-key`` header first, else the bearer credential, an
+    API key when it starts with ``tsk_`` and a JWT otherwise. 401 when none is valid."""
     auth: Authenticator = request.app.state.authenticator
     headers = request.headers
     if api_key := headers.get("x-api-key"):
         credential, is_api_key = api_key, True
     elif authorization := headers.get("authorization"):
         scheme, _, token = authorization.partition(" ")
-        credential, is_api_key = token.strip(), False
+        credential = token.strip()
         if scheme.lower() != "bearer" or not credential:
             raise CredentialInvalid("the Authorization header must be 'Bearer <token>'")
+        is_api_key = credential.startswith(API_KEY_START)
     else:
         raise CredentialMissing
     digest = keyed_hash(auth.hash_key, credential)

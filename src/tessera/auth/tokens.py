@@ -25,7 +25,12 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from tessera.auth.principal import Permission, Principal
 from tessera.config import Settings
 from tessera.crypto import Sealed, SecretBox, hashes_match, keyed_hash
-from tessera.errors import ClientCredentialsInvalid, CredentialInvalid
+from tessera.errors import (
+    ClientCredentialsInvalid,
+    ClientNotFound,
+    ClientRevoked,
+    CredentialInvalid,
+)
 from tessera.models import IdentityBinding, OAuthClient, Project, SigningKey
 from tessera.models.base import utcnow
 
@@ -33,6 +38,7 @@ ALGORITHM = "ES256"
 MAX_TOKEN_TTL = 86400
 REFETCH_SECONDS = 10
 SCOPES: dict[str, set[str]] = {"read": {"read"}, "write": {"read", "write"}}
+CLIENT_ID_START = "tsc_"
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,7 +50,7 @@ class IssuedClient:
 async def create_client(
     session: AsyncSession, *, project_id: uuid.UUID, permission: Permission, hash_key: bytes
 ) -> IssuedClient:
-    client_id = f"tsc_{secrets.token_hex(10)}"
+    client_id = f"{CLIENT_ID_START}{secrets.token_hex(10)}"
     client_secret = secrets.token_urlsafe(32)
     session.add(
         OAuthClient(
@@ -56,6 +62,53 @@ async def create_client(
     )
     await session.flush()
     return IssuedClient(client_id, client_secret)
+
+
+async def list_clients(session: AsyncSession, *, project_id: uuid.UUID) -> list[OAuthClient]:
+    rows = await session.scalars(
+        select(OAuthClient)
+        .where(OAuthClient.project_id == project_id)
+        .order_by(OAuthClient.created_at, OAuthClient.id)
+    )
+    return list(rows)
+
+
+async def _client(session: AsyncSession, project_id: uuid.UUID, client_id: str) -> OAuthClient:
+    client = await session.scalar(
+        select(OAuthClient).where(
+            OAuthClient.project_id == project_id, OAuthClient.client_id == client_id
+        )
+    )
+    if client is None:
+        raise ClientNotFound
+    return client
+
+
+async def revoke_client(
+    session: AsyncSession, *, project_id: uuid.UUID, client_id: str
+) -> OAuthClient:
+    """No new token for the client, and its tokens stop working (within the credential cache's
+    lifetime on every process). Revoking again keeps the first time."""
+    client = await _client(session, project_id, client_id)
+    client.revoked_at = client.revoked_at or utcnow()
+    await session.flush()
+    return client
+
+
+async def rotate_client(
+    session: AsyncSession, *, project_id: uuid.UUID, client_id: str, hash_key: bytes
+) -> tuple[OAuthClient, str]:
+    """A new secret for an active client (the client and the secret): the old secret gets no
+    new token, and the tokens issued before stop working (as for a revocation), since a
+    rotation usually answers a leak."""
+    client = await _client(session, project_id, client_id)
+    if client.revoked_at is not None:
+        raise ClientRevoked
+    client_secret = secrets.token_urlsafe(32)
+    client.secret_hash = keyed_hash(hash_key, client_secret)
+    client.rotated_at = utcnow()
+    await session.flush()
+    return client, client_secret
 
 
 def signing_key_aad(kid: str) -> bytes:
@@ -181,16 +234,30 @@ class TokenIssuer:
                 algorithms=[ALGORITHM],
                 audience=self.settings.jwt_audience,
                 issuer=self.settings.jwt_issuer,
-                options={"require": ["exp", "iss", "aud", "pid", "scope"]},
+                options={"require": ["exp", "iat", "iss", "aud", "pid", "scope"]},
             )
             project_id = uuid.UUID(claims["pid"])
         except (jwt.PyJWTError, ValueError) as exc:
             raise CredentialInvalid from exc
-        # A token outlives nothing it names: a project deleted since (or never there) is a 401.
-        if await session.scalar(select(Project.id).where(Project.id == project_id)) is None:
-            raise CredentialInvalid
+        # A token outlives nothing it names: a project deleted since (or never there), or a
+        # client revoked or rotated since the token was issued, is a 401.
+        subject = str(claims.get("sub"))
+        require_activation = await _project_rule(session, project_id)
+        if subject.startswith(CLIENT_ID_START):
+            client = (
+                await session.execute(
+                    select(OAuthClient.revoked_at, OAuthClient.rotated_at).where(
+                        OAuthClient.project_id == project_id, OAuthClient.client_id == subject
+                    )
+                )
+            ).first()
+            if client is None or client.revoked_at is not None:
+                raise CredentialInvalid
+            # iat is in whole seconds: a token of the rotation's second stays valid.
+            if client.rotated_at is not None and claims["iat"] < int(client.rotated_at.timestamp()):
+                raise CredentialInvalid
         scopes = set(str(claims["scope"]).split())
-        return Principal(project_id, "write" in scopes, f"client:{claims.get('sub')}")
+        return Principal(project_id, "write" in scopes, f"client:{subject}", require_activation)
 
 
 class ExternalIssuer:
@@ -255,7 +322,18 @@ class ExternalIssuer:
             binding.project_id,
             binding.permission == "write",
             f"oidc:{self.issuer}#{claims['sub']}",
+            await _project_rule(session, binding.project_id),
         )
+
+
+async def _project_rule(session: AsyncSession, project_id: uuid.UUID) -> bool:
+    """The project's ``require_activation``; a project that does not exist is a 401."""
+    found = (
+        await session.execute(select(Project.require_activation).where(Project.id == project_id))
+    ).first()
+    if found is None:
+        raise CredentialInvalid
+    return bool(found[0])
 
 
 async def bind_identity(

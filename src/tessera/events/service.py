@@ -23,6 +23,7 @@ from tessera.models import Attendee, Event, OrderItem, Product
 from tessera.models.base import utcnow
 from tessera.schemas import PageParams
 from tessera.users.repository import add_reputation, get_user_row
+from tessera.users.rules import require_activated
 
 FIRST_CHECK_IN_REPUTATION = 1
 
@@ -186,6 +187,7 @@ async def register_attendee(
     async with database.transaction() as tx:
         event = await repository.get_event_row(tx, principal.project_id, body.event_id)
         user = await get_user_row(tx, principal.project_id, body.user())
+        require_activated(principal, user, "be registered as an attendee")
         now = utcnow()
         # A concurrent registration of the same pair wins the insert; this one then updates.
         new = await tx.insert_new(

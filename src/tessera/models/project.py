@@ -2,7 +2,7 @@ import uuid
 from datetime import datetime
 from typing import Literal
 
-from sqlalchemy import BigInteger, ForeignKey, String, Text, UniqueConstraint, Uuid
+from sqlalchemy import BigInteger, ForeignKey, String, Text, UniqueConstraint, Uuid, false
 from sqlalchemy.orm import Mapped, mapped_column
 
 from tessera.models.base import (
@@ -26,6 +26,9 @@ class Project(IdMixin, TimestampMixin, Base):
     # users/count and the users/fetch total read one row instead of counting a million.
     user_count: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")
     active_user_count: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")
+    # Mufi's rule, when the project asks for it (``tessera project set``): only an activated
+    # user receives items, is registered as an attendee and sends a transfer.
+    require_activation: Mapped[bool] = mapped_column(default=False, server_default=false())
 
 
 class ProjectWallet(IdMixin, TimestampMixin, CustodialKeyMixin, Base):
@@ -67,6 +70,8 @@ class OAuthClient(IdMixin, Base):
     permission: Mapped[Permission] = mapped_column(String(8))
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     revoked_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    # When the secret was last replaced: the client's tokens issued before stop working.
+    rotated_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
 
 
 class SigningKey(Base):

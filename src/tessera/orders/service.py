@@ -150,7 +150,7 @@ async def _complete(
     # Lock products in one order (by id) so that two orders never wait on each other.
     for line in sorted(lines, key=lambda line: (str(line.product_id), line.position)):
         items += await rules.issue(
-            tx, principal.project_id, line.product_id, [user] * line.quantity, order_item_id=line.id
+            tx, principal, line.product_id, [user] * line.quantity, order_item_id=line.id
         )
     return items
 

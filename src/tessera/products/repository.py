@@ -9,7 +9,7 @@ from sqlalchemy import bindparam, func, select
 
 from tessera.db import Rows, joined
 from tessera.errors import ProductNotFound
-from tessera.models import Event, Order, OrderItem, Product, User
+from tessera.models import Event, Order, OrderItem, Product, ProductItem, User
 from tessera.products.schemas import SaleList, SaleRead
 from tessera.schemas import PageParams, Pagination
 
@@ -28,6 +28,10 @@ _PRODUCT_PAGE = (
 _PRODUCTS_IN = select(_PRODUCTS).where(
     _PRODUCTS.c.project_id == bindparam("project_id"),
     _PRODUCTS.c.id.in_(bindparam("ids", expanding=True)),
+)
+_ITEMS = ProductItem.__table__
+_PRODUCT_OF_ITEM = select(_ITEMS.c.product_id).where(
+    _ITEMS.c.project_id == bindparam("project_id"), _ITEMS.c.id == bindparam("id")
 )
 _EVENTS_BY_ID = select(_EVENTS).where(_EVENTS.c.id.in_(bindparam("ids", expanding=True)))
 _PRODUCT_NAME = select(_PRODUCTS.c.name).where(
@@ -70,6 +74,16 @@ async def products_by_id(
 ) -> dict[uuid.UUID, Any]:
     found = await rows.all(_PRODUCTS_IN, project_id=project_id, ids=list(ids))
     return {product.id: product for product in found}
+
+
+async def product_of_item(
+    rows: Rows, project_id: uuid.UUID, item_id: uuid.UUID
+) -> uuid.UUID | None:
+    """The product of the project's item (a read for ``Database.read``), or None."""
+    product_id: uuid.UUID | None = await rows.scalar(
+        _PRODUCT_OF_ITEM, project_id=project_id, id=item_id
+    )
+    return product_id
 
 
 async def _with_events(rows: Rows, products: list[Any]) -> list[SimpleNamespace]:

@@ -18,6 +18,7 @@ from typing import Any
 
 from sqlalchemy import bindparam, func, select, update
 
+from tessera.auth.principal import Principal
 from tessera.db import Transaction, joined, lock_for_update, table_of
 from tessera.errors import (
     CollectionFull,
@@ -36,6 +37,7 @@ from tessera.jobs.queue import JobKind
 from tessera.models import NftStatus, Product, ProductItem
 from tessera.models.base import utcnow
 from tessera.products.tasks import queue_nft
+from tessera.users.rules import require_activated
 
 _PRODUCTS, _ITEMS = table_of(Product), table_of(ProductItem)
 # Built once (see users.repository).
@@ -95,11 +97,15 @@ def is_fully_redeemed(redemption_count: int, product: Any) -> bool:
     return bool(redemption_count >= product.redemption_quantity)
 
 
-async def check_recipients(tx: Transaction, product: Any, recipients: Sequence[Any]) -> None:
-    """``active``, ``max_per_account`` and ``min_rep_balance`` for users about to receive items
-    (a user listed n times receives n items)."""
+async def check_recipients(
+    tx: Transaction, principal: Principal, product: Any, recipients: Sequence[Any]
+) -> None:
+    """``active``, the project's activation rule, ``max_per_account`` and ``min_rep_balance``
+    for users about to receive items (a user listed n times receives n items)."""
     if not product.active:
         raise ProductInactive
+    for user in _unique(recipients):
+        require_activated(principal, user, "receive items")
     if product.max_per_account is not None:
         wanted = Counter(user.id for user in recipients)
         counts = await tx.all(_HELD, product_id=product.id, owners=list(wanted))
@@ -120,7 +126,7 @@ async def check_recipients(tx: Transaction, product: Any, recipients: Sequence[A
 
 async def issue(
     tx: Transaction,
-    project_id: uuid.UUID,
+    principal: Principal,
     product_id: uuid.UUID,
     recipients: Sequence[Any],
     *,
@@ -131,7 +137,7 @@ async def issue(
     issued; each recipient must pass ``check_recipients``. All or nothing: the caller's
     transaction must end if this raises. The items, with ``product`` and ``owner``."""
     count = len(recipients)
-    bumped = await tx.first(_ISSUE, project_id=project_id, id=product_id, count=count)
+    bumped = await tx.first(_ISSUE, project_id=principal.project_id, id=product_id, count=count)
     if bumped is None:
         raise ProductNotFound
     product = joined(bumped)
@@ -145,7 +151,7 @@ async def issue(
                 f"the NFT collection holds at most {product.max_items} items "
                 f"({issued} issued, {count} requested)"
             )
-    await check_recipients(tx, product, recipients)
+    await check_recipients(tx, principal, product, recipients)
 
     first = issued + 1
     now = utcnow()
@@ -188,16 +194,18 @@ def check_transferable(product: Any) -> None:
 
 
 async def check_transfer(
-    tx: Transaction, product: Any, item: Any, sender: Any, recipient: Any
+    tx: Transaction, principal: Principal, product: Any, item: Any, sender: Any, recipient: Any
 ) -> None:
     """Then a transfer needs the sender owning the item, another user as recipient, an item not
-    fully redeemed, and a recipient who passes the issuing rules."""
+    fully redeemed, a sender the activation rule lets send, and a recipient who passes the
+    issuing rules."""
     if item.owner_id != sender.id:
         raise ItemNotOwnedBySender
     if recipient.id == sender.id:
         raise TransferToSelf
     check_redeemable(product, item)
-    await check_recipients(tx, product, [recipient])
+    require_activated(principal, sender, "send a transfer")
+    await check_recipients(tx, principal, product, [recipient])
 
 
 def _unique(users: Sequence[Any]) -> list[Any]:

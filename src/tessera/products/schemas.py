@@ -40,7 +40,7 @@ MetadataUri = Annotated[
 MAX_ISSUE = 550
 
 
-def _mint_needs_uri_and_chain(schema: dict[str, Any]) -> None:
+def mint_needs_uri_and_chain(schema: dict[str, Any]) -> None:
     """``mint_nft: true`` needs ``metadata_uri`` and ``chain`` (``missing_for_mint``)."""
     schema.setdefault("allOf", []).append(
         {
@@ -56,7 +56,7 @@ def _mint_needs_uri_and_chain(schema: dict[str, Any]) -> None:
 
 
 class ProductCreate(SnakeInput):
-    model_config = ConfigDict(json_schema_extra=_mint_needs_uri_and_chain)
+    model_config = ConfigDict(json_schema_extra=mint_needs_uri_and_chain)
 
     type: ProductType
     name: Text255

@@ -139,7 +139,7 @@ async def issue_items(
         if missing:
             raise UserNotFound(f"users not found in this project: {', '.join(missing[:5])}")
         recipients = [by_id[i] for i in body.users] + [by_email[e] for e in body.emails]
-        items = await rules.issue(tx, principal.project_id, product_id, recipients)
+        items = await rules.issue(tx, principal, product_id, recipients)
         await tx.commit()
     return items
 
@@ -227,7 +227,7 @@ async def transfer_item(
         recipient = await find_user_row(tx, principal.project_id, body.recipient())
         if recipient is None:
             raise UserNotFound("recipient not found")
-        await rules.check_transfer(tx, product, item, sender, recipient)
+        await rules.check_transfer(tx, principal, product, item, sender, recipient)
 
         now = utcnow()
         transferred_at = int(now.timestamp())

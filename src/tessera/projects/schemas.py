@@ -55,11 +55,33 @@ class ApiKeyRead(SnakeModel):
     last_used_at: datetime | None
 
 
+class ProjectSettings(SnakeModel):
+    id: uuid.UUID
+    name: str
+    require_activation: bool
+
+
 class ApiKeyCreated(SnakeModel):
     id: uuid.UUID
     api_key: str
     permission: Permission
     expires_at: datetime | None
+
+
+class ClientCreated(SnakeModel):
+    """A token client's credentials for ``POST /v1/auth/token``; the secret is shown only here."""
+
+    client_id: str
+    client_secret: str
+    permission: Permission
+
+
+class ClientRead(SnakeModel):
+    client_id: str
+    permission: Permission
+    created_at: datetime
+    rotated_at: datetime | None
+    revoked_at: datetime | None
 
 
 class IdentityBindingRead(SnakeModel):

@@ -4,17 +4,17 @@ import uuid
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from tessera.auth import api_keys
+from tessera.auth import api_keys, tokens
 from tessera.auth.principal import Permission, Principal
-from tessera.auth.tokens import TokenIssuer, create_client
+from tessera.auth.tokens import TokenIssuer
 from tessera.auth.tokens import bind_identity as bind
 from tessera.chain.keys import new_custodial_key
 from tessera.chain.registry import Chains
 from tessera.config import Chain
 from tessera.crypto import SecretBox
-from tessera.models import ApiKey, IdentityBinding, Project, ProjectWallet
+from tessera.models import ApiKey, IdentityBinding, OAuthClient, Project, ProjectWallet
 from tessera.projects import repository
-from tessera.projects.schemas import ApiKeyCreated, ProjectCreated
+from tessera.projects.schemas import ApiKeyCreated, ClientCreated, ProjectCreated
 from tessera.wallets.schemas import WalletBalance
 from tessera.wallets.service import read_balances
 
@@ -31,7 +31,7 @@ async def create_project(
     api_key = await api_keys.create_api_key(
         session, project_id=project.id, permission="write", hash_key=hash_key, name="default"
     )
-    client = await create_client(
+    client = await tokens.create_client(
         session, project_id=project.id, permission="write", hash_key=hash_key
     )
     await session.commit()
@@ -41,6 +41,17 @@ async def create_project(
         client_id=client.client_id,
         client_secret=client.client_secret,
     )
+
+
+async def set_project_rules(
+    session: AsyncSession, *, project_id: uuid.UUID, require_activation: bool | None
+) -> Project:
+    """Change the rules given (None: unchanged) of an existing project (404 otherwise)."""
+    project = await repository.get_project(session, project_id)
+    if require_activation is not None:
+        project.require_activation = require_activation
+    await session.commit()
+    return project
 
 
 async def issue_api_key(
@@ -83,6 +94,45 @@ async def revoke_api_key(
     key = await api_keys.revoke_api_key(session, project_id=project_id, key_id=key_id)
     await session.commit()
     return key
+
+
+async def create_token_client(
+    session: AsyncSession, *, project_id: uuid.UUID, permission: Permission, hash_key: bytes
+) -> ClientCreated:
+    """A new token client of an existing project (404 otherwise); the secret is shown only here."""
+    await repository.get_project(session, project_id)
+    client = await tokens.create_client(
+        session, project_id=project_id, permission=permission, hash_key=hash_key
+    )
+    await session.commit()
+    return ClientCreated(
+        client_id=client.client_id, client_secret=client.client_secret, permission=permission
+    )
+
+
+async def list_token_clients(session: AsyncSession, *, project_id: uuid.UUID) -> list[OAuthClient]:
+    await repository.get_project(session, project_id)
+    return await tokens.list_clients(session, project_id=project_id)
+
+
+async def revoke_token_client(
+    session: AsyncSession, *, project_id: uuid.UUID, client_id: str
+) -> OAuthClient:
+    client = await tokens.revoke_client(session, project_id=project_id, client_id=client_id)
+    await session.commit()
+    return client
+
+
+async def rotate_token_client(
+    session: AsyncSession, *, project_id: uuid.UUID, client_id: str, hash_key: bytes
+) -> ClientCreated:
+    client, secret = await tokens.rotate_client(
+        session, project_id=project_id, client_id=client_id, hash_key=hash_key
+    )
+    await session.commit()
+    return ClientCreated(
+        client_id=client.client_id, client_secret=secret, permission=client.permission
+    )
 
 
 async def issue_token(

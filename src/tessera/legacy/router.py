@@ -1,0 +1,117 @@
+"""Mufi's older calls (its OpenAPI still lists them, ``deprecated``), so that a client written
+against them moves to Tessera by changing its base URL. Each is a thin alias of today's
+use-case, with the older request and answer shapes; the rules are today's."""
+
+from fastapi import APIRouter, HTTPException
+
+from tessera.auth.dependencies import Writer
+from tessera.chain.registry import ChainsDep
+from tessera.config import SettingsDep
+from tessera.crypto import BoxDep
+from tessera.db import DatabaseDep, SessionDep
+from tessera.errors import ProductItemNotFound, responses
+from tessera.legacy.schemas import (
+    LegacyItem,
+    LegacyItemRedeem,
+    LegacyItems,
+    LegacyItemsCreate,
+    LegacyProductCreate,
+    LegacyProductRead,
+    LegacyUser,
+    LegacyUserCreate,
+)
+from tessera.products import repository as products_repository
+from tessera.products import service as products
+from tessera.products.schemas import ItemsIssue, RedeemRequest
+from tessera.users import service as users
+
+router = APIRouter(tags=["older calls (Mufi)"])
+
+
+@router.api_route(
+    "/products/create", methods=["GET", "PUT", "PATCH", "DELETE"], include_in_schema=False
+)
+async def _post_only() -> None:
+    """``/v1/products/create`` is a path of its own (OpenAPI matches concrete paths before
+    templated ones): its other methods are 405, not ``GET /v1/products/{id}`` with the id
+    "create". This router is included before the products router for that."""
+    raise HTTPException(status_code=405)
+
+
+@router.post(
+    "/products/create",
+    status_code=201,
+    response_model=LegacyProductRead,
+    responses=responses(400, 401, 403, 404, 409, 503),
+    deprecated=True,
+)
+async def create_product(
+    database: DatabaseDep, principal: Writer, chains: ChainsDep, body: LegacyProductCreate
+) -> LegacyProductRead:
+    """Older ``POST /v1/products``: type ``redeemable_item`` (created as ``perks``)."""
+    product = await products.create_product(database, principal, body=body.current(), chains=chains)
+    return LegacyProductRead.of(product)
+
+
+@router.post(
+    "/products/items/create",
+    status_code=201,
+    response_model=LegacyItems,
+    responses=responses(400, 401, 403, 404, 409),
+    deprecated=True,
+)
+async def create_product_items(
+    database: DatabaseDep, principal: Writer, body: LegacyItemsCreate
+) -> LegacyItems:
+    """Older ``POST /v1/products/{id}/items``: the product in the body, users by id."""
+    items = await products.issue_items(
+        database, principal, product_id=body.product_id, body=ItemsIssue(users=body.users)
+    )
+    return LegacyItems(items=[LegacyItem.of(item) for item in items])
+
+
+@router.post(
+    "/products/items/redeem",
+    response_model=LegacyItem,
+    responses=responses(400, 401, 403, 404, 409),
+    deprecated=True,
+)
+async def redeem_product_item(
+    database: DatabaseDep, principal: Writer, body: LegacyItemRedeem
+) -> LegacyItem:
+    """Older ``POST /v1/products/{id}/items/redeem``: the item alone names its product."""
+    product_id = await database.read(
+        products_repository.product_of_item, principal.project_id, body.product_item_id
+    )
+    if product_id is None:
+        raise ProductItemNotFound
+    item, _ = await products.redeem_item(
+        database,
+        principal,
+        product_id=product_id,
+        body=RedeemRequest(product_item_id=body.product_item_id),
+    )
+    return LegacyItem.of(item)
+
+
+@router.post(
+    "/user",
+    status_code=201,
+    response_model=LegacyUser,
+    response_model_exclude_none=True,
+    responses=responses(400, 401, 403, 409),
+    deprecated=True,
+)
+async def create_user(
+    session: SessionDep,
+    principal: Writer,
+    settings: SettingsDep,
+    box: BoxDep,
+    body: LegacyUserCreate,
+) -> LegacyUser:
+    """Oldest ``POST /v1/users/create``: one user (first and last name required), with its
+    custodial wallet."""
+    [user] = await users.create_users(
+        session, principal, users=[body.current()], box=box, ss58_prefix=settings.ss58_prefix
+    )
+    return LegacyUser.model_validate(user)
