@@ -67,7 +67,7 @@ async def create_product_items(
     items = await products.issue_items(
         database, principal, product_id=body.product_id, body=ItemsIssue(users=body.users)
     )
-    return LegacyItems(items=[LegacyItem.of(item) for item in items])
+    return LegacyItems(items=[LegacyItem.model_validate(item) for item in items])
 
 
 @router.post(
@@ -91,7 +91,7 @@ async def redeem_product_item(
         product_id=product_id,
         body=RedeemRequest(product_item_id=body.product_item_id),
     )
-    return LegacyItem.of(item)
+    return LegacyItem.model_validate(item)
 
 
 @router.post(

@@ -3,7 +3,7 @@
 import uuid
 from datetime import datetime
 from types import SimpleNamespace
-from typing import Any, Literal, Self
+from typing import Literal, Self
 
 from pydantic import ConfigDict, Field, field_validator
 
@@ -88,25 +88,15 @@ class LegacyItemRedeem(SnakeInput):
 
 
 class LegacyItem(SnakeModel):
+    """An item as the older calls show it (read from the item's row: its owner is the user)."""
+
     id: uuid.UUID
     created_at: datetime
     updated_at: datetime
     product_id: uuid.UUID
     item_id: int
-    user_id: uuid.UUID
+    user_id: uuid.UUID = Field(validation_alias="owner_id")
     redeemed_at: int | None
-
-    @classmethod
-    def of(cls, item: Any) -> Self:
-        return cls(
-            id=item.id,
-            created_at=item.created_at,
-            updated_at=item.updated_at,
-            product_id=item.product_id,
-            item_id=item.item_id,
-            user_id=item.owner_id,
-            redeemed_at=item.redeemed_at,
-        )
 
 
 class LegacyItems(SnakeModel):
