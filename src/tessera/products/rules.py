@@ -13,7 +13,7 @@ product, items and users as the statements below read them.
 
 import uuid
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from sqlalchemy import bindparam, func, select, update
@@ -81,6 +81,15 @@ async def lock_product(tx: Transaction, project_id: uuid.UUID, product_id: uuid.
     if row is None:
         raise ProductNotFound
     return joined(row)
+
+
+async def lock_products(
+    tx: Transaction, project_id: uuid.UUID, product_ids: Iterable[uuid.UUID]
+) -> None:
+    """Lock the project's products, in one order (by id) so that two transactions that lock
+    several never wait on each other (404 for one that is not there)."""
+    for product_id in sorted(product_ids, key=str):
+        await lock_product(tx, project_id, product_id)
 
 
 async def lock_item(tx: Transaction, product: Any, item_id: uuid.UUID) -> Any:
