@@ -55,22 +55,21 @@ async def fill(
     tag = uuid.uuid4().hex[:6]
     now = int(time.time())
 
-    async with database.session() as session:
-        people = await users.create_users(
-            session,
-            principal,
-            users=[
-                UserCreate(
-                    email=f"{first.lower()}.{tag}@example.com",
-                    first_name=first,
-                    last_name=last,
-                    reference_id=f"demo-{tag}-{i}",
-                )
-                for i, (first, last) in enumerate(PEOPLE)
-            ],
-            box=box,
-            ss58_prefix=settings.ss58_prefix,
-        )
+    people = await users.create_users(
+        database,
+        principal,
+        users=[
+            UserCreate(
+                email=f"{first.lower()}.{tag}@example.com",
+                first_name=first,
+                last_name=last,
+                reference_id=f"demo-{tag}-{i}",
+            )
+            for i, (first, last) in enumerate(PEOPLE)
+        ],
+        box=box,
+        ss58_prefix=settings.ss58_prefix,
+    )
     async with database.session() as session:
         festival = await events.create_event(
             session,

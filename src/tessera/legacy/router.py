@@ -8,7 +8,7 @@ from tessera.auth.dependencies import Writer
 from tessera.chain.registry import ChainsDep
 from tessera.config import SettingsDep
 from tessera.crypto import BoxDep
-from tessera.db import DatabaseDep, SessionDep
+from tessera.db import DatabaseDep
 from tessera.errors import ProductItemNotFound, responses
 from tessera.legacy.schemas import (
     LegacyItem,
@@ -103,7 +103,7 @@ async def redeem_product_item(
     deprecated=True,
 )
 async def create_user(
-    session: SessionDep,
+    database: DatabaseDep,
     principal: Writer,
     settings: SettingsDep,
     box: BoxDep,
@@ -112,6 +112,6 @@ async def create_user(
     """Oldest ``POST /v1/users/create``: one user (first and last name required), with its
     custodial wallet."""
     [user] = await users.create_users(
-        session, principal, users=[body.current()], box=box, ss58_prefix=settings.ss58_prefix
+        database, principal, users=[body.current()], box=box, ss58_prefix=settings.ss58_prefix
     )
     return LegacyUser.model_validate(user)

@@ -119,13 +119,19 @@ async def count_active_users(rows: Rows, project_id: uuid.UUID) -> int:
     return await rows.scalar(_ACTIVE_USERS, project_id=project_id) or 0
 
 
-async def count_created(session: AsyncSession, project_id: uuid.UUID, created: int) -> None:
-    """Add new users to the project's counter, in the transaction that creates them."""
-    await session.execute(
-        update(Project)
-        .where(Project.id == project_id)
-        .values(user_count=Project.user_count + created)
+_PROJECTS = table_of(Project)
+_COUNT_CREATED = (
+    update(_PROJECTS)
+    .where(_PROJECTS.c.id == bindparam("id"))
+    .values(
+        user_count=_PROJECTS.c.user_count + bindparam("created"), updated_at=_PROJECTS.c.updated_at
     )
+)
+
+
+async def count_created(tx: Transaction, project_id: uuid.UUID, created: int) -> None:
+    """Add new users to the project's counter, in the transaction that creates them."""
+    await tx.execute(_COUNT_CREATED, id=project_id, created=created)
 
 
 async def activate(session: AsyncSession, user: User) -> bool:

@@ -29,7 +29,7 @@ router = APIRouter(prefix="/users", tags=["users"])
     "/create", status_code=201, response_model=UsersCreated, responses=responses(400, 401, 403, 409)
 )
 async def create_users(
-    session: SessionDep,
+    database: DatabaseDep,
     principal: Writer,
     settings: SettingsDep,
     box: BoxDep,
@@ -41,7 +41,7 @@ async def create_users(
 ) -> UsersCreated:
     """Create 1-1500 users; each gets a custodial Polkadot wallet at once."""
     created = await service.create_users(
-        session, principal, users=users, box=box, ss58_prefix=settings.ss58_prefix
+        database, principal, users=users, box=box, ss58_prefix=settings.ss58_prefix
     )
     return UsersCreated(
         message=f"{len(created)} users created",

@@ -3,18 +3,18 @@
 import uuid
 from collections import Counter
 from datetime import timedelta
+from types import SimpleNamespace
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import bindparam, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
-from sqlalchemy.orm.attributes import set_committed_value
 
 from tessera.auth.principal import Principal
 from tessera.chain.keys import new_custodial_key
 from tessera.chain.registry import Chains
 from tessera.crypto import SecretBox
-from tessera.db import Database
+from tessera.db import Database, Transaction
 from tessera.errors import EmailTaken, InvalidInput, ReferenceIdTaken, UserNotFound
 from tessera.models import User, UserWallet
 from tessera.models.base import utcnow
@@ -35,55 +35,54 @@ MAX_BATCH = 1500
 
 
 async def create_users(
-    session: AsyncSession,
+    database: Database,
     principal: Principal,
     *,
     users: list[UserCreate],
     box: SecretBox,
     ss58_prefix: int,
-) -> list[User]:
-    """Create a batch of users, each with a custodial Polkadot wallet, all or nothing.
+) -> list[SimpleNamespace]:
+    """Create a batch of users, each with a custodial Polkadot wallet, all or nothing; the
+    users as written, each with its ``wallets``.
 
     Emails (and reference ids) must be unique within the batch (400) and the project (409).
     """
     _reject_batch_duplicates(users)
     project_id = principal.project_id
-    await _reject_taken(session, project_id, users)
-
     now = utcnow()
-    created: list[User] = []
+    rows, wallets = [], []
     for index, item in enumerate(users):
         # One microsecond apart, so listings keep the batch's order.
         at = now + timedelta(microseconds=index)
-        user = User(
-            id=uuid.uuid4(),
-            project_id=project_id,
-            email=item.email,
-            first_name=item.first_name,
-            last_name=item.last_name,
-            reference_id=item.reference_id,
-            is_activated=False,
-            reputation=0,
-            created_at=at,
-            updated_at=at,
+        user_id = uuid.uuid4()
+        rows.append(
+            {
+                "id": user_id,
+                "project_id": project_id,
+                "email": item.email,
+                "first_name": item.first_name,
+                "last_name": item.last_name,
+                "reference_id": item.reference_id,
+                "is_activated": False,
+                "reputation": 0,
+                "created_at": at,
+            }
         )
         key = new_custodial_key(box, ss58_prefix=ss58_prefix)
-        wallet = UserWallet(
-            id=uuid.uuid4(),
-            user_id=user.id,
-            project_id=project_id,
-            created_at=at,
-            **key.columns(),
+        wallets.append(
+            {"user_id": user_id, "project_id": project_id, "created_at": at, **key.columns()}
         )
-        session.add(user)
-        session.add(wallet)
-        set_committed_value(user, "wallets", [wallet])
-        created.append(user)
-    try:
-        await repository.count_created(session, project_id, len(created))  # flushes the rows
-        await session.commit()
-    except IntegrityError as exc:  # a concurrent request took an email or reference id
-        raise EmailTaken("email or referenceId already registered in this project") from exc
+    async with database.transaction() as tx:
+        await _reject_taken(tx, project_id, users)
+        try:
+            created = await tx.insert(User, rows)
+            written = await tx.insert(UserWallet, wallets)
+        except IntegrityError as exc:  # a concurrent request took an email or reference id
+            raise EmailTaken("email or referenceId already registered in this project") from exc
+        await repository.count_created(tx, project_id, len(created))
+        await tx.commit()
+    for user, wallet in zip(created, written, strict=True):
+        user.wallets = [wallet]
     return created
 
 
@@ -100,30 +99,27 @@ def _reject_batch_duplicates(users: list[UserCreate]) -> None:
         raise InvalidInput(*problems)
 
 
-async def _reject_taken(
-    session: AsyncSession, project_id: uuid.UUID, users: list[UserCreate]
-) -> None:
-    emails = [u.email for u in users]
-    taken = list(
-        await session.scalars(
-            select(User.email).where(User.project_id == project_id, User.email.in_(emails))
-        )
+_TAKEN = {
+    column.key: select(column).where(
+        User.project_id == bindparam("project_id"),
+        column.in_(bindparam("values", expanding=True)),
     )
+    for column in (User.email, User.reference_id)
+}
+
+
+async def _reject_taken(tx: Transaction, project_id: uuid.UUID, users: list[UserCreate]) -> None:
+    emails = [u.email for u in users]
+    taken = [row[0] for row in await tx.all(_TAKEN["email"], project_id=project_id, values=emails)]
     if taken:
         raise EmailTaken(
             f"email already registered in this project: {', '.join(sorted(taken)[:5])}"
         )
     refs = [u.reference_id for u in users if u.reference_id is not None]
     if refs:
-        taken = list(
-            await session.scalars(
-                select(User.reference_id).where(
-                    User.project_id == project_id, User.reference_id.in_(refs)
-                )
-            )
-        )
-        if taken:
-            listed = ", ".join(sorted(str(t) for t in taken)[:5])
+        found = await tx.all(_TAKEN["reference_id"], project_id=project_id, values=refs)
+        if found:
+            listed = ", ".join(sorted(str(row[0]) for row in found)[:5])
             raise ReferenceIdTaken(f"referenceId already used in this project: {listed}")
 
 
