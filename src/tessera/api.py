@@ -15,6 +15,7 @@ from tessera.products.router import router as products_router
 from tessera.projects.router import router as projects_router
 from tessera.schemas import SnakeModel, known_query_only
 from tessera.users.router import router as users_router
+from tessera.wallets.router import router as wallets_router
 
 # Routes that answer without a credential; tests/test_security.py walks app.routes against it.
 OPEN_ROUTES = frozenset(
@@ -80,7 +81,14 @@ def include_v1(app: FastAPI) -> None:
     where they change state); unknown query parameters are refused after the credential is
     checked (401 comes first). Each domain router is included into the app itself, not into a
     /v1 router first: one level less of router matching on every request."""
-    domains = (users_router, events_router, products_router, orders_router, projects_router)
+    domains = (
+        wallets_router,  # before users: /users/wallets/... are not /users/{...} lookups
+        users_router,
+        events_router,
+        products_router,
+        orders_router,
+        projects_router,
+    )
     for domain in (legacy_router, *domains):  # legacy first: its concrete paths win
         app.include_router(
             domain,

@@ -17,7 +17,7 @@
 from collections.abc import Sequence
 from typing import Any
 
-from fastapi import FastAPI, Request
+from fastapi import APIRouter, FastAPI, HTTPException, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from fastapi.routing import iter_route_contexts
@@ -125,6 +125,10 @@ class ClientNotFound(NotFound):
     message = "token client not found"
 
 
+class WalletNotFound(NotFound):
+    message = "wallet not found"
+
+
 # 409
 class Conflict(AppError):
     status_code = 409
@@ -136,6 +140,22 @@ class JobNotFailed(Conflict):
 
 
 class UserNotActivated(Conflict):
+    pass
+
+
+class ChallengeUnusable(Conflict):
+    pass
+
+
+class WalletTaken(Conflict):
+    message = "this address is already linked to a user of this project"
+
+
+class WalletInUse(Conflict):
+    pass
+
+
+class NftHeldByUser(Conflict):
     pass
 
 
@@ -282,6 +302,21 @@ def install_error_handlers(app: FastAPI) -> None:
         if exc.status_code == 405:  # the router names only the first route of the path
             headers = {"Allow": ", ".join(allowed_methods(app, request.url.path))}
         return JSONResponse({"message": message}, status_code=exc.status_code, headers=headers)
+
+
+def concrete_paths_own_their_methods(router: APIRouter, *paths: str) -> None:
+    """Make each of ``paths`` (concrete paths of ``router``) answer 405 to the methods it does
+    not serve, instead of a templated route of another router taking it (``GET
+    /v1/products/create`` as ``GET /v1/products/{id}``): OpenAPI matches concrete paths before
+    templated ones. ``router`` must then be included before the templated routes."""
+
+    async def not_allowed() -> None:
+        raise HTTPException(status_code=405)
+
+    for path in paths:
+        router.add_api_route(
+            path, not_allowed, methods=["GET", "PUT", "PATCH", "DELETE"], include_in_schema=False
+        )
 
 
 def allowed_methods(app: FastAPI, path: str) -> list[str]:

@@ -6,7 +6,7 @@ from contextlib import contextmanager
 import pytest
 from scalecodec.utils.ss58 import ss58_decode
 from sqlalchemy import select, update
-from substrateinterface import SubstrateInterface
+from substrateinterface import Keypair, KeypairType, SubstrateInterface
 
 from tessera.jobs.service import retry_job
 from tessera.main import job_handlers, make_worker
@@ -424,3 +424,91 @@ class TestTransferCrashSafety:
         assert gateway.balance(public_key(ada["wallets"][0]["address"])).free == ada_balance
         [done] = await items_of(database, product["id"])
         assert done.nft_transfer_status == "transferred"
+
+
+class TestWalletsUsersHold:
+    """A user links a wallet they hold and makes it the receiving wallet: mints and transfers
+    in land there on the real runtime; Tessera never tries to move an NFT out of it."""
+
+    @staticmethod
+    async def link_receiving(client, tenant, user) -> tuple[Keypair, dict]:
+        keypair = Keypair.create_from_uri(f"//{uuid.uuid4().hex}", crypto_type=KeypairType.SR25519)
+        issued = await client.post(
+            "/v1/users/wallets/challenge",
+            headers=tenant.w,
+            json={"id": user["id"], "address": keypair.ss58_address},
+        )
+        signature = "0x" + keypair.sign(issued.json()["message"].encode()).hex()
+        linked = await client.post(
+            "/v1/users/wallets",
+            headers=tenant.w,
+            json={"id": user["id"], "address": keypair.ss58_address, "signature": signature},
+        )
+        assert linked.status_code == 201, linked.text
+        [wallet] = [w for w in linked.json()["wallets"] if w["custody"] == "user-controlled"]
+        chosen = await client.post(
+            "/v1/users/wallets/receiving",
+            headers=tenant.w,
+            json={"id": user["id"], "wallet_id": wallet["id"]},
+        )
+        assert chosen.json()["receivingWalletId"] == wallet["id"]
+        return keypair, wallet
+
+    async def test_mints_go_to_the_receiving_wallet_and_stay_there(
+        self, chain_client, tenant, devchain, worker, gateway, database
+    ):
+        await funded(chain_client, tenant, devchain)
+        product = await nft_product(chain_client, tenant, is_transferable=True)
+        ada, bob = await create_users(chain_client, tenant, 2)
+        keypair, wallet = await self.link_receiving(chain_client, tenant, ada)
+        [item] = await issue_items(chain_client, tenant, product["id"], ada["id"])
+        assert await worker.run_until_idle() == 2  # the collection, the mint
+        collection_id = (await get_product(chain_client, tenant, product["id"]))["nft"][
+            "collection_id"
+        ]
+        assert gateway.item_owner(collection_id, 1) == keypair.public_key
+
+        before = await row_counts(database)
+        moved = await chain_client.post(
+            f"/v1/products/{product['id']}/transfer",
+            headers=tenant.w,
+            json={
+                "product_item_id": item["id"],
+                "sender_user_id": ada["id"],
+                "recipient_user_id": bob["id"],
+            },
+        )
+        assert moved.status_code == 409
+        assert moved.json()["message"] == (
+            f"the NFT of this item sits in {wallet['address']}, a wallet its owner holds: "
+            "Tessera cannot move it; the owner transfers it on chain"
+        )
+        unlinked = await chain_client.delete(f"/v1/users/wallets/{wallet['id']}", headers=tenant.w)
+        assert unlinked.status_code == 409
+        assert await row_counts(database) == before
+        assert gateway.item_owner(collection_id, 1) == keypair.public_key
+
+    async def test_a_transfer_in_lands_in_the_recipients_receiving_wallet(
+        self, chain_client, tenant, devchain, worker, gateway
+    ):
+        await funded(chain_client, tenant, devchain)
+        product = await nft_product(chain_client, tenant, is_transferable=True)
+        ada, bob = await create_users(chain_client, tenant, 2)
+        [item] = await issue_items(chain_client, tenant, product["id"], ada["id"])
+        await worker.run_until_idle()
+        keypair, _ = await self.link_receiving(chain_client, tenant, bob)
+        moved = await chain_client.post(
+            f"/v1/products/{product['id']}/transfer",
+            headers=tenant.w,
+            json={
+                "product_item_id": item["id"],
+                "sender_user_id": ada["id"],
+                "recipient_user_id": bob["id"],
+            },
+        )
+        assert moved.status_code == 200, moved.text
+        assert await worker.run_until_idle() == 1
+        collection_id = (await get_product(chain_client, tenant, product["id"]))["nft"][
+            "collection_id"
+        ]
+        assert gateway.item_owner(collection_id, 1) == keypair.public_key

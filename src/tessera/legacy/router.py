@@ -2,14 +2,14 @@
 against them moves to Tessera by changing its base URL. Each is a thin alias of today's
 use-case, with the older request and answer shapes; the rules are today's."""
 
-from fastapi import APIRouter, HTTPException
+from fastapi import APIRouter
 
 from tessera.auth.dependencies import Writer
 from tessera.chain.registry import ChainsDep
 from tessera.config import SettingsDep
 from tessera.crypto import BoxDep
 from tessera.db import DatabaseDep
-from tessera.errors import ProductItemNotFound, responses
+from tessera.errors import ProductItemNotFound, concrete_paths_own_their_methods, responses
 from tessera.legacy.schemas import (
     LegacyItem,
     LegacyItemRedeem,
@@ -26,16 +26,7 @@ from tessera.products.schemas import ItemsIssue, RedeemRequest
 from tessera.users import service as users
 
 router = APIRouter(tags=["older calls (Mufi)"])
-
-
-@router.api_route(
-    "/products/create", methods=["GET", "PUT", "PATCH", "DELETE"], include_in_schema=False
-)
-async def _post_only() -> None:
-    """``/v1/products/create`` is a path of its own (OpenAPI matches concrete paths before
-    templated ones): its other methods are 405, not ``GET /v1/products/{id}`` with the id
-    "create". This router is included before the products router for that."""
-    raise HTTPException(status_code=405)
+concrete_paths_own_their_methods(router, "/products/create")  # not GET /products/{id}
 
 
 @router.post(

@@ -13,7 +13,7 @@ from tessera.models.project import (
     ProjectWallet,
     SigningKey,
 )
-from tessera.models.user import ReputationEntry, User, UserWallet
+from tessera.models.user import ReputationEntry, User, UserWallet, WalletChallenge
 
 __all__ = [
     "ApiKey",
@@ -38,4 +38,5 @@ __all__ = [
     "SigningKey",
     "User",
     "UserWallet",
+    "WalletChallenge",
 ]

@@ -85,6 +85,8 @@ class ProductItem(IdMixin, TimestampMixin, Base):
     nft_transfer_status: Mapped[NftStatus | None] = mapped_column(text_enum(NftStatus))
     nft_transfer_tx_hash: Mapped[str | None] = mapped_column(String(80))
     nft_transfer_block: Mapped[int | None] = mapped_column(BigInteger)
+    # The user wallet the NFT sits in, once minted (and after each on-chain transfer).
+    nft_wallet_id: Mapped[uuid.UUID | None] = mapped_column(Uuid, index=True)
 
     product: Mapped[Product] = relationship(lazy="raise")
     owner: Mapped[User] = relationship(lazy="raise")

@@ -7,18 +7,19 @@ from sqlalchemy import bindparam, select, update
 
 from tessera.auth.principal import Principal
 from tessera.chain.gateway import ChainGateway, Deposits
-from tessera.chain.keys import ss58_address
+from tessera.chain.keys import USER_CONTROLLED, ss58_address
 from tessera.chain.registry import Chains
-from tessera.db import Database, table_of
+from tessera.db import Database, Transaction, table_of
 from tessera.errors import (
     InsufficientCollectionBalance,
     InvalidInput,
+    NftHeldByUser,
     ProductNotFound,
     UserNotFound,
 )
 from tessera.events.repository import get_event_row
 from tessera.jobs.queue import JobKind
-from tessera.models import ItemTransfer, NftStatus, Product, ProductItem, Redemption
+from tessera.models import ItemTransfer, NftStatus, Product, ProductItem, Redemption, UserWallet
 from tessera.models.base import utcnow
 from tessera.products import repository, rules
 from tessera.products.schemas import (
@@ -211,6 +212,23 @@ async def redeem_item(
     return item, redemption
 
 
+_WALLETS = table_of(UserWallet)
+_HOLDER = select(_WALLETS.c.custody, _WALLETS.c.address).where(_WALLETS.c.id == bindparam("id"))
+
+
+async def _require_movable_nft(tx: Transaction, item: Any) -> None:
+    """An item whose NFT sits in a wallet its owner holds cannot change owner here: Tessera
+    cannot sign for that wallet, and the database and the chain must not disagree (409)."""
+    if item.nft_wallet_id is None:
+        return
+    holder = await tx.first(_HOLDER, id=item.nft_wallet_id)
+    if holder is not None and holder.custody == USER_CONTROLLED:
+        raise NftHeldByUser(
+            f"the NFT of this item sits in {holder.address}, a wallet its owner holds: "
+            "Tessera cannot move it; the owner transfers it on chain"
+        )
+
+
 async def transfer_item(
     database: Database, principal: Principal, *, product_id: uuid.UUID, body: TransferRequest
 ) -> tuple[Any, Any, Any, int]:
@@ -221,6 +239,7 @@ async def transfer_item(
         product = await rules.lock_product(tx, principal.project_id, product_id)
         rules.check_transferable(product)
         item = await rules.lock_item(tx, product, body.product_item_id)
+        await _require_movable_nft(tx, item)
         sender = await find_user_row(tx, principal.project_id, body.sender())
         if sender is None:
             raise UserNotFound("sender not found")

@@ -36,6 +36,7 @@ from tessera.models import (
     Product,
     ProductItem,
     ProjectWallet,
+    User,
     UserWallet,
 )
 from tessera.projects.repository import primary_wallet
@@ -102,18 +103,24 @@ async def _set(
 
 
 def _seed(box: SecretBox, wallet: ProjectWallet | UserWallet) -> bytes:
+    if wallet.secret_key_id is None or wallet.secret_blob is None:
+        raise RuntimeError(f"wallet {wallet.address} is held by its user: Tessera cannot sign")
     return open_seed(
         box, public_key=wallet.public_key, secret=Sealed(wallet.secret_key_id, wallet.secret_blob)
     )
 
 
-async def _owner_wallet(session: AsyncSession, user_id: uuid.UUID) -> UserWallet:
-    wallet = await session.scalar(
-        select(UserWallet)
-        .where(UserWallet.user_id == user_id)
-        .order_by(UserWallet.created_at)
-        .limit(1)
-    )
+async def _receiving_wallet(session: AsyncSession, user_id: uuid.UUID) -> UserWallet:
+    """Where the user's NFTs go: the wallet they chose, else their first custodial wallet."""
+    chosen = await session.scalar(select(User.receiving_wallet_id).where(User.id == user_id))
+    wallet = await session.get(UserWallet, chosen) if chosen is not None else None
+    if wallet is None:
+        wallet = await session.scalar(
+            select(UserWallet)
+            .where(UserWallet.user_id == user_id, UserWallet.custody == CUSTODIAL)
+            .order_by(UserWallet.created_at)
+            .limit(1)
+        )
     if wallet is None:
         raise RuntimeError(f"user {user_id} has no wallet")
     return wallet
@@ -177,7 +184,7 @@ async def mint(context: JobContext, job: Job) -> None:
             if product.nft_status == NftStatus.FAILED:
                 raise RuntimeError("the product's NFT collection could not be created")
             raise NotReady("the product's NFT collection is not created yet")
-        owner = await _owner_wallet(session, item.owner_id)
+        owner = await _receiving_wallet(session, item.owner_id)
         wallet = await primary_wallet(session, product.project_id)
     seed = _seed(context.box, wallet)
     collection_id, nft_id, metadata = product.nft_collection_id, item.item_id, product.metadata_uri
@@ -194,7 +201,14 @@ async def mint(context: JobContext, job: Job) -> None:
 
     await _set(context, ProductItem, item_id, nft_status=NftStatus.SUBMITTED)
     tx = await context.chains.run(str(product.chain), work)
-    await _set(context, ProductItem, item_id, nft_status=NftStatus.MINTED, **_tx(tx, "nft"))
+    await _set(
+        context,
+        ProductItem,
+        item_id,
+        nft_status=NftStatus.MINTED,
+        nft_wallet_id=owner.id,
+        **_tx(tx, "nft"),
+    )
 
 
 async def transfer(context: JobContext, job: Job) -> None:
@@ -209,7 +223,7 @@ async def transfer(context: JobContext, job: Job) -> None:
             raise NotReady("the item is not minted yet")
         product = await session.get(Product, item.product_id)
         assert product is not None and product.nft_collection_id is not None  # it is minted
-        target = await _owner_wallet(session, item.owner_id)
+        target = await _receiving_wallet(session, item.owner_id)
         wallet = await primary_wallet(session, product.project_id)
     chain, collection_id, nft_id = str(product.chain), product.nft_collection_id, item.item_id
 
@@ -247,6 +261,7 @@ async def transfer(context: JobContext, job: Job) -> None:
         ProductItem,
         item_id,
         nft_transfer_status=NftStatus.TRANSFERRED,
+        nft_wallet_id=target.id,
         **_tx(tx, "nft_transfer"),
     )
 
