@@ -138,6 +138,26 @@ async def create_order(
     return await client.post("/v1/orders", headers=tenant.w, json=body)
 
 
+async def transfer_item(
+    client: httpx.AsyncClient,
+    tenant: Tenant,
+    product_id: str,
+    item_id: str,
+    sender: dict[str, Any],
+    recipient: dict[str, Any],
+) -> httpx.Response:
+    """``POST /v1/products/{id}/transfer`` of an item between two users, by id."""
+    return await client.post(
+        f"/v1/products/{product_id}/transfer",
+        headers=tenant.w,
+        json={
+            "product_item_id": item_id,
+            "sender_user_id": sender["id"],
+            "recipient_user_id": recipient["id"],
+        },
+    )
+
+
 async def items_of(database: Any, product_id: str) -> list[Any]:
     """A product's items straight from the database, by item_id."""
     from sqlalchemy import select

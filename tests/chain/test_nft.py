@@ -19,6 +19,7 @@ from tests.factories import (
     items_of,
     product_body,
     row_counts,
+    transfer_item,
 )
 
 pytestmark = pytest.mark.chain
@@ -276,15 +277,7 @@ class TestTransfers:
         assert gateway.balance(ada_key).free == 0  # custodial wallets hold nothing
         sponsor_before = gateway.balance(public_key(wallet["address"])).free
 
-        moved = await chain_client.post(
-            f"/v1/products/{product['id']}/transfer",
-            headers=tenant.w,
-            json={
-                "product_item_id": item["id"],
-                "sender_user_id": ada["id"],
-                "recipient_user_id": bob["id"],
-            },
-        )
+        moved = await transfer_item(chain_client, tenant, product["id"], item["id"], ada, bob)
         assert moved.status_code == 200 and moved.json()["new_owner"]["id"] == bob["id"]
         collection_id = (await get_product(chain_client, tenant, product["id"]))["nft"][
             "collection_id"
@@ -469,15 +462,7 @@ class TestWalletsUsersHold:
         assert gateway.item_owner(collection_id, 1) == keypair.public_key
 
         before = await row_counts(database)
-        moved = await chain_client.post(
-            f"/v1/products/{product['id']}/transfer",
-            headers=tenant.w,
-            json={
-                "product_item_id": item["id"],
-                "sender_user_id": ada["id"],
-                "recipient_user_id": bob["id"],
-            },
-        )
+        moved = await transfer_item(chain_client, tenant, product["id"], item["id"], ada, bob)
         assert moved.status_code == 409
         assert moved.json()["message"] == (
             f"the NFT of this item sits in {wallet['address']}, a wallet its owner holds: "
@@ -497,15 +482,7 @@ class TestWalletsUsersHold:
         [item] = await issue_items(chain_client, tenant, product["id"], ada["id"])
         await worker.run_until_idle()
         keypair, _ = await self.link_receiving(chain_client, tenant, bob)
-        moved = await chain_client.post(
-            f"/v1/products/{product['id']}/transfer",
-            headers=tenant.w,
-            json={
-                "product_item_id": item["id"],
-                "sender_user_id": ada["id"],
-                "recipient_user_id": bob["id"],
-            },
-        )
+        moved = await transfer_item(chain_client, tenant, product["id"], item["id"], ada, bob)
         assert moved.status_code == 200, moved.text
         assert await worker.run_until_idle() == 1
         collection_id = (await get_product(chain_client, tenant, product["id"]))["nft"][

@@ -26,7 +26,14 @@ from tessera.models import (
     UserWallet,
 )
 from tessera.models.base import utcnow
-from tests.factories import create_event, create_order, create_users, issue_items, product_body
+from tests.factories import (
+    create_event,
+    create_order,
+    create_users,
+    issue_items,
+    product_body,
+    transfer_item,
+)
 from tests.jobs.memory_chain import DEPOSITS, DOT, FEE, Crash, signer_of
 
 METADATA = "https://meta.example/ticket.json"
@@ -98,15 +105,7 @@ async def item_nft(client, tenant, order_id: str) -> dict:
 
 
 async def transfer(client, tenant, product_id: str, item_id: str, sender, recipient) -> None:
-    response = await client.post(
-        f"/v1/products/{product_id}/transfer",
-        headers=tenant.w,
-        json={
-            "product_item_id": item_id,
-            "sender_user_id": sender["id"],
-            "recipient_user_id": recipient["id"],
-        },
-    )
+    response = await transfer_item(client, tenant, product_id, item_id, sender, recipient)
     assert response.status_code == 200, response.text
 
 

@@ -8,7 +8,7 @@ from sqlalchemy import update
 from substrateinterface import Keypair, KeypairType
 
 from tessera.models import ProductItem, WalletChallenge
-from tests.factories import create_product, create_user, issue_items, row_counts
+from tests.factories import create_product, create_user, issue_items, row_counts, transfer_item
 
 SR25519 = Keypair.create_from_uri("//Tessera//sr", crypto_type=KeypairType.SR25519)
 ED25519 = Keypair.create_from_seed("11" * 32, crypto_type=KeypairType.ED25519)
@@ -199,15 +199,7 @@ class TestReceivingAndUnlinking:
         assert kept.status_code == 409
         assert kept.json()["message"].endswith("it stays linked")
         before = await row_counts(database)
-        moved = await client.post(
-            f"/v1/products/{product['id']}/transfer",
-            headers=tenant.w,
-            json={
-                "product_item_id": item["id"],
-                "sender_user_id": user["id"],
-                "recipient_user_id": someone["id"],
-            },
-        )
+        moved = await transfer_item(client, tenant, product["id"], item["id"], user, someone)
         assert moved.status_code == 409
         assert "a wallet its owner holds" in moved.json()["message"]
         assert await row_counts(database) == before
