@@ -116,6 +116,12 @@ class TestIssueItems:
             f"/v1/products/{theirs['id']}/items", headers=tenant.w, json={"users": [mine["id"]]}
         )
         assert response.status_code == 404 and response.json() == {"message": "product not found"}
+        response = await client.post(  # both unknown: the product's 404 comes first
+            f"/v1/products/{theirs['id']}/items",
+            headers=tenant.w,
+            json={"users": [their_user["id"]]},
+        )
+        assert response.status_code == 404 and response.json() == {"message": "product not found"}
         response = await client.post(
             f"/v1/products/{product['id']}/items",
             headers=tenant.w,

@@ -54,6 +54,12 @@ class TestRequireActivation:
             409,
             _refusal(user["email"], "receive items"),
         )
+        older = await client.post(
+            "/v1/products/items/create",
+            headers=strict.w,
+            json={"product_id": product["id"], "users": [user["id"]]},
+        )
+        assert (older.status_code, older.json()) == (409, _refusal(user["email"], "receive items"))
         ordered = await create_order(client, strict, user["id"], (product["id"], 1))
         assert (ordered.status_code, ordered.json()) == (
             409,

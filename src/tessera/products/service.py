@@ -131,13 +131,13 @@ async def issue_items(
     if body.product_id is not None and body.product_id != product_id:
         raise InvalidInput("product_id: does not match the product in the path")
     async with database.transaction() as tx:
-        await repository.get_product_row(tx, principal.project_id, product_id)  # 404 first
         by_id, by_email = await users_by(
             tx, principal.project_id, ids=body.users, emails=body.emails
         )
         missing = [str(i) for i in body.users if i not in by_id]
         missing += [e for e in body.emails if e not in by_email]
-        if missing:
+        if missing:  # an unknown product is the 404 to give first (issue finds it otherwise)
+            await repository.get_product_row(tx, principal.project_id, product_id)
             raise UserNotFound(f"users not found in this project: {', '.join(missing[:5])}")
         recipients = [by_id[i] for i in body.users] + [by_email[e] for e in body.emails]
         items = await rules.issue(tx, principal, product_id, recipients)
