@@ -25,6 +25,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from tessera.auth.principal import Permission, Principal
 from tessera.config import Settings
 from tessera.crypto import Sealed, SecretBox, hashes_match, keyed_hash
+from tessera.db import get_in_project
 from tessera.errors import (
     ClientCredentialsInvalid,
     ClientNotFound,
@@ -74,14 +75,13 @@ async def list_clients(session: AsyncSession, *, project_id: uuid.UUID) -> list[
 
 
 async def _client(session: AsyncSession, project_id: uuid.UUID, client_id: str) -> OAuthClient:
-    client = await session.scalar(
-        select(OAuthClient).where(
-            OAuthClient.project_id == project_id, OAuthClient.client_id == client_id
-        )
+    return await get_in_project(
+        session,
+        OAuthClient,
+        project_id,
+        OAuthClient.client_id == client_id,
+        not_found=ClientNotFound,
     )
-    if client is None:
-        raise ClientNotFound
-    return client
 
 
 async def revoke_client(
