@@ -70,6 +70,13 @@ class Settings(BaseSettings):
 
     ss58_prefix: int = Field(default=42, ge=0, le=16383)
 
+    # Where people reach this server: the base of a claim link's `url` (unset: the base URL the
+    # creating request came to, which is right unless a proxy rewrites the host).
+    public_url: str | None = Field(default=None, pattern=r"^https?://[^/?#\s]+(/[^?#\s]*)?$")
+    # Claims per minute, per client address and per claim link, in each process.
+    claim_rate_per_address: int = Field(default=30, ge=1)
+    claim_rate_per_link: int = Field(default=120, ge=1)
+
     # Chains are "configured" when they have an RPC URL (ws:// or wss://).
     chain_assethub_rpc_url: str | None = None
     chain_assethub_ss58_prefix: int = Field(default=0, ge=0, le=16383)

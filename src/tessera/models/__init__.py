@@ -1,6 +1,7 @@
 """ORM models; importing this package registers every table on ``Base.metadata``."""
 
 from tessera.models.base import Base
+from tessera.models.claim import Claim, ClaimLink
 from tessera.models.event import Attendee, Event
 from tessera.models.job import Job, JobStatus
 from tessera.models.order import Order, OrderItem, OrderStatus
@@ -19,6 +20,8 @@ __all__ = [
     "ApiKey",
     "Attendee",
     "Base",
+    "Claim",
+    "ClaimLink",
     "Event",
     "IdentityBinding",
     "ItemTransfer",

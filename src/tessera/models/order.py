@@ -18,7 +18,10 @@ class OrderStatus(StrEnum):
 
 class Order(IdMixin, TimestampMixin, Base):
     __tablename__ = "orders"
-    __table_args__ = (UniqueConstraint("project_id", "order_number"),)
+    __table_args__ = (
+        UniqueConstraint("project_id", "order_number"),
+        Index("ix_orders_project_created", "project_id", "created_at", "id"),
+    )
 
     project_id: Mapped[uuid.UUID] = mapped_column(
         Uuid, ForeignKey("projects.id", ondelete="CASCADE")
