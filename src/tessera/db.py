@@ -566,6 +566,16 @@ def lock_for_update(statement: SelectT) -> SelectT:
     return statement.with_for_update(key_share=True)
 
 
+def lock_for_share(statement: SelectT) -> SelectT:
+    """Shared row lock on PostgreSQL (``FOR SHARE``); a no-op on SQLite, as above.
+
+    Holders of the shared lock run side by side; ``lock_for_update`` and any UPDATE of the row
+    wait for them, and they for it: for a rule that reads a row which must not change until the
+    transaction ends, without serialising the transactions that read it.
+    """
+    return statement.with_for_update(read=True)
+
+
 async def get_in_project(
     session: AsyncSession,
     model: type[RowT],

@@ -4,12 +4,15 @@
 |--------|----------------------------|----------------------------------------------------------|
 | 400    | {"errors": ["field: why"]} | unparsable bodies, wrong types, bounds, NUL characters   |
 | 401    | {"message"}                | missing, invalid, expired or revoked credential          |
-| 403    | {"message"}                | read credential on a write                               |
+| 403    | {"message"}                | read credential on a write; a claim link for another     |
+|        |                            | email                                                    |
 | 404    | {"message"}                | no such object in the caller's project                   |
 | 405    | {"message"}, Allow         | a method the path does not answer (Allow names them all) |
 | 408    | {"message"}                | request headers too slow (tessera.server)                |
 | 409    | {"message"}                | state conflicts (duplicates, stock, limits, ownership)   |
+| 410    | {"message"}                | a claim link expired or used up                          |
 | 413    | {"message"}                | body larger than TESSERA_MAX_BODY_BYTES                  |
+| 429    | {"message"}, Retry-After   | too many claims from one address or on one link          |
 | 503    | {"message"}                | a chain is unreachable; too many connections (server.py) |
 | 500    | {"message", "request_id"}  | anything unexpected (traceback goes to the log only)     |
 """
@@ -44,6 +47,9 @@ class AppError(Exception):
 
     def body(self) -> dict[str, Any]:
         return {"message": self.message}
+
+    def headers(self) -> dict[str, str] | None:
+        return None
 
 
 class InvalidInput(AppError):
@@ -81,6 +87,11 @@ class ClientCredentialsInvalid(Unauthorized):
 class WritePermissionRequired(AppError):
     status_code = 403
     message = "this credential is read-only; a write credential is required"
+
+
+class ClaimNotForYou(AppError):
+    status_code = 403
+    message = "this claim link was made for another email address"
 
 
 # 404
@@ -127,6 +138,29 @@ class ClientNotFound(NotFound):
 
 class WalletNotFound(NotFound):
     message = "wallet not found"
+
+
+class ClaimLinkNotFound(NotFound):
+    message = "claim link not found"
+
+
+# 410
+class ClaimLinkClosed(AppError):
+    """Expired or used up: the link existed, and will not work again."""
+
+    status_code = 410
+
+
+# 429
+class TooManyClaims(AppError):
+    status_code = 429
+
+    def __init__(self, message: str, *, retry_after: int) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+    def headers(self) -> dict[str, str] | None:
+        return {"Retry-After": str(self.retry_after)}
 
 
 # 409
@@ -183,6 +217,10 @@ class EventInUse(Conflict):
     message = "event is still referenced by products with issued items or sales"
 
 
+class ProductNotClaimable(Conflict):
+    message = "product is not claimable"
+
+
 class ProductInactive(Conflict):
     message = "product is not active"
 
@@ -235,6 +273,22 @@ class InsufficientCollectionBalance(Conflict):
     pass
 
 
+class StockBelowIssued(Conflict):
+    pass
+
+
+class RedemptionQuantityBelowCount(Conflict):
+    pass
+
+
+class NftSettingsFixed(Conflict):
+    pass
+
+
+class ItemsIssuedWithoutNft(Conflict):
+    pass
+
+
 # 503
 class ChainUnavailable(AppError):
     status_code = 503
@@ -281,7 +335,7 @@ def validation_messages(errors: Sequence[Any]) -> list[str]:
 def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(AppError)
     async def _app_error(_request: Request, exc: AppError) -> JSONResponse:
-        return JSONResponse(exc.body(), status_code=exc.status_code)
+        return JSONResponse(exc.body(), status_code=exc.status_code, headers=exc.headers())
 
     @app.exception_handler(RequestValidationError)
     async def _validation_error(request: Request, exc: RequestValidationError) -> JSONResponse:
@@ -353,6 +407,8 @@ def responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
         403: (ErrorMessage, "The credential is read-only."),
         404: (ErrorMessage, "No such object in this project."),
         409: (ErrorMessage, "The request conflicts with the current state."),
+        410: (ErrorMessage, "The claim link expired or is used up."),
+        429: (ErrorMessage, "Too many claims: wait the seconds Retry-After gives."),
         413: (ErrorMessage, "Request body too large."),
         503: (ErrorMessage, "A chain this request reads is unreachable."),
     }

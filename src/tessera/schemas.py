@@ -152,11 +152,15 @@ class Pagination(SnakeModel):
     total: int
 
 
+# The bounds of every paginated list, in a query (``PageParams``) or a body.
+MAX_PAGE, MAX_LIMIT, DEFAULT_LIMIT = 1_000_000, 100, 20
+
+
 class PageParams(SnakeInput):
     """``page`` (from 1) and ``limit`` (1-100, default 20) of the paginated lists."""
 
-    page: int = Field(default=1, ge=1, le=1_000_000)
-    limit: int = Field(default=20, ge=1, le=100)
+    page: int = Field(default=1, ge=1, le=MAX_PAGE)
+    limit: int = Field(default=DEFAULT_LIMIT, ge=1, le=MAX_LIMIT)
 
     @property
     def offset(self) -> int:

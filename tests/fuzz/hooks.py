@@ -9,6 +9,7 @@ a key made from the generated text) and leaves the rest of the case as generated
 
 import hashlib
 import re
+import time
 from typing import Any
 
 import schemathesis
@@ -20,6 +21,7 @@ SS58_SHAPE = re.compile(r"[1-9A-HJ-NP-Za-km-z]{46,48}")
 ADDRESSED = {("POST", "/v1/users/wallets/challenge"), ("POST", "/v1/users/wallets")}
 
 MAX_ITEMS_PER_ORDER = 550
+MAX_RECIPIENTS = 550
 
 
 def _number(value: Any) -> bool:
@@ -43,6 +45,14 @@ def _order_within_bound(body: Any) -> bool:
     return sum(q for q in quantities if _number(q)) <= MAX_ITEMS_PER_ORDER
 
 
+def _recipients_within_bound(body: Any) -> bool:
+    """Items: at most 550 recipients in all (``users`` + ``emails``)."""
+    if not isinstance(body, dict):
+        return True
+    lists = [body.get(name) for name in ("users", "emails")]
+    return sum(len(value) for value in lists if isinstance(value, list)) <= MAX_RECIPIENTS
+
+
 def _unique_in_batch(body: Any) -> bool:
     """users/create: each email (lowercased) and each referenceId once in the batch."""
     if not isinstance(body, list):
@@ -62,10 +72,28 @@ def _same_product(case: Any) -> bool:
     return sent is None or sent == path.get("id")
 
 
+def _nft_switch_complete(body: Any) -> bool:
+    """Product updates: ``mint_nft: true`` with ``metadata_uri`` and ``chain`` (a product without
+    them stored would refuse it with a 400: a rule of the stored product, in ``mint_nft``'s
+    description)."""
+    if not isinstance(body, dict) or body.get("mint_nft") is not True:
+        return True
+    return body.get("metadata_uri") is not None and body.get("chain") is not None
+
+
+def _expires_in_the_future(body: Any) -> bool:
+    """Claim links: ``expires_at`` in the future, when sent (a minute's margin for the run)."""
+    expires = body.get("expires_at") if isinstance(body, dict) else None
+    return not _number(expires) or expires > time.time() + 60
+
+
 RULES = {
     ("POST", "/v1/events/create"): _dates_in_order,
     ("PUT", "/v1/events/update"): _dates_in_order,
     ("POST", "/v1/orders"): _order_within_bound,
+    ("POST", "/v1/products/{id}/items"): _recipients_within_bound,
+    ("POST", "/v1/products/{id}/claim-links"): _expires_in_the_future,
+    ("PATCH", "/v1/products/{id}"): _nft_switch_complete,
     ("POST", "/v1/users/create"): _unique_in_batch,
 }
 CASE_RULES = {("POST", "/v1/products/{id}/items"): _same_product}

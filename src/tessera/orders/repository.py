@@ -3,12 +3,14 @@
 import uuid
 from typing import Any
 
-from sqlalchemy import bindparam, select
+from sqlalchemy import bindparam, func, select
 
-from tessera.db import Rows, Transaction, joined, lock_for_update
+from tessera.db import AnySelect, Rows, Transaction, joined, lock_for_update
 from tessera.errors import OrderNotFound
 from tessera.models import Order, OrderItem, Product, ProductItem, User
-from tessera.orders.schemas import OrderRead
+from tessera.orders.schemas import OrderFilter, OrderList, OrderRead, OrderSummary
+from tessera.products.repository import products_by_id
+from tessera.schemas import Pagination
 
 _ORDERS, _LINES = Order.__table__, OrderItem.__table__
 _PRODUCTS, _ITEMS, _USERS = Product.__table__, ProductItem.__table__, User.__table__
@@ -62,4 +64,69 @@ async def read_order(rows: Rows, project_id: uuid.UUID, order_id: uuid.UUID) -> 
             joined(item, product=products[item.product_id], owner=owners[item.owner_id])
             for item in items
         ],
+    )
+
+
+def _orders_of_project(
+    by_status: bool, by_user: bool, by_product: bool
+) -> tuple[AnySelect, AnySelect]:
+    """The total and a page (oldest first) of the project's orders, narrowed by status, user
+    and/or a product of their lines."""
+    criteria = [_ORDERS.c.project_id == bindparam("project_id")]
+    if by_status:
+        criteria.append(_ORDERS.c.status == bindparam("status"))
+    if by_user:
+        criteria.append(_ORDERS.c.user_id == bindparam("user_id"))
+    if by_product:
+        with_product = select(_LINES.c.order_id).where(
+            _LINES.c.product_id == bindparam("product_id")
+        )
+        criteria.append(_ORDERS.c.id.in_(with_product))
+    total = select(func.count()).select_from(_ORDERS).where(*criteria)
+    page = (
+        select(_ORDERS)
+        .where(*criteria)
+        .order_by(_ORDERS.c.created_at, _ORDERS.c.id)
+        .limit(bindparam("limit"))
+        .offset(bindparam("offset"))
+    )
+    return total, page
+
+
+# Built once per combination of filters (see users.repository).
+_ORDER_LISTS = {
+    (by_status, by_user, by_product): _orders_of_project(by_status, by_user, by_product)
+    for by_status in (False, True)
+    for by_user in (False, True)
+    for by_product in (False, True)
+}
+_LINES_OF_ORDERS = (
+    select(_LINES)
+    .where(_LINES.c.order_id.in_(bindparam("ids", expanding=True)))
+    .order_by(_LINES.c.position)
+)
+
+
+async def read_orders(rows: Rows, project_id: uuid.UUID, query: OrderFilter) -> OrderList:
+    """A page of the project's orders, oldest first, each with its lines (a read for
+    ``Database.read``); ``status``, ``user_id`` and ``product_id`` narrow it."""
+    filters = (query.status is not None, query.user_id is not None, query.product_id is not None)
+    total, page = _ORDER_LISTS[filters]
+    values = {
+        "project_id": project_id,
+        "status": query.status,
+        "user_id": query.user_id,
+        "product_id": query.product_id,
+    }
+    count = await rows.scalar(total, **values)
+    orders = await rows.all(page, **values, limit=query.limit, offset=query.offset)
+    lines: dict[uuid.UUID, list[Any]] = {order.id: [] for order in orders}
+    if orders:
+        for line in await rows.all(_LINES_OF_ORDERS, ids=list(lines)):
+            lines[line.order_id].append(line)
+    product_ids = {line.product_id for some in lines.values() for line in some}
+    products = await products_by_id(rows, project_id, product_ids) if product_ids else {}
+    return OrderList(
+        orders=[OrderSummary.of(order, lines[order.id], products) for order in orders],
+        pagination=Pagination(page=query.page, limit=query.limit, total=count),
     )

@@ -1,12 +1,13 @@
 import uuid
+from typing import Annotated
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Query
 
 from tessera.auth.dependencies import Reader, Writer
 from tessera.db import DatabaseDep
 from tessera.errors import responses
 from tessera.orders import service
-from tessera.orders.schemas import OrderCreate, OrderRead
+from tessera.orders.schemas import OrderCreate, OrderFilter, OrderList, OrderRead
 
 router = APIRouter(prefix="/orders", tags=["orders"])
 
@@ -21,6 +22,16 @@ def _read(view: service.OrderView) -> OrderRead:
 async def create_order(database: DatabaseDep, principal: Writer, body: OrderCreate) -> OrderRead:
     """Create an order (``completed`` by default, issuing its items; or ``pending``)."""
     return _read(await service.create_order(database, principal, body=body))
+
+
+@router.get("", response_model=OrderList, responses=responses(400, 401))
+async def list_orders(
+    database: DatabaseDep, principal: Reader, query: Annotated[OrderFilter, Query()]
+) -> OrderList:
+    """The project's orders with their lines, oldest first (``page`` from 1, ``limit`` 1-100,
+    default 20); ``status``, ``user_id`` and ``product_id`` (orders with a line of that
+    product) narrow the list, together when several are given."""
+    return await service.list_orders(database, principal, query=query)
 
 
 @router.get("/{id}", response_model=OrderRead, responses=responses(400, 401, 404))

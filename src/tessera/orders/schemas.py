@@ -8,7 +8,7 @@ from pydantic import Field, StrictInt, StringConstraints, model_validator
 
 from tessera.models import Order, OrderItem, OrderStatus, Product, ProductItem
 from tessera.products.schemas import MAX_ISSUE, ProductItemRead
-from tessera.schemas import Integral, SnakeInput, SnakeModel
+from tessera.schemas import Integral, PageParams, Pagination, SnakeInput, SnakeModel
 from tessera.users.schemas import UserLookup
 
 OrderNumber = Annotated[
@@ -51,14 +51,15 @@ class OrderLineRead(SnakeModel):
     unit_price: float
 
 
-class OrderRead(SnakeModel):
+class OrderSummary(SnakeModel):
+    """An order and its lines: what every answer about an order has."""
+
     id: uuid.UUID
     order_number: str
     status: OrderStatus
     user_id: uuid.UUID
     total: float
     items: list[OrderLineRead]
-    product_items: list[ProductItemRead]
     created_at: datetime
     updated_at: datetime
 
@@ -68,26 +69,66 @@ class OrderRead(SnakeModel):
         order: Order | Any,
         lines: Sequence[OrderItem | Any],
         products: Mapping[uuid.UUID, Product | Any],
-        items: Sequence[ProductItem | Any],
     ) -> Self:
-        """From ORM objects, or from Core rows with the same attributes (``db.joined``)."""
-        return cls(
-            id=order.id,
-            order_number=order.order_number,
-            status=order.status,
-            user_id=order.user_id,
-            total=float(sum((line.unit_price * line.quantity for line in lines), Decimal(0))),
-            items=[
-                OrderLineRead(
-                    id=line.id,
-                    product_id=line.product_id,
-                    product_name=products[line.product_id].name,
-                    quantity=line.quantity,
-                    unit_price=float(line.unit_price),
-                )
-                for line in lines
-            ],
-            product_items=[ProductItemRead.of(item) for item in items],
-            created_at=order.created_at,
-            updated_at=order.updated_at,
+        """From ORM objects, or from Core rows with the same attributes (``db.joined``): the
+        order, its lines (by position) and their products."""
+        return cls.model_validate(_summary(order, lines, products))
+
+
+class OrderRead(OrderSummary):
+    product_items: list[ProductItemRead]
+
+    @classmethod
+    def of(
+        cls,
+        order: Order | Any,
+        lines: Sequence[OrderItem | Any],
+        products: Mapping[uuid.UUID, Product | Any],
+        items: Sequence[ProductItem | Any] = (),
+    ) -> Self:
+        """As ``OrderSummary.of``, with the items issued for the order (none until it is
+        completed)."""
+        product_items = [ProductItemRead.of(item) for item in items]
+        return cls.model_validate(
+            _summary(order, lines, products) | {"product_items": product_items}
         )
+
+
+def _summary(
+    order: Order | Any,
+    lines: Sequence[OrderItem | Any],
+    products: Mapping[uuid.UUID, Product | Any],
+) -> dict[str, Any]:
+    return {
+        "id": order.id,
+        "order_number": order.order_number,
+        "status": order.status,
+        "user_id": order.user_id,
+        "total": float(sum((line.unit_price * line.quantity for line in lines), Decimal(0))),
+        "items": [
+            OrderLineRead(
+                id=line.id,
+                product_id=line.product_id,
+                product_name=products[line.product_id].name,
+                quantity=line.quantity,
+                unit_price=float(line.unit_price),
+            )
+            for line in lines
+        ],
+        "created_at": order.created_at,
+        "updated_at": order.updated_at,
+    }
+
+
+class OrderFilter(PageParams):
+    """A page of the project's orders, optionally only those in one ``status``, of one user
+    (``user_id``) or with a line of one product (``product_id``); several filters add up."""
+
+    status: OrderStatus | None = None
+    user_id: uuid.UUID | None = None
+    product_id: uuid.UUID | None = None
+
+
+class OrderList(SnakeModel):
+    orders: list[OrderSummary]
+    pagination: Pagination

@@ -21,7 +21,7 @@ from tessera.errors import (
 from tessera.models import Order, OrderItem, OrderStatus
 from tessera.models.base import utcnow
 from tessera.orders import repository
-from tessera.orders.schemas import OrderCreate, OrderRead
+from tessera.orders.schemas import OrderCreate, OrderFilter, OrderList, OrderRead
 from tessera.products import repository as products
 from tessera.products import rules
 from tessera.users.repository import get_user_row
@@ -136,6 +136,11 @@ async def get_order(database: Database, principal: Principal, *, order_id: uuid.
     if order is None:
         raise OrderNotFound
     return order
+
+
+async def list_orders(database: Database, principal: Principal, *, query: OrderFilter) -> OrderList:
+    """The project's orders, oldest first, each with its lines; the filters add up."""
+    return await database.read(repository.read_orders, principal.project_id, query)
 
 
 def _require_pending(order: Any, action: str) -> None:

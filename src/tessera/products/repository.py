@@ -5,13 +5,22 @@ from collections.abc import Collection
 from types import SimpleNamespace
 from typing import Any
 
-from sqlalchemy import bindparam, func, select
+from sqlalchemy import and_, bindparam, func, select
 
-from tessera.db import Rows, joined
-from tessera.errors import ProductNotFound
-from tessera.models import Event, Order, OrderItem, Product, ProductItem, User
-from tessera.products.schemas import SaleList, SaleRead
+from tessera.db import AnySelect, Rows, joined
+from tessera.errors import ProductItemNotFound, ProductNotFound
+from tessera.models import Event, ItemTransfer, Order, OrderItem, Product, ProductItem, User
+from tessera.products.schemas import (
+    ItemFilter,
+    ItemList,
+    ItemTransferList,
+    ProductItemRead,
+    SaleList,
+    SaleRead,
+)
 from tessera.schemas import PageParams, Pagination
+from tessera.users.repository import get_user_row
+from tessera.users.schemas import UserRef
 
 _PRODUCTS, _EVENTS = Product.__table__, Event.__table__
 # Built once (see users.repository).
@@ -124,4 +133,163 @@ async def read_sales(
     return SaleList(
         sales=[SaleRead.model_validate({**row._asdict(), "product_name": name}) for row in page],
         pagination=Pagination(page=paging.page, limit=paging.limit, total=total),
+    )
+
+
+# Items, holdings and transfers: each item with its owner as ``ItemOwner`` reads it.
+_TRANSFERS = ItemTransfer.__table__
+_OWNER_KEYS = ("id", "email", "first_name", "last_name")
+_ITEMS_AND_OWNERS = _ITEMS.join(_USERS, _USERS.c.id == _ITEMS.c.owner_id)
+
+
+def _owner(row: Any, prefix: str) -> dict[str, Any]:
+    """The ``ItemOwner`` fields of a row that selected them under ``prefix``."""
+    return {key: getattr(row, prefix + key) for key in _OWNER_KEYS}
+
+
+def _items_of_product(by_owner_id: bool, by_owner_email: bool) -> tuple[AnySelect, AnySelect]:
+    """The total and a page (by ``item_id``, with owners) of a product's items, narrowed to
+    the owner with the given id and/or email."""
+    criteria = [_ITEMS.c.product_id == bindparam("product_id")]
+    if by_owner_id:
+        criteria.append(_ITEMS.c.owner_id == bindparam("owner_id"))
+    if by_owner_email:
+        criteria.append(_USERS.c.email == bindparam("owner_email"))
+    counted = _ITEMS_AND_OWNERS if by_owner_email else _ITEMS
+    total = select(func.count()).select_from(counted).where(*criteria)
+    page = (
+        select(_ITEMS, *(_USERS.c[key].label(f"owner_{key}") for key in _OWNER_KEYS[1:]))
+        .select_from(_ITEMS_AND_OWNERS)
+        .where(*criteria)
+        .order_by(_ITEMS.c.item_id)
+        .limit(bindparam("limit"))
+        .offset(bindparam("offset"))
+    )
+    return total, page
+
+
+# Built once per combination of filters (see users.repository).
+_PRODUCT_ITEMS = {
+    (by_id, by_email): _items_of_product(by_id, by_email)
+    for by_id in (False, True)
+    for by_email in (False, True)
+}
+_HELD_BY = (_ITEMS.c.project_id == bindparam("project_id"), _ITEMS.c.owner_id == bindparam("id"))
+_HOLDINGS_TOTAL = select(func.count()).where(*_HELD_BY)
+_HOLDINGS_PAGE = (
+    select(_ITEMS)
+    .where(*_HELD_BY)
+    .order_by(_ITEMS.c.created_at, _ITEMS.c.id)
+    .limit(bindparam("limit"))
+    .offset(bindparam("offset"))
+)
+# The product, and its item by sequential item_id or by id: no row, no product; no item id, no
+# such item in it.
+_ITEM_OF_PRODUCT = {
+    field: select(_PRODUCTS.c.id, _ITEMS.c.id.label("item"))
+    .select_from(
+        _PRODUCTS.outerjoin(
+            _ITEMS, and_(_ITEMS.c.product_id == _PRODUCTS.c.id, column == bindparam("key"))
+        )
+    )
+    .where(_PRODUCTS.c.project_id == bindparam("project_id"), _PRODUCTS.c.id == bindparam("id"))
+    for field, column in (("item_id", _ITEMS.c.item_id), ("id", _ITEMS.c.id))
+}
+_SENDERS, _RECIPIENTS = _USERS.alias("sender"), _USERS.alias("recipient")
+_TRANSFER_TOTAL = select(func.count()).where(_TRANSFERS.c.item_id == bindparam("item"))
+_TRANSFER_PAGE = (
+    select(
+        _TRANSFERS.c.id,
+        _TRANSFERS.c.transferred_at,
+        *(_SENDERS.c[key].label(f"from_{key}") for key in _OWNER_KEYS),
+        *(_RECIPIENTS.c[key].label(f"to_{key}") for key in _OWNER_KEYS),
+    )
+    .select_from(
+        _TRANSFERS.join(_SENDERS, _SENDERS.c.id == _TRANSFERS.c.from_user_id).join(
+            _RECIPIENTS, _RECIPIENTS.c.id == _TRANSFERS.c.to_user_id
+        )
+    )
+    .where(_TRANSFERS.c.item_id == bindparam("item"))
+    .order_by(_TRANSFERS.c.created_at, _TRANSFERS.c.id)
+    .limit(bindparam("limit"))
+    .offset(bindparam("offset"))
+)
+
+
+async def read_product_items(
+    rows: Rows, project_id: uuid.UUID, product_id: uuid.UUID, query: ItemFilter
+) -> ItemList:
+    """A page of the product's items by ``item_id``, with their owners; with ``owner_id`` and/or
+    ``owner_email`` only the items of that owner (both given, both must name it). 404 when the
+    project has no such product."""
+    product = await get_product_row(rows, project_id, product_id)
+    total, page = _PRODUCT_ITEMS[query.owner_id is not None, query.owner_email is not None]
+    filters = {
+        "product_id": product_id,
+        "owner_id": query.owner_id,
+        "owner_email": query.owner_email,
+    }
+    count = await rows.scalar(total, **filters)
+    found = await rows.all(page, **filters, limit=query.limit, offset=query.offset)
+    return ItemList(
+        items=[
+            ProductItemRead.of(joined(row, product=product, owner=_owner(row, "owner_")))
+            for row in found
+        ],
+        pagination=Pagination(page=query.page, limit=query.limit, total=count),
+    )
+
+
+async def read_holdings(
+    rows: Rows, project_id: uuid.UUID, ref: UserRef, paging: PageParams
+) -> ItemList:
+    """A page of the items the user ``ref`` names owns now, of every product of the project,
+    oldest first. 404 when the project has no such user."""
+    user = await get_user_row(rows, project_id, ref)
+    count = await rows.scalar(_HOLDINGS_TOTAL, project_id=project_id, id=user.id)
+    found = await rows.all(
+        _HOLDINGS_PAGE, project_id=project_id, id=user.id, limit=paging.limit, offset=paging.offset
+    )
+    ids = {row.product_id for row in found}
+    products = await products_by_id(rows, project_id, ids) if ids else {}
+    return ItemList(
+        items=[
+            ProductItemRead.of(joined(row, product=products[row.product_id], owner=user))
+            for row in found
+        ],
+        pagination=Pagination(page=paging.page, limit=paging.limit, total=count),
+    )
+
+
+async def read_item_transfers(
+    rows: Rows,
+    project_id: uuid.UUID,
+    product_id: uuid.UUID,
+    key: int | uuid.UUID,
+    paging: PageParams,
+) -> ItemTransferList:
+    """A page of the transfers of the product's item (named by ``item_id`` when ``key`` is an
+    integer, else by ``id``), oldest first. 404 when the project has no such product, or the
+    product no such item."""
+    field = "item_id" if isinstance(key, int) else "id"
+    found = await rows.first(_ITEM_OF_PRODUCT[field], project_id=project_id, id=product_id, key=key)
+    if found is None:
+        raise ProductNotFound
+    if found.item is None:
+        raise ProductItemNotFound
+    count = await rows.scalar(_TRANSFER_TOTAL, item=found.item)
+    page = await rows.all(_TRANSFER_PAGE, item=found.item, limit=paging.limit, offset=paging.offset)
+    return ItemTransferList.model_validate(
+        {
+            "transfers": [
+                {
+                    "id": row.id,
+                    "from_user": _owner(row, "from_"),
+                    "to_user": _owner(row, "to_"),
+                    "transferred_at": row.transferred_at,
+                }
+                for row in page
+            ],
+            "pagination": Pagination(page=paging.page, limit=paging.limit, total=count),
+        }
     )

@@ -9,12 +9,17 @@ from tessera.db import DatabaseDep
 from tessera.errors import responses
 from tessera.products import service
 from tessera.products.schemas import (
+    ItemFilter,
+    ItemKey,
+    ItemList,
     ItemOwner,
     ItemsIssue,
     ItemsIssued,
+    ItemTransferList,
     ProductCreate,
     ProductItemRead,
     ProductRead,
+    ProductUpdate,
     RedeemRequest,
     SaleList,
     TransferItem,
@@ -52,6 +57,21 @@ async def list_products(
 async def get_product(database: DatabaseDep, principal: Reader, id: uuid.UUID) -> ProductRead:
     """One product with its event."""
     return await service.get_product(database, principal, product_id=id)
+
+
+@router.patch(
+    "/{id}", response_model=ProductRead, responses=responses(400, 401, 403, 404, 409, 503)
+)
+async def update_product(
+    database: DatabaseDep, principal: Writer, chains: ChainsDep, id: uuid.UUID, body: ProductUpdate
+) -> ProductRead:
+    """Change the fields sent; ``null`` clears one that may be empty, ``{}`` changes nothing.
+    ``stock`` may not go below the items issued, nor ``redemption_quantity`` below an item's
+    ``redemption_count`` (409); see ``mint_nft`` for the NFT settings."""
+    product = await service.update_product(
+        database, principal, product_id=id, body=body, chains=chains
+    )
+    return ProductRead.model_validate(product)
 
 
 @router.get("/{id}/sales", response_model=SaleList, responses=responses(400, 401, 404))
@@ -107,4 +127,33 @@ async def transfer_product_item(
         previous_owner=ItemOwner.model_validate(sender),
         new_owner=ItemOwner.model_validate(recipient),
         transferred_at=at,
+    )
+
+
+@router.get("/{id}/items", response_model=ItemList, responses=responses(400, 401, 404))
+async def list_product_items(
+    database: DatabaseDep, principal: Reader, id: uuid.UUID, query: Annotated[ItemFilter, Query()]
+) -> ItemList:
+    """The product's items by ``item_id`` (``page`` from 1, ``limit`` 1-100, default 20); with
+    ``owner_id`` and/or ``owner_email`` only those of that owner (both given, both must match)."""
+    return await service.list_items(database, principal, product_id=id, query=query)
+
+
+@router.get(
+    "/{id}/items/{item_id}/transfers",
+    response_model=ItemTransferList,
+    responses=responses(400, 401, 404),
+)
+async def list_item_transfers(
+    database: DatabaseDep,
+    principal: Reader,
+    id: uuid.UUID,
+    item_id: ItemKey,
+    paging: Annotated[PageParams, Query()],
+) -> ItemTransferList:
+    """An item's transfers, oldest first (``page`` from 1, ``limit`` 1-100, default 20).
+    ``item_id`` names the item either by its sequential ``item_id`` within the product (an
+    integer) or by its ``id`` (a UUID)."""
+    return await service.list_item_transfers(
+        database, principal, product_id=id, item=item_id, paging=paging
     )

@@ -4,8 +4,11 @@ Every path that gives a user an item (the items endpoint, a completed order, a t
 through ``check_recipients`` inside the caller's transaction, with the product row locked
 (``issue`` locks it as it bumps the counter, a transfer with ``lock_product``): on PostgreSQL the
 lock serialises issuers of one product, so stock, per-account counts and the next ``item_id`` are
-read and bumped without races; on SQLite the write lock does the same. Redemption and transfer
-lock the item too (``lock_item``).
+read and bumped without races; on SQLite the write lock does the same. A change of the product
+(``check_update``) takes the same lock (``lock_product``), so stock cannot drop below the items
+being issued. Redemption share-locks the product (``share_product``: redemptions of one product run
+side by side, while a change of its ``redemption_quantity`` waits for them and they for it), then
+locks the item (``lock_item``); a transfer locks the product, then the item.
 
 The rules run in a ``Transaction`` (Core statements on the raw driver) and work on rows: the
 product, items and users as the statements below read them.
@@ -19,18 +22,22 @@ from typing import Any
 from sqlalchemy import bindparam, func, select, update
 
 from tessera.auth.principal import Principal
-from tessera.db import Transaction, joined, lock_for_update, table_of
+from tessera.db import Transaction, joined, lock_for_share, lock_for_update, table_of
 from tessera.errors import (
     CollectionFull,
     ItemFullyRedeemed,
     ItemNotOwnedBySender,
+    ItemsIssuedWithoutNft,
+    NftSettingsFixed,
     PerAccountLimitReached,
     ProductInactive,
     ProductItemNotFound,
     ProductNotFound,
     ProductNotTransferable,
     ProductOutOfStock,
+    RedemptionQuantityBelowCount,
     ReputationTooLow,
+    StockBelowIssued,
     TransferToSelf,
 )
 from tessera.jobs.queue import JobKind
@@ -42,6 +49,11 @@ from tessera.users.rules import require_activated
 _PRODUCTS, _ITEMS = table_of(Product), table_of(ProductItem)
 # Built once (see users.repository).
 _LOCK_PRODUCT = lock_for_update(
+    select(_PRODUCTS).where(
+        _PRODUCTS.c.project_id == bindparam("project_id"), _PRODUCTS.c.id == bindparam("id")
+    )
+)
+_SHARE_PRODUCT = lock_for_share(
     select(_PRODUCTS).where(
         _PRODUCTS.c.project_id == bindparam("project_id"), _PRODUCTS.c.id == bindparam("id")
     )
@@ -62,8 +74,8 @@ _HELD = (
 # Issuing takes the product's row lock with the bump of its counter, in one statement, and
 # returns the product as it now is; the checks follow, and a refusal rolls the bump back. The
 # lock is held for as few round trips as the rules allow (this, the per-account count if any,
-# the items' insert, the commit): issuers of one product queue on it. The product's
-# updated_at stays: issuing changes a counter, not the product.
+# the items' insert, the commit): issuers of one product (and its redemptions, which share-lock
+# it) queue on it. The product's updated_at stays: issuing changes a counter, not the product.
 _ISSUE = (
     update(_PRODUCTS)
     .where(_PRODUCTS.c.project_id == bindparam("project_id"), _PRODUCTS.c.id == bindparam("id"))
@@ -83,6 +95,15 @@ async def lock_product(tx: Transaction, project_id: uuid.UUID, product_id: uuid.
     return joined(row)
 
 
+async def share_product(tx: Transaction, project_id: uuid.UUID, product_id: uuid.UUID) -> Any:
+    """The project's product, share-locked until the transaction ends (404 otherwise): it cannot
+    change meanwhile, while others that share-lock it go on."""
+    row = await tx.first(_SHARE_PRODUCT, project_id=project_id, id=product_id)
+    if row is None:
+        raise ProductNotFound
+    return joined(row)
+
+
 async def lock_products(
     tx: Transaction, project_id: uuid.UUID, product_ids: Iterable[uuid.UUID]
 ) -> None:
@@ -93,8 +114,8 @@ async def lock_products(
 
 
 async def lock_item(tx: Transaction, product: Any, item_id: uuid.UUID) -> Any:
-    """An item of ``product`` (already locked: products are always locked first), locked,
-    with its ``product``."""
+    """An item of ``product`` (already locked, or share-locked: products are always locked
+    first), locked, with its ``product``."""
     row = await tx.first(_LOCK_ITEM, product_id=product.id, id=item_id)
     if row is None:
         raise ProductItemNotFound
@@ -219,3 +240,55 @@ async def check_transfer(
 
 def _unique(users: Sequence[Any]) -> list[Any]:
     return list({user.id: user for user in users}.values())
+
+
+# The settings of a product's NFT collection, fixed once it is queued or created.
+NFT_SETTINGS = ("mint_nft", "chain", "metadata_uri", "max_items")
+_HIGHEST_REDEMPTION = select(func.max(_ITEMS.c.redemption_count)).where(
+    _ITEMS.c.product_id == bindparam("product_id")
+)
+
+
+def changed_fields(product: Any, changes: dict[str, Any]) -> dict[str, Any]:
+    """The fields of ``changes`` whose value is not the product's: clients often send a whole
+    product back, and a stored value sent again is no change."""
+    return {name: value for name, value in changes.items() if getattr(product, name) != value}
+
+
+def check_nft_settings(product: Any, changed: dict[str, Any]) -> None:
+    """Once the product's NFT collection is queued or created, its settings stay; ``mint_nft``
+    switches on only while no item was issued (each would lack its NFT)."""
+    if product.mint_nft and product.nft_status is not None:
+        if fixed := [name for name in NFT_SETTINGS if name in changed]:
+            raise NftSettingsFixed(
+                f"{', '.join(fixed)} cannot change once the product's NFT collection exists or "
+                f"is queued (collection status: {product.nft_status})"
+            )
+    if changed.get("mint_nft") and product.issued_count:
+        raise ItemsIssuedWithoutNft(
+            "mint_nft cannot be switched on: items were already issued without an NFT "
+            f"({product.issued_count})"
+        )
+
+
+async def check_update(tx: Transaction, product: Any, changes: dict[str, Any]) -> dict[str, Any]:
+    """The changes to ``product`` (locked: ``lock_product``) that keep its items valid, as
+    ``changed_fields``; 409 for ``stock`` below the items issued, ``redemption_quantity`` below
+    the highest ``redemption_count`` of an item (no redemption is under way: they share-lock the
+    product), or a change ``check_nft_settings`` refuses."""
+    changed = changed_fields(product, changes)
+    check_nft_settings(product, changed)
+    stock = changed.get("stock")
+    if stock is not None and stock < product.issued_count:
+        raise StockBelowIssued(
+            f"stock cannot be {stock}, below the items already issued ({product.issued_count})"
+        )
+    quantity = changed.get("redemption_quantity")
+    if quantity is not None and quantity < product.redemption_quantity:
+        highest = await tx.scalar(_HIGHEST_REDEMPTION, product_id=product.id) or 0
+        if quantity < highest:
+            raise RedemptionQuantityBelowCount(
+                f"redemption_quantity cannot be {quantity}, below the redemption_count of an "
+                f"item already redeemed ({highest})"
+            )
+    return changed

@@ -3,9 +3,13 @@ from datetime import datetime
 from typing import Annotated, Any, Literal, Self
 
 from pydantic import (
+    MISSING,
+    BeforeValidator,
     ConfigDict,
     Field,
+    PlainValidator,
     StringConstraints,
+    WithJsonSchema,
     computed_field,
     field_validator,
     model_validator,
@@ -20,6 +24,7 @@ from tessera.schemas import (
     Bool,
     Email,
     NonNegativeInt,
+    PageParams,
     Pagination,
     PositiveInt,
     SnakeInput,
@@ -38,6 +43,32 @@ MetadataUri = Annotated[
     StringConstraints(max_length=512, pattern=r"^[a-zA-Z][a-zA-Z0-9+.-]*://[!-~]+$"),
 ]
 MAX_ISSUE = 550
+
+
+def _blank_is_none(value: object) -> object:
+    """ "Leave blank for a general product": an empty string means no value."""
+    return None if value == "" else value
+
+
+# Fields that may have no value: null and "" mean none (an event, a limit: "unlimited").
+OptionalEventId = Annotated[
+    uuid.UUID | None, BeforeValidator(_blank_is_none), Field(json_schema_extra=blank_allowed)
+]
+OptionalLimit = Annotated[
+    PositiveInt | None, BeforeValidator(_blank_is_none), Field(json_schema_extra=blank_allowed)
+]
+
+
+def missing_for_mint(product: Any) -> list[str]:
+    """``mint_nft: true`` needs ``metadata_uri`` and ``chain``: a 400 line for each one missing
+    (of a product to create, or of the values a product would have after an update)."""
+    if not product.mint_nft:
+        return []
+    return [
+        f"{name}: required when mint_nft is true"
+        for name in ("metadata_uri", "chain")
+        if getattr(product, name) is None
+    ]
 
 
 def mint_needs_uri_and_chain(schema: dict[str, Any]) -> None:
@@ -60,35 +91,75 @@ class ProductCreate(SnakeInput):
 
     type: ProductType
     name: Text255
-    event_id: uuid.UUID | None = Field(default=None, json_schema_extra=blank_allowed)
+    event_id: OptionalEventId = None
     description: Text255 | None = None
     price: Price = "0"
     active: Bool = True
     is_claimable: Bool = False
     is_transferable: Bool = False
-    stock: PositiveInt | None = Field(default=None, json_schema_extra=blank_allowed)
+    stock: OptionalLimit = None
     redemption_quantity: PositiveInt = 1
-    max_per_account: PositiveInt | None = Field(default=None, json_schema_extra=blank_allowed)
+    max_per_account: OptionalLimit = None
     min_rep_balance: NonNegativeInt = 0
     metadata_uri: MetadataUri | None = None
     mint_nft: Bool = False
     chain: Chain | None = None
-    max_items: PositiveInt | None = Field(default=None, json_schema_extra=blank_allowed)
-
-    @field_validator("event_id", "max_items", "stock", "max_per_account", mode="before")
-    @classmethod
-    def _blank_is_none(cls, value: object) -> object:
-        """ "Leave blank for a general product": an empty string means no value."""
-        return None if value == "" else value
+    max_items: OptionalLimit = None
 
     def missing_for_mint(self) -> list[str]:
-        if not self.mint_nft:
-            return []
-        return [
-            f"{name}: required when mint_nft is true"
-            for name in ("metadata_uri", "chain")
-            if getattr(self, name) is None
-        ]
+        return missing_for_mint(self)
+
+
+# Switching NFTs on: a rule of the stored product, so JSON Schema cannot state it (see
+# tests/fuzz/hooks.py).
+MINT_NFT_UPDATE = (
+    "Switching NFTs on (true on a product without them) needs `metadata_uri` and `chain`, sent "
+    "or stored (400), and no item issued yet (409). Once the product's collection is queued or "
+    "created, `mint_nft`, `chain`, `metadata_uri` and `max_items` cannot change (409)."
+)
+
+
+class ProductUpdate(SnakeInput):
+    """The fields to change, with the types and bounds of ``ProductCreate``; the ones absent
+    (``MISSING``) stay. ``null`` clears a field that may be empty and is refused for the others
+    (the schema has no null there)."""
+
+    name: Text255 | MISSING = MISSING
+    event_id: OptionalEventId | MISSING = MISSING
+    description: Text255 | MISSING | None = MISSING
+    price: Price | MISSING = MISSING
+    active: Bool | MISSING = MISSING
+    is_claimable: Bool | MISSING = MISSING
+    is_transferable: Bool | MISSING = MISSING
+    stock: OptionalLimit | MISSING = MISSING
+    redemption_quantity: PositiveInt | MISSING = MISSING
+    max_per_account: OptionalLimit | MISSING = MISSING
+    min_rep_balance: NonNegativeInt | MISSING = MISSING
+    metadata_uri: MetadataUri | MISSING | None = MISSING
+    mint_nft: Bool | MISSING = Field(default=MISSING, description=MINT_NFT_UPDATE)
+    chain: Chain | MISSING | None = MISSING
+    max_items: OptionalLimit | MISSING = MISSING
+
+    @field_validator(
+        "name",
+        "price",
+        "active",
+        "is_claimable",
+        "is_transferable",
+        "redemption_quantity",
+        "min_rep_balance",
+        "mint_nft",
+        mode="before",
+    )
+    @classmethod
+    def _not_null(cls, value: object) -> object:
+        if value is None:
+            raise ValueError("may not be null")
+        return value
+
+    def changes(self) -> dict[str, Any]:
+        """The fields sent, with their values (None clears)."""
+        return {name: getattr(self, name) for name in self.model_fields_set}
 
 
 class ProductNft(SnakeModel):
@@ -338,3 +409,59 @@ class TransferRead(SnakeModel):
     previous_owner: ItemOwner
     new_owner: ItemOwner
     transferred_at: int
+
+
+class ItemList(SnakeModel):
+    items: list[ProductItemRead]
+    pagination: Pagination
+
+
+class ItemFilter(PageParams):
+    """A page of a product's items, optionally only those of one owner."""
+
+    owner_id: uuid.UUID | None = None
+    owner_email: Email | None = Field(default=None, description="Compared lowercased.")
+
+
+MAX_ITEM_ID = 2**53
+
+
+def _item_key(value: object) -> int | uuid.UUID:
+    """An item's sequential ``item_id`` (digits) or its ``id`` (a UUID)."""
+    text = str(value)
+    if text.isascii() and text.isdigit() and len(text) <= len(str(MAX_ITEM_ID)):
+        if 1 <= (number := int(text)) <= MAX_ITEM_ID:
+            return number
+    else:
+        try:
+            return uuid.UUID(text)
+        except ValueError:
+            pass
+    raise ValueError(f"must be an item_id (an integer from 1 to {MAX_ITEM_ID}) or the item's id")
+
+
+# One rule and one message rather than a union's error per branch.
+ItemKey = Annotated[
+    int | uuid.UUID,
+    PlainValidator(_item_key),
+    WithJsonSchema(
+        {
+            "anyOf": [
+                {"type": "integer", "minimum": 1, "maximum": MAX_ITEM_ID},
+                {"type": "string", "format": "uuid"},
+            ]
+        }
+    ),
+]
+
+
+class ItemTransferRead(SnakeModel):
+    id: uuid.UUID
+    from_user: ItemOwner
+    to_user: ItemOwner
+    transferred_at: int
+
+
+class ItemTransferList(SnakeModel):
+    transfers: list[ItemTransferRead]
+    pagination: Pagination

@@ -1,6 +1,7 @@
-"""Product use-cases: create, read, sales, issue items, redeem, transfer."""
+"""Product use-cases: create, read, update, sales, issue items, redeem, transfer."""
 
 import uuid
+from types import SimpleNamespace
 from typing import Any
 
 from sqlalchemy import bindparam, select, update
@@ -9,7 +10,7 @@ from tessera.auth.principal import Principal
 from tessera.chain.gateway import ChainGateway, Deposits
 from tessera.chain.keys import USER_CONTROLLED, ss58_address
 from tessera.chain.registry import Chains
-from tessera.db import Database, Transaction, table_of
+from tessera.db import Database, Transaction, joined, table_of
 from tessera.errors import (
     InsufficientCollectionBalance,
     InvalidInput,
@@ -23,12 +24,17 @@ from tessera.models import ItemTransfer, NftStatus, Product, ProductItem, Redemp
 from tessera.models.base import utcnow
 from tessera.products import repository, rules
 from tessera.products.schemas import (
+    ItemFilter,
+    ItemList,
     ItemsIssue,
+    ItemTransferList,
     ProductCreate,
     ProductRead,
+    ProductUpdate,
     RedeemRequest,
     SaleList,
     TransferRequest,
+    missing_for_mint,
 )
 from tessera.products.tasks import queue_nft
 from tessera.projects.repository import primary_wallet
@@ -51,7 +57,9 @@ async def create_product(
     if problems := body.missing_for_mint():
         raise InvalidInput(*problems)
     if body.mint_nft and body.chain:
-        await _require_collection_balance(database, principal, chains, body)
+        await _require_collection_balance(
+            database, principal, chains, chain_name=body.chain, max_items=body.max_items
+        )
     async with database.transaction() as tx:
         event = None
         if body.event_id is not None:
@@ -75,16 +83,21 @@ async def create_product(
 
 
 async def _require_collection_balance(
-    database: Database, principal: Principal, chains: Chains, body: ProductCreate
+    database: Database,
+    principal: Principal,
+    chains: Chains,
+    *,
+    chain_name: str,
+    max_items: int | None,
 ) -> None:
-    chain = chains.config(str(body.chain))
+    chain = chains.config(chain_name)
     # The session ends before the chain is called: no pooled connection waits on the network.
     async with database.session(write=False) as session:
         wallet = await primary_wallet(session, principal.project_id)
 
     def read(gateway: ChainGateway) -> tuple[Deposits, int, int]:
         deposits = gateway.deposits()
-        fee = gateway.create_collection_fee(wallet.public_key, max_supply=body.max_items)
+        fee = gateway.create_collection_fee(wallet.public_key, max_supply=max_items)
         return deposits, fee, gateway.balance(wallet.public_key).free
 
     deposits, fee, available = await chains.run(chain.name, read, in_request=True)
@@ -176,10 +189,11 @@ async def redeem_item(
     """Redeem an item once more, up to the product's ``redemption_quantity``.
 
     With a ``nonce``, a repeat of the same (item, nonce) counts once and returns the redemption
-    recorded the first time (the second element of the result).
+    recorded the first time (the second element of the result). The product is share-locked, so
+    that its ``redemption_quantity`` cannot be lowered under a redemption (``update_product``).
     """
     async with database.transaction() as tx:
-        product = await repository.get_product_row(tx, principal.project_id, product_id)
+        product = await rules.share_product(tx, principal.project_id, product_id)
         item = await rules.lock_item(tx, product, body.product_item_id)
         item.owner = await get_user_row(tx, principal.project_id, UserRef("id", item.owner_id))
         if body.nonce is not None:
@@ -272,3 +286,98 @@ async def transfer_item(
             await queue_nft(tx, JobKind.TRANSFER, [item])
         await tx.commit()
     return item, sender, recipient, transferred_at
+
+
+async def list_items(
+    database: Database, principal: Principal, *, product_id: uuid.UUID, query: ItemFilter
+) -> ItemList:
+    """The product's items by ``item_id``, optionally only those of one owner."""
+    return await database.read(
+        repository.read_product_items, principal.project_id, product_id, query
+    )
+
+
+async def list_item_transfers(
+    database: Database,
+    principal: Principal,
+    *,
+    product_id: uuid.UUID,
+    item: int | uuid.UUID,
+    paging: PageParams,
+) -> ItemTransferList:
+    """The transfers of the product's item (by ``item_id`` or by ``id``), oldest first."""
+    return await database.read(
+        repository.read_item_transfers, principal.project_id, product_id, item, paging
+    )
+
+
+_PRODUCTS = table_of(Product)
+# Every column an update may change, in one statement built once: the row is locked, so the
+# columns that do not change are written back as they were read.
+_EDITABLE = (*ProductUpdate.model_fields, "nft_status")
+_UPDATE_PRODUCT = (
+    update(_PRODUCTS)
+    .where(_PRODUCTS.c.id == bindparam("id"))
+    .values({name: bindparam(name) for name in (*_EDITABLE, "updated_at")})
+    .returning(*_PRODUCTS.c)
+)
+
+
+async def update_product(
+    database: Database,
+    principal: Principal,
+    *,
+    product_id: uuid.UUID,
+    body: ProductUpdate,
+    chains: Chains,
+) -> Any:
+    """Change the fields sent (null clears one that may be empty) as ``rules.check_update``
+    allows, under the product's row lock; the product with its event. A value sent as stored is
+    no change; with no change nothing is written and ``updated_at`` stays.
+
+    Switching NFTs on (``mint_nft`` true on a product without them) needs ``metadata_uri`` and
+    ``chain``, sent or stored (400), a configured chain (409) and a project wallet that can pay
+    for the collection (409), as creation does, with the chain read before the write
+    transaction begins; the rules are checked again on the locked product, and the worker then
+    creates the collection.
+    """
+    changes = body.changes()
+    if changes.get("mint_nft"):
+        stored = await database.read(repository.get_product_row, principal.project_id, product_id)
+        changed = rules.changed_fields(stored, changes)
+        if changed.get("mint_nft"):
+            rules.check_nft_settings(stored, changed)
+            after = _with_nft(stored, changed)
+            await _require_collection_balance(
+                database, principal, chains, chain_name=after.chain, max_items=after.max_items
+            )
+    async with database.transaction() as tx:
+        product = await rules.lock_product(tx, principal.project_id, product_id)
+        event_id = changes.get("event_id", product.event_id)
+        event = None
+        if event_id is not None:
+            event = await get_event_row(tx, principal.project_id, event_id)
+        changed = await rules.check_update(tx, product, changes)
+        if changed.get("mint_nft"):
+            # The chain may have changed since it was read: still one of the configured ones.
+            chains.config(_with_nft(product, changed).chain)
+            changed["nft_status"] = NftStatus.QUEUED
+        if not changed:
+            product.event = event
+            return product
+        values = {name: getattr(product, name) for name in _EDITABLE} | changed
+        row = await tx.first(_UPDATE_PRODUCT, **values, id=product.id, updated_at=utcnow())
+        updated = joined(row, event=event)
+        if changed.get("mint_nft"):
+            await queue_nft(tx, JobKind.CREATE_COLLECTION, [updated])
+        await tx.commit()
+    return updated
+
+
+def _with_nft(product: Any, changed: dict[str, Any]) -> Any:
+    """The product as ``changed`` would leave it, switching NFTs on: 400 unless it then has a
+    ``metadata_uri`` and a ``chain``."""
+    after = SimpleNamespace(**(vars(product) | changed))
+    if problems := missing_for_mint(after):
+        raise InvalidInput(*problems)
+    return after

@@ -12,7 +12,8 @@ from tessera.db import Rows, Transaction, table_of
 from tessera.errors import ReputationWouldBeNegative, UserNotFound
 from tessera.models import Project, ReputationEntry, User, UserWallet
 from tessera.models.base import utcnow
-from tessera.users.schemas import UserRead, UserRef
+from tessera.schemas import PageParams, Pagination
+from tessera.users.schemas import ReputationHistory, UserRead, UserRef
 
 COLUMNS = {"email": User.email, "reference_id": User.reference_id, "id": User.id}
 
@@ -124,14 +125,19 @@ _COUNT_CREATED = (
     update(_PROJECTS)
     .where(_PROJECTS.c.id == bindparam("id"))
     .values(
-        user_count=_PROJECTS.c.user_count + bindparam("created"), updated_at=_PROJECTS.c.updated_at
+        user_count=_PROJECTS.c.user_count + bindparam("created"),
+        active_user_count=_PROJECTS.c.active_user_count + bindparam("activated"),
+        updated_at=_PROJECTS.c.updated_at,
     )
 )
 
 
-async def count_created(tx: Transaction, project_id: uuid.UUID, created: int) -> None:
-    """Add new users to the project's counter, in the transaction that creates them."""
-    await tx.execute(_COUNT_CREATED, id=project_id, created=created)
+async def count_created(
+    tx: Transaction, project_id: uuid.UUID, created: int, *, activated: int = 0
+) -> None:
+    """Add new users (``activated`` of them active already) to the project's counters, in the
+    transaction that creates them."""
+    await tx.execute(_COUNT_CREATED, id=project_id, created=created, activated=activated)
 
 
 async def activate(session: AsyncSession, user: User) -> bool:
@@ -234,3 +240,32 @@ async def add_reputation(tx: Transaction, user: Any, *, delta: int, reason: str)
     values = {"project_id": user.project_id, "user_id": user.id, "delta": delta, "reason": reason}
     [entry] = await tx.insert(ReputationEntry, [values | {"balance": balance}])
     return entry
+
+
+_ENTRIES = table_of(ReputationEntry)
+_ENTRY_TOTAL = select(func.count()).where(_ENTRIES.c.user_id == bindparam("user_id"))
+_ENTRY_PAGE = (
+    select(_ENTRIES.c.delta, _ENTRIES.c.balance, _ENTRIES.c.reason, _ENTRIES.c.created_at)
+    .where(_ENTRIES.c.user_id == bindparam("user_id"))
+    .order_by(_ENTRIES.c.created_at, _ENTRIES.c.id)
+    .limit(bindparam("limit"))
+    .offset(bindparam("offset"))
+)
+
+
+async def read_reputation_history(
+    rows: Rows, project_id: uuid.UUID, ref: UserRef, paging: PageParams
+) -> ReputationHistory:
+    """The user's reputation balance and a page of its entries, oldest first (a read for
+    ``Database.read``). 404 when the project has no such user."""
+    user = await get_user_row(rows, project_id, ref)
+    total = await rows.scalar(_ENTRY_TOTAL, user_id=user.id)
+    page = await rows.all(_ENTRY_PAGE, user_id=user.id, limit=paging.limit, offset=paging.offset)
+    return ReputationHistory.model_validate(
+        {
+            "user_id": user.id,
+            "balance": user.reputation,
+            "entries": [row._asdict() for row in page],
+            "pagination": Pagination(page=paging.page, limit=paging.limit, total=total),
+        }
+    )

@@ -6,17 +6,20 @@ from tessera.config import SettingsDep
 from tessera.crypto import BoxDep
 from tessera.db import DatabaseDep, SessionDep, reads_only
 from tessera.errors import responses
+from tessera.products.schemas import ItemList
 from tessera.users import service
 from tessera.users.schemas import (
     ActivationRead,
     BalancesQuery,
     ReputationAdjust,
+    ReputationHistory,
     ReputationRead,
     UserCount,
     UserCreate,
     UserFetch,
     UserList,
     UserLookup,
+    UserPageLookup,
     UserRead,
     UsersCreated,
 )
@@ -114,3 +117,25 @@ async def adjust_reputation(
     return ReputationRead.model_validate(
         await service.adjust_reputation(database, principal, body=body)
     )
+
+
+@router.post("/items", response_model=ItemList, responses=responses(400, 401, 404))
+@reads_only
+async def list_user_items(
+    database: DatabaseDep, principal: Reader, body: UserPageLookup
+) -> ItemList:
+    """The items a user owns now, of every product, oldest first (``page`` from 1, ``limit``
+    1-100, default 20)."""
+    return await service.list_holdings(database, principal, query=body)
+
+
+@router.post(
+    "/reputation/history", response_model=ReputationHistory, responses=responses(400, 401, 404)
+)
+@reads_only
+async def get_reputation_history(
+    database: DatabaseDep, principal: Reader, body: UserPageLookup
+) -> ReputationHistory:
+    """A user's reputation balance and its entries, oldest first (``page`` from 1, ``limit``
+    1-100, default 20)."""
+    return await service.reputation_history(database, principal, query=body)

@@ -7,11 +7,16 @@ from pydantic import ConfigDict, Field, StringConstraints, field_validator, mode
 
 from tessera.config import Chain
 from tessera.schemas import (
+    DEFAULT_LIMIT,
+    MAX_LIMIT,
+    MAX_PAGE,
     CamelInput,
     CamelModel,
     Email,
     Integer,
     NonNegativeInt,
+    PageParams,
+    Pagination,
     RefId,
     requires_one_of,
 )
@@ -164,3 +169,28 @@ class ReputationRead(CamelModel):
     delta: int
     reason: str
     created_at: datetime
+
+
+class UserPageLookup(UserLookup):
+    """A user, and a page of one of its lists: ``page`` (from 1) and ``limit`` (1-100, default
+    20) as in the paginated lists' queries, as strict integers."""
+
+    page: Integer = Field(default=1, ge=1, le=MAX_PAGE)
+    limit: Integer = Field(default=DEFAULT_LIMIT, ge=1, le=MAX_LIMIT)
+
+    def paging(self) -> PageParams:
+        return PageParams(page=self.page, limit=self.limit)
+
+
+class ReputationEntryRead(CamelModel):
+    delta: int
+    balance: int
+    reason: str
+    created_at: datetime
+
+
+class ReputationHistory(CamelModel):
+    user_id: uuid.UUID
+    balance: int
+    entries: list[ReputationEntryRead]
+    pagination: Pagination
