@@ -22,6 +22,8 @@ serve: $(VENV)/.runtime
 
 # The suite runs on SQLite; with TESSERA_TEST_DATABASE_URL set it runs a second time on PostgreSQL.
 # Chain tests need Node.js (Chopsticks is installed once into .cache/); without it they skip.
+# Browser tests need Debian's Chromium (/usr/bin/chromium; axe-core is installed once from npm
+# into .cache/axe by the tests); without it they skip.
 test: $(VENV)/.dev
 	$(BIN)/ruff check src tests
 	$(BIN)/mypy

@@ -186,3 +186,14 @@ async def row_counts(database: Any) -> dict[str, int]:
             for table in Base.metadata.sorted_tables
             if table.name != SigningKey.__tablename__
         }
+
+
+async def create_claim_link(
+    client: httpx.AsyncClient, tenant: Tenant, product_id: str, **body: Any
+) -> dict[str, Any]:
+    """A claim link of the product (which must be claimable), with its token."""
+    response = await client.post(
+        f"/v1/products/{product_id}/claim-links", headers=tenant.w, json=body
+    )
+    assert response.status_code == 201, response.text
+    return response.json()

@@ -8,6 +8,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from tessera import API_VERSION, __build__
 from tessera.auth.dependencies import SECURITY_SCHEMES, authenticate
+from tessera.claims.router import router as claim_links_router
 from tessera.events.router import router as events_router
 from tessera.legacy.router import router as legacy_router
 from tessera.orders.router import router as orders_router
@@ -26,6 +27,11 @@ OPEN_ROUTES = frozenset(
         ("GET", "/openapi.json"),
         ("GET", "/docs"),
         ("GET", "/docs/oauth2-redirect"),
+        # Claim links: the token in the path is the credential.
+        ("GET", "/v1/claims/{token}"),
+        ("POST", "/v1/claims/{token}"),
+        ("GET", "/claim/{token}"),
+        ("POST", "/claim/{token}"),
     }
 )
 
@@ -86,6 +92,7 @@ def include_v1(app: FastAPI) -> None:
         users_router,
         events_router,
         products_router,
+        claim_links_router,
         orders_router,
         projects_router,
     )
@@ -179,6 +186,15 @@ LINKS = [
     (
         "POST",
         "/v1/products",
+        "update",
+        "PATCH",
+        "/v1/products/{id}",
+        {"id": "$response.body#/id"},
+        None,
+    ),
+    (
+        "POST",
+        "/v1/products",
         "items",
         "POST",
         "/v1/products/{id}/items",
@@ -211,6 +227,79 @@ LINKS = [
         "/v1/products/{id}/transfer",
         {"id": "$request.path.id"},
         {"product_item_id": _ITEM, "sender_user_id": "$response.body#/items/0/user/id"},
+    ),
+    (
+        "POST",
+        "/v1/products/{id}/items",
+        "items",
+        "GET",
+        "/v1/products/{id}/items",
+        {"id": "$request.path.id", "owner_id": "$response.body#/items/0/user/id"},
+        None,
+    ),
+    (
+        "POST",
+        "/v1/products/{id}/items",
+        "transfers",
+        "GET",
+        "/v1/products/{id}/items/{item_id}/transfers",
+        {"id": "$request.path.id", "item_id": _ITEM},
+        None,
+    ),
+    ("POST", "/v1/users/create", "items", "POST", "/v1/users/items", {}, {"id": _USER}),
+    (
+        "POST",
+        "/v1/users/create",
+        "reputation_history",
+        "POST",
+        "/v1/users/reputation/history",
+        {},
+        {"id": _USER},
+    ),
+    (
+        "POST",
+        "/v1/orders",
+        "list",
+        "GET",
+        "/v1/orders",
+        {"user_id": "$response.body#/user_id"},
+        None,
+    ),
+    (
+        "POST",
+        "/v1/products",
+        "claim_links",
+        "POST",
+        "/v1/products/{id}/claim-links",
+        {"id": "$response.body#/id"},
+        None,
+    ),
+    (
+        "POST",
+        "/v1/products/{id}/claim-links",
+        "get",
+        "GET",
+        "/v1/products/{id}/claim-links/{link_id}",
+        {"id": "$request.path.id", "link_id": "$response.body#/id"},
+        None,
+    ),
+    (
+        "POST",
+        "/v1/products/{id}/claim-links",
+        "view",
+        "GET",
+        "/v1/claims/{token}",
+        {"token": "$response.body#/token"},
+        None,
+    ),
+    (
+        "POST",
+        "/v1/products/{id}/claim-links",
+        "claim",
+        "POST",
+        "/v1/claims/{token}",
+        {"token": "$response.body#/token"},
+        None,
     ),
     ("POST", "/v1/orders", "get", "GET", "/v1/orders/{id}", {"id": "$response.body#/id"}, None),
     (

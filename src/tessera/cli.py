@@ -89,7 +89,7 @@ def _run(work: Callable[[Database, Settings], Awaitable[T]]) -> T:
 
 
 def _hash_key(settings: Settings) -> bytes:
-    return settings.hash_key.get_secret_value().encode()
+    return settings.hash_key_bytes
 
 
 @app.command()

@@ -37,6 +37,8 @@ class Settings(BaseSettings):
     header_timeout_seconds: float = Field(default=10.0, gt=0, le=300)
     keep_alive_seconds: int = Field(default=5, ge=1, le=300)
     max_connections: int = Field(default=1000, ge=1)
+    # Proxies whose X-Forwarded-For / -Proto are believed (comma-separated addresses or "*").
+    forwarded_allow_ips: str | None = None
 
     database_url: str = "sqlite+aiosqlite:///./tessera.db"
     # PostgreSQL connections per process. A request waits for a pooled connection; overflow
@@ -128,6 +130,10 @@ class Settings(BaseSettings):
             self.secret_keys.get_secret_value() == DEV_SECRET_KEYS
             or self.hash_key.get_secret_value() == DEV_HASH_KEY
         )
+
+    @property
+    def hash_key_bytes(self) -> bytes:
+        return self.hash_key.get_secret_value().encode()
 
     @property
     def key_ring(self) -> dict[str, bytes]:

@@ -45,7 +45,7 @@ async def fill(
                 session,
                 name="Demo project",
                 box=box,
-                hash_key=settings.hash_key.get_secret_value().encode(),
+                hash_key=settings.hash_key_bytes,
                 ss58_prefix=settings.ss58_prefix,
             )
         project_id = created.project_id

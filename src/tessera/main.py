@@ -7,12 +7,16 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
+from fastapi.staticfiles import StaticFiles
 
 from tessera import API_VERSION
 from tessera.api import VersionAnswer, document, include_v1, version_router
 from tessera.auth.dependencies import Authenticator
 from tessera.auth.router import router as auth_router
 from tessera.chain.registry import Chains
+from tessera.claims import pages as claim_pages
+from tessera.claims.limiter import ClaimLimiter
+from tessera.claims.router import public_router as claims_router
 from tessera.config import Settings, get_settings
 from tessera.crypto import SecretBox
 from tessera.db import Database
@@ -92,6 +96,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.box = box
     app.state.authenticator = Authenticator(settings, box)
     app.state.chains = Chains(settings)
+    app.state.claim_limiter = ClaimLimiter(
+        per_address=settings.claim_rate_per_address, per_link=settings.claim_rate_per_link
+    )
 
     install_error_handlers(app)
     app.add_middleware(VersionAnswer)  # inside the request context: added first
@@ -103,5 +110,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(version_router)
     app.include_router(auth_router)
     include_v1(app)
+    app.include_router(claims_router)
+    app.include_router(claim_pages.router)
+    app.mount("/static", StaticFiles(directory=claim_pages.PACKAGE / "static"), name="static")
     document(app)
     return app

@@ -40,7 +40,10 @@ def run(settings: Settings, *, host: str, port: int, workers: int) -> None:
         timeout_keep_alive=settings.keep_alive_seconds,
         log_level=settings.log_level,
         access_log=False,  # Tessera's own, with the request id: TESSERA_ACCESS_LOG
-        proxy_headers=False,
+        # The client's address (claims are rate-limited by it) comes from X-Forwarded-For only
+        # when the connection comes from a proxy named in TESSERA_FORWARDED_ALLOW_IPS.
+        proxy_headers=settings.forwarded_allow_ips is not None,
+        forwarded_allow_ips=settings.forwarded_allow_ips,
     )
 
 

@@ -13,6 +13,7 @@ from tessera.main import job_handlers, make_worker
 from tessera.models import Job
 from tests.chain.conftest import DOT
 from tests.factories import (
+    create_claim_link,
     create_order,
     create_users,
     issue_items,
@@ -152,6 +153,28 @@ class TestMinting:
             assert owner == public_key(user["wallets"][0]["address"])
             assert gateway.item_metadata(collection_id, nft_id) == NFT["metadata_uri"]
         assert gateway.collection(collection_id).items == 3
+
+    async def test_a_claimed_item_is_minted_to_the_claimants_new_wallet(
+        self, chain_client, tenant, devchain, worker, gateway
+    ):
+        await funded(chain_client, tenant, devchain)
+        product = await nft_product(chain_client, tenant, is_claimable=True)
+        link = await create_claim_link(chain_client, tenant, product["id"])
+        claimed = await chain_client.post(
+            f"/v1/claims/{link['token']}", json={"email": "claimant@example.com"}
+        )
+        assert claimed.status_code == 201, claimed.text
+        assert await worker.run_until_idle() == 2  # the collection, then the claimed item
+        profile = await chain_client.post(
+            "/v1/users/profile", headers=tenant.r, json={"email": "claimant@example.com"}
+        )
+        [wallet] = profile.json()["wallets"]
+        collection_id = (await get_product(chain_client, tenant, product["id"]))["nft"][
+            "collection_id"
+        ]
+        item_id = claimed.json()["product_item"]["item_id"]
+        assert gateway.item_owner(collection_id, item_id) == public_key(wallet["address"])
+        assert gateway.item_metadata(collection_id, item_id) == NFT["metadata_uri"]
 
     async def test_max_items_reached_refuses_further_issues(
         self, chain_client, tenant, devchain, worker, gateway

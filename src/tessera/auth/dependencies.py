@@ -92,7 +92,7 @@ class Authenticator:
     """Per-process credential state: hash key, token issuers, the cache, usage batching."""
 
     def __init__(self, settings: Settings, box: SecretBox) -> None:
-        self.hash_key = settings.hash_key.get_secret_value().encode()
+        self.hash_key = settings.hash_key_bytes
         self.cache = CredentialCache(settings.credential_cache_seconds)
         self.issuer = TokenIssuer(settings, box)
         self.external = (

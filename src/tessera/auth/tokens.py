@@ -199,7 +199,7 @@ class TokenIssuer:
     ) -> tuple[str, int]:
         """OAuth2 client credentials: a valid, unrevoked client gets at most its own scope."""
         client = await session.scalar(select(OAuthClient).where(OAuthClient.client_id == client_id))
-        secret_hash = keyed_hash(self.settings.hash_key.get_secret_value().encode(), client_secret)
+        secret_hash = keyed_hash(self.settings.hash_key_bytes, client_secret)
         if client is None or client.revoked_at is not None:
             raise ClientCredentialsInvalid
         if not hashes_match(client.secret_hash, secret_hash):

@@ -2,9 +2,9 @@
 
 import uuid
 from collections import Counter
-from datetime import timedelta
+from datetime import datetime, timedelta
 from types import SimpleNamespace
-from typing import Any
+from typing import Any, NamedTuple
 
 from sqlalchemy import bindparam, select
 from sqlalchemy.exc import IntegrityError
@@ -18,20 +18,30 @@ from tessera.db import Database, Transaction
 from tessera.errors import EmailTaken, InvalidInput, ReferenceIdTaken, UserNotFound
 from tessera.models import User, UserWallet
 from tessera.models.base import utcnow
+from tessera.products import repository as products
+from tessera.products.schemas import ItemList
 from tessera.users import repository
 from tessera.users.schemas import (
     BalancesQuery,
     ReputationAdjust,
+    ReputationHistory,
     UserCreate,
     UserFetch,
     UserList,
     UserLookup,
+    UserPageLookup,
     UserRead,
+    UserRef,
 )
 from tessera.wallets.schemas import WalletBalance
 from tessera.wallets.service import read_balances
 
 MAX_BATCH = 1500
+
+
+class NewUser(NamedTuple):
+    row: dict[str, Any]
+    wallet: dict[str, Any]
 
 
 async def create_users(
@@ -50,39 +60,77 @@ async def create_users(
     _reject_batch_duplicates(users)
     project_id = principal.project_id
     now = utcnow()
-    rows, wallets = [], []
-    for index, item in enumerate(users):
-        # One microsecond apart, so listings keep the batch's order.
-        at = now + timedelta(microseconds=index)
-        user_id = uuid.uuid4()
-        rows.append(
-            {
-                "id": user_id,
-                "project_id": project_id,
-                "email": item.email,
-                "first_name": item.first_name,
-                "last_name": item.last_name,
-                "reference_id": item.reference_id,
-                "is_activated": False,
-                "reputation": 0,
-                "created_at": at,
-            }
-        )
-        key = new_custodial_key(box, ss58_prefix=ss58_prefix)
-        wallets.append(
-            {"user_id": user_id, "project_id": project_id, "created_at": at, **key.columns()}
-        )
+    # One microsecond apart, so listings keep the batch's order.
+    rows = [
+        new_user(item, box=box, ss58_prefix=ss58_prefix, at=now + timedelta(microseconds=i))
+        for i, item in enumerate(users)
+    ]
     async with database.transaction() as tx:
         await _reject_taken(tx, project_id, users)
         try:
-            created = await tx.insert(User, rows)
-            written = await tx.insert(UserWallet, wallets)
+            created = await insert_users(tx, project_id, rows)
         except IntegrityError as exc:  # a concurrent request took an email or reference id
             raise EmailTaken("email or referenceId already registered in this project") from exc
-        await repository.count_created(tx, project_id, len(created))
         await tx.commit()
+    return created
+
+
+def new_user(
+    user: UserCreate,
+    *,
+    box: SecretBox,
+    ss58_prefix: int,
+    at: datetime,
+    activated: bool = False,
+) -> NewUser:
+    """The rows of a new user and its custodial Polkadot wallet (the key made here), for a
+    project's ``insert_users`` or ``find_or_create_user``."""
+    user_id = uuid.uuid4()
+    row = {
+        "id": user_id,
+        "email": user.email,
+        "first_name": user.first_name,
+        "last_name": user.last_name,
+        "reference_id": user.reference_id,
+        "is_activated": activated,
+        "activated_on": at if activated else None,
+        "reputation": 0,
+        "created_at": at,
+    }
+    key = new_custodial_key(box, ss58_prefix=ss58_prefix)
+    wallet = {"user_id": user_id, "created_at": at, **key.columns()}
+    return NewUser(row, wallet)
+
+
+async def insert_users(
+    tx: Transaction, project_id: uuid.UUID, users: list[NewUser]
+) -> list[SimpleNamespace]:
+    """Write new users and their wallets, and count them in the project's counters; the users
+    as written, each with its ``wallets``. A taken email or reference id raises IntegrityError."""
+    owner = {"project_id": project_id}
+    created = await tx.insert(User, [user.row | owner for user in users])
+    written = await tx.insert(UserWallet, [user.wallet | owner for user in users])
+    activated = sum(1 for user in created if user.is_activated)
+    await repository.count_created(tx, project_id, len(created), activated=activated)
     for user, wallet in zip(created, written, strict=True):
         user.wallets = [wallet]
+    return created
+
+
+async def find_or_create_user(tx: Transaction, project_id: uuid.UUID, user: NewUser) -> Any:
+    """The project's user with ``user``'s email, or ``user`` written (wallet and counters
+    too). A user that a concurrent request is creating with the same email is waited for and
+    found, not duplicated (``insert_new``)."""
+    ref = UserRef("email", user.row["email"])
+    found = await repository.find_user_row(tx, project_id, ref)
+    if found is not None:
+        return found
+    owner = {"project_id": project_id}
+    created = await tx.insert_new(User, user.row | owner, unique=("project_id", "email"))
+    if created is None:
+        return await repository.get_user_row(tx, project_id, ref)
+    await tx.insert(UserWallet, [user.wallet | owner])
+    await repository.count_created(tx, project_id, 1, activated=int(created.is_activated))
     return created
 
 
@@ -174,3 +222,21 @@ async def wallet_balances(
     """Native balances of the user's wallets on ``chain`` (default: the first configured)."""
     user = await repository.get_user(session, principal.project_id, query.ref(), with_wallets=True)
     return await read_balances(chains, query.chain, user.wallets)
+
+
+async def list_holdings(
+    database: Database, principal: Principal, *, query: UserPageLookup
+) -> ItemList:
+    """The items the user owns now, of every product of the project, oldest first."""
+    return await database.read(
+        products.read_holdings, principal.project_id, query.ref(), query.paging()
+    )
+
+
+async def reputation_history(
+    database: Database, principal: Principal, *, query: UserPageLookup
+) -> ReputationHistory:
+    """The user's reputation balance and the entries that made it, oldest first."""
+    return await database.read(
+        repository.read_reputation_history, principal.project_id, query.ref(), query.paging()
+    )

@@ -1,0 +1,164 @@
+"""The claim page, for people rather than programs: ``GET /claim/{token}`` shows what the link
+offers and a form; posting the form claims. Plain HTML that works without JavaScript, styled by
+one stylesheet served from the package (no CDN, no external font). Every outcome of the claim
+API has its page: the item claimed, or the reason it was not (with the API's status code)."""
+
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Form, Request
+from fastapi.responses import HTMLResponse
+from fastapi.templating import Jinja2Templates
+from pydantic import StringConstraints, ValidationError
+
+from tessera.claims import service
+from tessera.claims.router import admit_claim
+from tessera.claims.schemas import ClaimRequest
+from tessera.config import SettingsDep
+from tessera.crypto import BoxDep
+from tessera.db import DatabaseDep
+from tessera.errors import (
+    AppError,
+    ClaimLinkClosed,
+    ClaimLinkNotFound,
+    ClaimNotForYou,
+    ProductOutOfStock,
+    TooManyClaims,
+    validation_messages,
+)
+from tessera.schemas import Input
+
+PACKAGE = Path(__file__).resolve().parents[1]
+templates = Jinja2Templates(directory=PACKAGE / "templates")
+templates.env.filters["date"] = lambda ts: datetime.fromtimestamp(ts, UTC).strftime(
+    "%d %B %Y, %H:%M UTC"
+)
+templates.env.filters["isodate"] = lambda ts: datetime.fromtimestamp(ts, UTC).isoformat()
+
+# The token is in the URL: no page may hand it to another site (Referer), load anything from
+# elsewhere, or be framed.
+HEADERS = {
+    "Content-Security-Policy": "default-src 'none'; style-src 'self'; img-src 'self'; "
+    "form-action 'self'; base-uri 'none'; frame-ancestors 'none'",
+    "Referrer-Policy": "no-referrer",
+    "X-Content-Type-Options": "nosniff",
+    "Cache-Control": "no-store",
+}
+
+# What a person reads for each refusal; the API's message follows as the detail.
+HEADINGS: list[tuple[type[AppError], str]] = [
+    (ClaimLinkNotFound, "This claim link does not exist"),
+    (ClaimLinkClosed, "This claim link can no longer be used"),
+    (ClaimNotForYou, "This link is for someone else"),
+    (ProductOutOfStock, "Out of stock"),
+    (TooManyClaims, "Too many attempts"),
+]
+
+router = APIRouter(include_in_schema=False)
+
+
+class ClaimForm(Input):
+    """The page's form as posted: text kept as typed (shown again with an error), checked as a
+    ``ClaimRequest``."""
+
+    email: Annotated[str, StringConstraints(max_length=1000)] = ""
+    first_name: Annotated[str, StringConstraints(max_length=1000)] = ""
+    last_name: Annotated[str, StringConstraints(max_length=1000)] = ""
+
+
+def _page(request: Request, name: str, context: dict[str, Any], status: int) -> HTMLResponse:
+    return templates.TemplateResponse(request, name, context, status_code=status, headers=HEADERS)
+
+
+def _refusal(request: Request, error: AppError) -> HTMLResponse:
+    heading = next(
+        (h for kind, h in HEADINGS if isinstance(error, kind)), "This item cannot be claimed"
+    )
+    lines = [error.message[:1].upper() + error.message[1:] + "."]
+    if isinstance(error, ClaimLinkNotFound):
+        lines = ["Check that the address is complete, or ask for a new link."]
+    response = _page(
+        request,
+        "claim_result.html",
+        {
+            "ok": False,
+            "heading": heading,
+            "lines": lines,
+            "retry": isinstance(error, TooManyClaims),
+        },
+        error.status_code,
+    )
+    response.headers.update(error.headers() or {})
+    return response
+
+
+@router.get("/claim/{token}", response_class=HTMLResponse)
+async def claim_page(
+    request: Request, database: DatabaseDep, settings: SettingsDep, token: str
+) -> HTMLResponse:
+    try:
+        offer = await service.view_offer(database, token=token, hash_key=settings.hash_key_bytes)
+    except AppError as error:
+        return _refusal(request, error)
+    form = {"email": "", "first_name": "", "last_name": ""}
+    return _page(request, "claim.html", {"offer": offer, "form": form, "errors": []}, 200)
+
+
+@router.post("/claim/{token}", response_class=HTMLResponse)
+async def claim_from_page(
+    request: Request,
+    database: DatabaseDep,
+    settings: SettingsDep,
+    box: BoxDep,
+    token: str,
+    form: Annotated[ClaimForm, Form()],
+) -> HTMLResponse:
+    try:
+        await admit_claim(request, token)
+        try:
+            body = ClaimRequest(
+                email=form.email.strip(),
+                first_name=form.first_name.strip() or None,
+                last_name=form.last_name.strip() or None,
+            )
+        except ValidationError as invalid:
+            offer = await service.view_offer(
+                database, token=token, hash_key=settings.hash_key_bytes
+            )
+            errors = [_readable(line) for line in validation_messages(invalid.errors())]
+            return _page(
+                request, "claim.html", {"offer": offer, "form": form, "errors": errors}, 400
+            )
+        _, item, new = await service.claim(
+            database,
+            token=token,
+            body=body,
+            hash_key=settings.hash_key_bytes,
+            box=box,
+            ss58_prefix=settings.ss58_prefix,
+        )
+    except AppError as error:
+        return _refusal(request, error)
+    product = item.product
+    heading = f"You have claimed {product.name}" if new else f"You already claimed {product.name}"
+    lines = [
+        f"Item #{item.item_id} is held for {body.email}.",
+        "It was claimed through this link before; this is the same item."
+        if not new
+        else "Nothing more to do here: the organiser has it on record.",
+    ]
+    return _page(
+        request,
+        "claim_result.html",
+        {"ok": True, "heading": heading, "lines": lines, "retry": False},
+        201 if new else 200,
+    )
+
+
+def _readable(line: str) -> str:
+    """``email: value is not a valid email address: ...`` as a person reads it. The request is
+    built from the form by field name, so errors name the fields as the form does."""
+    field, _, why = line.partition(": ")
+    names = {"email": "Email address", "first_name": "First name", "last_name": "Last name"}
+    return f"{names.get(field, field)}: {why}" if why else line

@@ -1,0 +1,142 @@
+"""Claim links of a product (project credentials), and the public claim API (no credential)."""
+
+import uuid
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Query, Request, Response
+
+from tessera.auth.dependencies import Reader, Writer
+from tessera.claims import service
+from tessera.claims.schemas import (
+    ClaimLinkCreate,
+    ClaimLinkCreated,
+    ClaimLinkList,
+    ClaimLinkRead,
+    ClaimRequest,
+    ClaimResult,
+    ClaimView,
+)
+from tessera.config import SettingsDep
+from tessera.crypto import BoxDep
+from tessera.db import DatabaseDep
+from tessera.errors import responses
+from tessera.products.schemas import TransferItem
+from tessera.schemas import PageParams, known_query_only
+
+
+async def public_url(request: Request) -> str:
+    """Where people reach this server: ``TESSERA_PUBLIC_URL``, else the request's base URL."""
+    configured: str | None = request.app.state.settings.public_url
+    return (configured or str(request.base_url)).rstrip("/")
+
+
+async def admit_claim(request: Request, token: str) -> None:
+    """The rate limits of claims (``claims.limiter``), before anything else is done."""
+    address = request.client.host if request.client else "unknown"
+    request.app.state.claim_limiter.admit(address=address, link=token)
+
+
+PublicUrl = Annotated[str, Depends(public_url)]
+
+router = APIRouter(prefix="/products/{id}/claim-links", tags=["claims"])
+
+
+@router.post(
+    "",
+    status_code=201,
+    response_model=ClaimLinkCreated,
+    responses=responses(400, 401, 403, 404, 409),
+)
+async def create_claim_link(
+    database: DatabaseDep,
+    principal: Writer,
+    settings: SettingsDep,
+    base_url: PublicUrl,
+    id: uuid.UUID,
+    body: ClaimLinkCreate,
+) -> ClaimLinkCreated:
+    """A link through which people claim items of an ``is_claimable`` product (409 otherwise).
+    Its ``token`` and ``url`` are shown in this answer only."""
+    return await service.create_link(
+        database,
+        principal,
+        product_id=id,
+        body=body,
+        hash_key=settings.hash_key_bytes,
+        base_url=base_url,
+    )
+
+
+@router.get("", response_model=ClaimLinkList, responses=responses(400, 401, 404))
+async def list_claim_links(
+    database: DatabaseDep, principal: Reader, id: uuid.UUID, paging: Annotated[PageParams, Query()]
+) -> ClaimLinkList:
+    """The product's claim links, oldest first, each with the ``claims`` made through it."""
+    return await service.list_links(database, principal, product_id=id, paging=paging)
+
+
+@router.get("/{link_id}", response_model=ClaimLinkRead, responses=responses(400, 401, 404))
+async def get_claim_link(
+    database: DatabaseDep, principal: Reader, id: uuid.UUID, link_id: uuid.UUID
+) -> ClaimLinkRead:
+    """One claim link of the product."""
+    return await service.get_link(database, principal, product_id=id, link_id=link_id)
+
+
+@router.delete("/{link_id}", response_model=ClaimLinkRead, responses=responses(400, 401, 403, 404))
+async def revoke_claim_link(
+    database: DatabaseDep, principal: Writer, id: uuid.UUID, link_id: uuid.UUID
+) -> ClaimLinkRead:
+    """Revoke a claim link: its token answers 404 from now on (revoking again changes nothing).
+    Items already claimed stay with their owners."""
+    return await service.revoke_link(database, principal, product_id=id, link_id=link_id)
+
+
+public_router = APIRouter(
+    prefix="/v1/claims", tags=["claims"], dependencies=[Depends(known_query_only)]
+)
+
+
+@public_router.get("/{token}", response_model=ClaimView, responses=responses(404, 410))
+async def view_claim(database: DatabaseDep, settings: SettingsDep, token: str) -> ClaimView:
+    """What a claim link offers (no credential): the product, its event, the claims left and
+    the expiry. 404 for an unknown or revoked token, 410 for an expired or used-up link."""
+    return await service.view_offer(database, token=token, hash_key=settings.hash_key_bytes)
+
+
+@public_router.post(
+    "/{token}",
+    status_code=201,
+    response_model=ClaimResult,
+    responses={
+        200: {
+            "model": ClaimResult,
+            "description": "This email claimed through this link "
+            "before: its first item, not a second one.",
+        },
+        **responses(400, 403, 404, 409, 410, 429),
+    },
+    dependencies=[Depends(admit_claim)],
+)
+async def claim_item(
+    database: DatabaseDep,
+    settings: SettingsDep,
+    box: BoxDep,
+    response: Response,
+    token: str,
+    body: ClaimRequest,
+) -> ClaimResult:
+    """Claim one item through a link (no credential): the user is found by email in the
+    link's project, or created with a custodial wallet and activated; the item is issued by the
+    issuing rules. Rate-limited per client address and per link (429 with Retry-After)."""
+    user_id, item, new = await service.claim(
+        database,
+        token=token,
+        body=body,
+        hash_key=settings.hash_key_bytes,
+        box=box,
+        ss58_prefix=settings.ss58_prefix,
+    )
+    if not new:
+        response.status_code = 200
+    return ClaimResult(user_id=user_id, product_item=TransferItem.of(item))

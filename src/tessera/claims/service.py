@@ -1,0 +1,214 @@
+"""Claim-link use-cases: links for a project (create, list, get, revoke), and the public side:
+the view of what a link offers and the claim itself."""
+
+import secrets
+import uuid
+from typing import Any
+
+from sqlalchemy.exc import IntegrityError
+
+from tessera.auth.principal import Principal
+from tessera.claims import repository
+from tessera.claims.schemas import (
+    ClaimLinkCreate,
+    ClaimLinkCreated,
+    ClaimLinkList,
+    ClaimLinkRead,
+    ClaimRequest,
+    ClaimView,
+    LinkStatus,
+    link_status,
+)
+from tessera.crypto import SecretBox, keyed_hash
+from tessera.db import Database, joined
+from tessera.errors import (
+    ClaimLinkClosed,
+    ClaimLinkNotFound,
+    ClaimNotForYou,
+    InvalidInput,
+    ProductNotClaimable,
+    ProductNotFound,
+    ReferenceIdTaken,
+)
+from tessera.models import Claim, ClaimLink
+from tessera.models.base import unix_now, utcnow
+from tessera.products import rules
+from tessera.products.repository import get_product_row
+from tessera.schemas import PageParams, Pagination
+from tessera.users.schemas import UserCreate
+from tessera.users.service import find_or_create_user, new_user
+
+TOKEN_SCHEME = "tcl"  # noqa: S105 - the tokens' prefix, not a secret
+TOKEN_BYTES = 24  # 192 bits
+
+
+def token_digest(hash_key: bytes, token: str) -> str:
+    return keyed_hash(hash_key, token)
+
+
+async def create_link(
+    database: Database,
+    principal: Principal,
+    *,
+    product_id: uuid.UUID,
+    body: ClaimLinkCreate,
+    hash_key: bytes,
+    base_url: str,
+) -> ClaimLinkCreated:
+    """A link for an ``is_claimable`` product (409 otherwise), ``expires_at`` in the future
+    (400), ``reference_id`` unique in the project (409). The token is in this answer only."""
+    now = unix_now()
+    if body.expires_at is not None and body.expires_at <= now:
+        raise InvalidInput("expires_at: must be in the future")
+    token = f"{TOKEN_SCHEME}_{secrets.token_urlsafe(TOKEN_BYTES)}"
+    async with database.transaction() as tx:
+        product = await get_product_row(tx, principal.project_id, product_id)
+        if not product.is_claimable:
+            raise ProductNotClaimable("product is not claimable: set is_claimable first")
+        try:
+            [link] = await tx.insert(
+                ClaimLink,
+                [
+                    body.model_dump()
+                    | {
+                        "project_id": principal.project_id,
+                        "product_id": product.id,
+                        "token_hash": token_digest(hash_key, token),
+                        "token_hint": token[: len(TOKEN_SCHEME) + 7],
+                        "claims": 0,
+                    }
+                ],
+            )
+        except IntegrityError as exc:
+            raise ReferenceIdTaken("reference_id already used by a claim link") from exc
+        await tx.commit()
+    read = ClaimLinkRead.of(link, now)
+    return ClaimLinkCreated(**read.model_dump(), token=token, url=f"{base_url}/claim/{token}")
+
+
+async def list_links(
+    database: Database, principal: Principal, *, product_id: uuid.UUID, paging: PageParams
+) -> ClaimLinkList:
+    found = await database.read(repository.read_links, principal.project_id, product_id, paging)
+    if found is None:
+        raise ProductNotFound
+    links, total = found
+    now = unix_now()
+    return ClaimLinkList(
+        claim_links=[ClaimLinkRead.of(link, now) for link in links],
+        pagination=Pagination(page=paging.page, limit=paging.limit, total=total),
+    )
+
+
+async def get_link(
+    database: Database, principal: Principal, *, product_id: uuid.UUID, link_id: uuid.UUID
+) -> ClaimLinkRead:
+    link = await database.read(repository.read_link, principal.project_id, product_id, link_id)
+    if link is None:
+        raise ClaimLinkNotFound
+    return ClaimLinkRead.of(link, unix_now())
+
+
+async def revoke_link(
+    database: Database, principal: Principal, *, product_id: uuid.UUID, link_id: uuid.UUID
+) -> ClaimLinkRead:
+    """Revoke a link for good: its token answers 404 from now on. Revoking again changes
+    nothing (the first ``revoked_at`` stays)."""
+    async with database.transaction() as tx:
+        await tx.execute(repository.REVOKE, id=link_id, now=utcnow())
+        link = await repository.read_link(tx, principal.project_id, product_id, link_id)
+        if link is None:  # the update touched nothing: no such link in this project
+            raise ClaimLinkNotFound
+        await tx.commit()
+    return ClaimLinkRead.of(link, unix_now())
+
+
+def _open(link: Any) -> None:
+    """404 for a revoked link (as for an unknown token), 410 for one expired or used up."""
+    status = link_status(link, unix_now())
+    if status is LinkStatus.REVOKED:
+        raise ClaimLinkNotFound
+    if status is LinkStatus.EXPIRED:
+        raise ClaimLinkClosed("this claim link has expired")
+    if status is LinkStatus.USED_UP:
+        raise ClaimLinkClosed("this claim link is used up: every claim it allows was made")
+
+
+async def view_offer(database: Database, *, token: str, hash_key: bytes) -> ClaimView:
+    """What a link offers: the product, its event, the claims left and the expiry."""
+    offer = await database.read(repository.read_offer, token_digest(hash_key, token))
+    if offer is None:
+        raise ClaimLinkNotFound
+    _open(offer)
+    event = None
+    if offer.event_name is not None:
+        event = {
+            name: getattr(offer, f"event_{name}")
+            for name in ("name", "description", "location", "address", "start_date", "end_date")
+        }
+    return ClaimView.model_validate(
+        {
+            "product": {
+                "name": offer.product_name,
+                "description": offer.product_description,
+                "type": offer.product_type,
+            },
+            "event": event,
+            "claims_left": offer.max_claims - offer.claims,
+            "expires_at": offer.expires_at,
+        }
+    )
+
+
+async def claim(
+    database: Database,
+    *,
+    token: str,
+    body: ClaimRequest,
+    hash_key: bytes,
+    box: SecretBox,
+    ss58_prefix: int,
+) -> tuple[uuid.UUID, Any, bool]:
+    """Claim one item through a link: (the user's id, the item, whether it is new).
+
+    The link's row is locked first, so the claims of one link are counted one at a time and
+    never pass ``max_claims``. The same email claiming again gets its first item (not new),
+    even once the link is used up or expired; otherwise the link must be open (404 revoked, 410
+    expired or used up) and made for this email if it names one (403). The user is found by
+    email in the link's project, or created with a custodial wallet, activated (claiming proves
+    the person's intent). The item is issued by the issuing rules (``rules.issue``: active,
+    stock, max_per_account, min_rep_balance, the activation rule, the NFT mint); the product
+    must still be claimable (409). Any refusal changes nothing.
+    """
+    # The new user's key is made before the write transaction, which it may not need.
+    person = UserCreate(email=body.email, first_name=body.first_name, last_name=body.last_name)
+    now = utcnow()
+    fresh = new_user(person, box=box, ss58_prefix=ss58_prefix, at=now, activated=True)
+    async with database.transaction() as tx:
+        link = await tx.first(repository.LOCK_BY_TOKEN, digest=token_digest(hash_key, token))
+        if link is None or link.revoked_at is not None:
+            raise ClaimLinkNotFound
+        earlier = await tx.first(repository.CLAIMED_ITEM, link_id=link.id, email=body.email)
+        if earlier is not None:
+            product = await get_product_row(tx, link.project_id, link.product_id)
+            return earlier.owner_id, joined(earlier, product=product), False
+        _open(link)
+        if link.email is not None and link.email != body.email:
+            raise ClaimNotForYou
+        user = await find_or_create_user(tx, link.project_id, fresh)
+        principal = Principal(
+            project_id=link.project_id,
+            can_write=True,
+            credential=f"claim_link:{link.id}",
+            require_activation=await tx.scalar(repository.REQUIRES_ACTIVATION, id=link.project_id),
+        )
+        [item] = await rules.issue(tx, principal, link.product_id, [user])
+        if not item.product.is_claimable:
+            raise ProductNotClaimable
+        await tx.execute(repository.COUNT_CLAIM, id=link.id, now=now)
+        await tx.insert(
+            Claim,
+            [{"link_id": link.id, "email": body.email, "user_id": user.id, "item_id": item.id}],
+        )
+        await tx.commit()
+    return user.id, item, True
