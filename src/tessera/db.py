@@ -227,6 +227,11 @@ class Rows:
         rows = await self.all(statement, **params)
         return rows[0] if rows else None
 
+    @property
+    def on_postgresql(self) -> bool:
+        """For the few statements written for one backend (see ``products.rules.issue``)."""
+        return not isinstance(self._connection, sqlite3.Connection)
+
     async def scalar(self, statement: Executable, **params: Any) -> Any:
         row = await self.first(statement, **params)
         return None if row is None else row[0]
@@ -332,6 +337,12 @@ class _DefaultContext:
 
     def get_current_parameters(self) -> dict[str, Any]:
         return self._row
+
+
+def with_defaults(model: type[DeclarativeBase], row: dict[str, Any]) -> dict[str, Any]:
+    """``row`` of ``model`` with the Python-side defaults of its other columns, as ``insert``
+    writes it: for a row written by a statement of one's own."""
+    return _with_defaults(table_of(model), row)
 
 
 def _with_defaults(table: Table, row: dict[str, Any]) -> dict[str, Any]:

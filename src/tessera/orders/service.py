@@ -4,13 +4,14 @@ import secrets
 import uuid
 from dataclasses import dataclass
 from decimal import Decimal
+from types import SimpleNamespace
 from typing import Any
 
 from sqlalchemy import bindparam, update
 from sqlalchemy.exc import IntegrityError
 
 from tessera.auth.principal import Principal
-from tessera.db import Database, Rows, Transaction, table_of
+from tessera.db import Database, Rows, Transaction, table_of, with_defaults
 from tessera.errors import (
     OrderNotFound,
     OrderNotPending,
@@ -71,7 +72,8 @@ async def create_order(database: Database, principal: Principal, *, body: OrderC
                         "project_id": principal.project_id,
                         "order_number": order_number,
                         "user_id": user.id,
-                        "status": OrderStatus.PENDING,
+                        # A completed order is written completed: no second write of its row.
+                        "status": OrderStatus(body.status),
                         "created_at": now,
                         "updated_at": now,
                     }
@@ -79,31 +81,35 @@ async def create_order(database: Database, principal: Principal, *, body: OrderC
             )
         except IntegrityError as exc:
             raise OrderNumberTaken(f"order_number already used: {order_number}") from exc
-        if body.status == "completed":
-            # Lock the products before the lines point at them: their foreign keys then take
-            # their key-share lock under this transaction's own lock. Taken while other orders
-            # hold the row, it collected multixacts, and completed orders of one product ran at
-            # half the rate on PostgreSQL.
-            await rules.lock_products(tx, principal.project_id, wanted)
-        lines = await tx.insert(
-            OrderItem,
-            [
+        lines = [
+            with_defaults(
+                OrderItem,
                 {
+                    "id": uuid.uuid4(),
                     "order_id": order.id,
                     "product_id": line.product_id,
                     "position": position,
                     "quantity": line.quantity,
                     "unit_price": Decimal(by_id[line.product_id].price),
                     "created_at": now,
-                }
-                for position, line in enumerate(body.items)
-            ],
-        )
+                },
+            )
+            for position, line in enumerate(body.items)
+        ]
         items: list[Any] = []
         if body.status == "completed":
-            items = await _complete(tx, principal, order, lines, user)
+            # Each line is written with its items, under its product's row lock (see
+            # rules.issue): a line's foreign key then takes its key-share lock under this
+            # transaction's own lock. Taken while other orders held the row, it collected
+            # multixacts, and completed orders of one product ran at half the rate.
+            for line in sorted(lines, key=lambda x: _lock_order(x["product_id"], x["position"])):
+                items += await rules.issue(
+                    tx, principal, line["product_id"], [user] * line["quantity"], new_line=line
+                )
+        else:
+            await tx.insert(OrderItem, lines)
         await tx.commit()
-    return OrderView(order, lines, by_id, items)
+    return OrderView(order, [SimpleNamespace(**line) for line in lines], by_id, items)
 
 
 async def complete_order(
@@ -114,7 +120,8 @@ async def complete_order(
         order, lines = await repository.lock_order(tx, principal.project_id, order_id)
         _require_pending(order, "completed")
         user = await get_user_row(tx, principal.project_id, UserRef("id", order.user_id))
-        items = await _complete(tx, principal, order, lines, user)
+        await _set_status(tx, order, OrderStatus.COMPLETED)  # before any product is locked
+        items = await _issue_lines(tx, principal, lines, user)
         await tx.commit()
         return await _view(tx, principal, order, lines, items)
 
@@ -153,13 +160,18 @@ async def _set_status(tx: Transaction, order: Any, status: OrderStatus) -> None:
     await tx.execute(_STATUS, id=order.id, status=status, updated_at=order.updated_at)
 
 
-async def _complete(
-    tx: Transaction, principal: Principal, order: Any, lines: list[Any], user: Any
+def _lock_order(product_id: uuid.UUID, position: int) -> tuple[str, int]:
+    """Lines are issued (their products locked) in one order of their products, by id, so
+    that two orders never wait on each other."""
+    return str(product_id), position
+
+
+async def _issue_lines(
+    tx: Transaction, principal: Principal, lines: list[Any], user: Any
 ) -> list[Any]:
-    await _set_status(tx, order, OrderStatus.COMPLETED)  # before any product is locked
+    """The items of a completed order's lines, issued by the issuing rules."""
     items: list[Any] = []
-    # Products in one order (by id, as lock_products) so that two orders never wait on each other.
-    for line in sorted(lines, key=lambda line: (str(line.product_id), line.position)):
+    for line in sorted(lines, key=lambda line: _lock_order(line.product_id, line.position)):
         items += await rules.issue(
             tx, principal, line.product_id, [user] * line.quantity, order_item_id=line.id
         )

@@ -16,13 +16,21 @@ product, items and users as the statements below read them.
 
 import uuid
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
+from types import SimpleNamespace
 from typing import Any
 
-from sqlalchemy import bindparam, func, select, update
+from sqlalchemy import TextualSelect, bindparam, func, select, text, update
 
 from tessera.auth.principal import Principal
-from tessera.db import Transaction, joined, lock_for_share, lock_for_update, table_of
+from tessera.db import (
+    Transaction,
+    joined,
+    lock_for_share,
+    lock_for_update,
+    table_of,
+    with_defaults,
+)
 from tessera.errors import (
     CollectionFull,
     ItemFullyRedeemed,
@@ -41,7 +49,7 @@ from tessera.errors import (
     TransferToSelf,
 )
 from tessera.jobs.queue import JobKind
-from tessera.models import NftStatus, Product, ProductItem
+from tessera.models import NftStatus, OrderItem, Product, ProductItem
 from tessera.models.base import utcnow
 from tessera.products.tasks import queue_nft
 from tessera.users.rules import require_activated
@@ -104,15 +112,6 @@ async def share_product(tx: Transaction, project_id: uuid.UUID, product_id: uuid
     return joined(row)
 
 
-async def lock_products(
-    tx: Transaction, project_id: uuid.UUID, product_ids: Iterable[uuid.UUID]
-) -> None:
-    """Lock the project's products, in one order (by id) so that two transactions that lock
-    several never wait on each other (404 for one that is not there)."""
-    for product_id in sorted(product_ids, key=str):
-        await lock_product(tx, project_id, product_id)
-
-
 async def lock_item(tx: Transaction, product: Any, item_id: uuid.UUID) -> Any:
     """An item of ``product`` (already locked, or share-locked: products are always locked
     first), locked, with its ``product``."""
@@ -128,10 +127,17 @@ def is_fully_redeemed(redemption_count: int, product: Any) -> bool:
 
 
 async def check_recipients(
-    tx: Transaction, principal: Principal, product: Any, recipients: Sequence[Any]
+    tx: Transaction,
+    principal: Principal,
+    product: Any,
+    recipients: Sequence[Any],
+    *,
+    written: bool = False,
 ) -> None:
     """``active``, the project's activation rule, ``max_per_account`` and ``min_rep_balance``
-    for users about to receive items (a user listed n times receives n items)."""
+    for users about to receive items (a user listed n times receives n items). ``written``: the
+    recipients' new items are already written in this transaction (``issue``), so the count of
+    items held includes them."""
     if not product.active:
         raise ProductInactive
     for user in _unique(recipients):
@@ -141,17 +147,130 @@ async def check_recipients(
         counts = await tx.all(_HELD, product_id=product.id, owners=list(wanted))
         held: dict[uuid.UUID, int] = {owner_id: count for owner_id, count in counts}
         for user in _unique(recipients):
-            total = held.get(user.id, 0) + wanted[user.id]
+            before = held.get(user.id, 0) - (wanted[user.id] if written else 0)
+            total = before + wanted[user.id]
             if total > product.max_per_account:
                 raise PerAccountLimitReached(
                     f"max_per_account is {product.max_per_account}: {user.email} holds "
-                    f"{held.get(user.id, 0)} and would hold {total}"
+                    f"{before} and would hold {total}"
                 )
     for user in _unique(recipients):
         if user.reputation < product.min_rep_balance:
             raise ReputationTooLow(
                 f"min_rep_balance is {product.min_rep_balance}: {user.email} has {user.reputation}"
             )
+
+
+# On PostgreSQL the bump and the items' insert are one statement, so that issuers of one
+# product hold its row lock for this round trip and the commit's (and the per-account count's,
+# if the product has a limit) and no more: the lock is what they queue on. The items are numbered
+# from the bumped counter; checks that fail afterwards roll the whole statement back. (The
+# per-account count must be a statement of its own, after this one: a subquery here would read
+# the snapshot taken before the lock was granted, without the items of the issuer just before.)
+_COLUMNS = ", ".join(column.name for column in _PRODUCTS.c)
+
+
+def _issue_statement(*, with_line: bool) -> TextualSelect:
+    """The bump and the items' insert; ``with_line``: the order line the items are for, too
+    (its foreign key then takes its key-share lock under this transaction's own row lock)."""
+    line = """
+    line AS (
+        INSERT INTO order_items (id, order_id, product_id, position, quantity, unit_price,
+                                 created_at)
+        SELECT CAST(:order_item_id AS UUID), CAST(:order_id AS UUID), bumped.id,
+               CAST(:position AS INTEGER), CAST(:count AS BIGINT),
+               CAST(:unit_price AS NUMERIC), CAST(:now AS TIMESTAMPTZ)
+        FROM bumped
+    ),"""
+    return text(
+        f"""
+        WITH bumped AS (
+            UPDATE products SET issued_count = issued_count + :count
+            WHERE project_id = :project_id AND id = :id
+            RETURNING {_COLUMNS}
+        ),{line if with_line else ""}
+        items AS (
+            INSERT INTO product_items (id, project_id, product_id, item_id, owner_id,
+                                       order_item_id, redemption_count, nft_status, created_at,
+                                       updated_at)
+            SELECT new.id, bumped.project_id, bumped.id, bumped.issued_count - :count + new.n,
+                   new.owner_id, CAST(:order_item_id AS UUID), 0,
+                   CASE WHEN bumped.mint_nft THEN CAST(:queued AS VARCHAR) END,
+                   CAST(:now AS TIMESTAMPTZ), CAST(:now AS TIMESTAMPTZ)
+            FROM bumped, unnest(CAST(:ids AS UUID[]), CAST(:owners AS UUID[]))
+                         WITH ORDINALITY AS new(id, owner_id, n)
+        )
+        SELECT {_COLUMNS} FROM bumped
+        """  # noqa: S608 - the names are the model's columns, not input
+    ).columns(*_PRODUCTS.c)
+
+
+_ISSUE_AND_INSERT = {
+    False: _issue_statement(with_line=False),
+    True: _issue_statement(with_line=True),
+}
+
+
+async def _bump_and_insert(
+    tx: Transaction,
+    project_id: uuid.UUID,
+    product_id: uuid.UUID,
+    recipients: Sequence[Any],
+    order_item_id: uuid.UUID | None,
+    new_line: dict[str, Any] | None,
+) -> tuple[Any, list[Any]]:
+    """Take ``count`` item numbers of the product (locking it) and write an item for each
+    recipient (and ``new_line``, the order line they are for, first); the product as bumped and
+    the items' rows. None for no such product."""
+    count, now = len(recipients), utcnow()
+    ids = [uuid.uuid4() for _ in recipients]
+    if tx.on_postgresql:
+        line = (
+            {}
+            if new_line is None
+            else {name: new_line[name] for name in ("order_id", "position", "unit_price")}
+        )
+        bumped = await tx.first(
+            _ISSUE_AND_INSERT[new_line is not None],
+            project_id=project_id,
+            id=product_id,
+            count=count,
+            ids=tuple(ids),  # an array: a tuple, not a list to expand
+            owners=tuple(user.id for user in recipients),
+            order_item_id=order_item_id,
+            queued=NftStatus.QUEUED.value,
+            now=now,
+            **line,
+        )
+    else:
+        bumped = await tx.first(_ISSUE, project_id=project_id, id=product_id, count=count)
+        if bumped is not None and new_line is not None:
+            await tx.insert(OrderItem, [new_line])
+    if bumped is None:
+        return None, []
+    product = joined(bumped)
+    first = product.issued_count - count + 1
+    rows = [
+        with_defaults(
+            ProductItem,
+            {
+                "id": item_id,
+                "project_id": product.project_id,
+                "product_id": product.id,
+                "item_id": first + offset,
+                "owner_id": user.id,
+                "order_item_id": order_item_id,
+                "redemption_count": 0,
+                "nft_status": NftStatus.QUEUED if product.mint_nft else None,
+                "created_at": now,
+                "updated_at": now,
+            },
+        )
+        for offset, (item_id, user) in enumerate(zip(ids, recipients, strict=True))
+    ]
+    if not tx.on_postgresql:
+        await tx.insert(ProductItem, rows)
+    return product, [SimpleNamespace(**row) for row in rows]
 
 
 async def issue(
@@ -161,16 +280,23 @@ async def issue(
     recipients: Sequence[Any],
     *,
     order_item_id: uuid.UUID | None = None,
+    new_line: dict[str, Any] | None = None,
 ) -> list[Any]:
     """Issue one item per recipient of the project's product (404 otherwise), with the next
     sequential ``item_id``s: ``stock`` and, for NFT products, ``max_items`` bound the items ever
-    issued; each recipient must pass ``check_recipients``. All or nothing: the caller's
-    transaction must end if this raises. The items, with ``product`` and ``owner``."""
+    issued; each recipient must pass ``check_recipients``. All or nothing: the items are written
+    before the checks, so the caller's transaction must end (roll back) if this raises. The
+    items are for the order line ``order_item_id``, or for ``new_line`` (a completed order's
+    line for this product and these recipients, with all its columns: written here, with the
+    items). The items, with ``product`` and ``owner``."""
     count = len(recipients)
-    bumped = await tx.first(_ISSUE, project_id=principal.project_id, id=product_id, count=count)
-    if bumped is None:
+    if new_line is not None:
+        order_item_id = new_line["id"]
+    product, items = await _bump_and_insert(
+        tx, principal.project_id, product_id, recipients, order_item_id, new_line
+    )
+    if product is None:
         raise ProductNotFound
-    product = joined(bumped)
     issued = product.issued_count - count  # before this issue
     if product.stock is not None and issued + count > product.stock:
         left = product.stock - issued
@@ -181,32 +307,9 @@ async def issue(
                 f"the NFT collection holds at most {product.max_items} items "
                 f"({issued} issued, {count} requested)"
             )
-    await check_recipients(tx, principal, product, recipients)
-
-    first = issued + 1
-    now = utcnow()
-    rows = await tx.insert(
-        ProductItem,
-        [
-            {
-                "id": uuid.uuid4(),
-                "project_id": product.project_id,
-                "product_id": product.id,
-                "item_id": first + offset,
-                "owner_id": user.id,
-                "order_item_id": order_item_id,
-                "redemption_count": 0,
-                "nft_status": NftStatus.QUEUED if product.mint_nft else None,
-                "created_at": now,
-                "updated_at": now,
-            }
-            for offset, user in enumerate(recipients)
-        ],
-    )
-    items = []
-    for row, user in zip(rows, recipients, strict=True):
-        row.product, row.owner = product, user
-        items.append(row)
+    await check_recipients(tx, principal, product, recipients, written=True)
+    for item, user in zip(items, recipients, strict=True):
+        item.product, item.owner = product, user
     if product.mint_nft:
         await queue_nft(tx, JobKind.MINT, items)
     return items
