@@ -10,6 +10,7 @@ from tessera import API_VERSION, __build__
 from tessera.auth.dependencies import SECURITY_SCHEMES, authenticate
 from tessera.claims.router import router as claim_links_router
 from tessera.events.router import router as events_router
+from tessera.idempotency import WRITE_METHODS
 from tessera.legacy.router import router as legacy_router
 from tessera.orders.router import router as orders_router
 from tessera.products.router import router as products_router
@@ -126,11 +127,43 @@ def document(app: FastAPI) -> None:
             for method, operation in operations.items():
                 if (method.upper(), path) not in OPEN_ROUTES:
                     operation["security"] = [{name: []} for name in SECURITY_SCHEMES]
+                    if method.upper() in WRITE_METHODS:
+                        _idempotent(operation)
         _refuse_nul(schema)
         _link(schema)
         return schema
 
     app.openapi = openapi  # type: ignore[method-assign]
+
+
+IDEMPOTENCY_KEY = {
+    "name": "Idempotency-Key",
+    "in": "header",
+    "required": False,
+    "description": (
+        "Makes the request safe to retry: the first answer is kept with the key for 24 h "
+        "(TESSERA_IDEMPOTENCY_TTL_SECONDS) and a retry with the same key and request gets it again "
+        "(Idempotent-Replayed: true) without doing anything; the key with another request is 422, "
+        "and while the first request runs, 409."
+    ),
+    "schema": {"type": "string", "minLength": 1, "maxLength": 255, "pattern": "^[!-~]+$"},
+}
+
+
+def _idempotent(operation: dict[str, Any]) -> None:
+    """Every project write takes an ``Idempotency-Key`` (tessera.idempotency)."""
+    operation.setdefault("parameters", []).append(IDEMPOTENCY_KEY)
+    for status, (description, _) in {
+        "409": ("A request with this Idempotency-Key is still running.", None),
+        "422": ("The Idempotency-Key was sent before with another request.", None),
+    }.items():
+        if status not in operation["responses"]:
+            operation["responses"][status] = {
+                "description": description,
+                "content": {
+                    "application/json": {"schema": {"$ref": "#/components/schemas/ErrorMessage"}}
+                },
+            }
 
 
 NO_NUL = "^[^\\u0000]*$"

@@ -75,6 +75,8 @@ class Settings(BaseSettings):
     # Where people reach this server: the base of a claim link's `url` (unset: the base URL the
     # creating request came to, which is right unless a proxy rewrites the host).
     public_url: str | None = Field(default=None, pattern=r"^https?://[^/?#\s]+(/[^?#\s]*)?$")
+    # How long a write's answer is kept for a retry with the same Idempotency-Key.
+    idempotency_ttl_seconds: int = Field(default=86400, ge=60)
     # Claims per minute, per client address and per claim link, in each process.
     claim_rate_per_address: int = Field(default=30, ge=1)
     claim_rate_per_link: int = Field(default=120, ge=1)

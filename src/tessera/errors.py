@@ -12,6 +12,7 @@
 | 409    | {"message"}                | state conflicts (duplicates, stock, limits, ownership)   |
 | 410    | {"message"}                | a claim link expired or used up                          |
 | 413    | {"message"}                | body larger than TESSERA_MAX_BODY_BYTES                  |
+| 422    | {"message"}                | an Idempotency-Key sent again with another request       |
 | 429    | {"message"}, Retry-After   | too many claims from one address or on one link          |
 | 503    | {"message"}                | a chain is unreachable; too many connections (server.py) |
 | 500    | {"message", "request_id"}  | anything unexpected (traceback goes to the log only)     |
@@ -171,6 +172,19 @@ class Conflict(AppError):
 
 class JobNotFailed(Conflict):
     pass
+
+
+class IdempotencyKeyRunning(Conflict):
+    message = "a request with this Idempotency-Key is still running; retry when it has answered"
+
+
+# 422
+class IdempotencyKeyReused(AppError):
+    status_code = 422
+    message = (
+        "this Idempotency-Key was used for another request (method, path, query or body): "
+        "use a new key for a new request"
+    )
 
 
 class UserNotActivated(Conflict):
@@ -410,6 +424,7 @@ def responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
         410: (ErrorMessage, "The claim link expired or is used up."),
         429: (ErrorMessage, "Too many claims: wait the seconds Retry-After gives."),
         413: (ErrorMessage, "Request body too large."),
+        422: (ErrorMessage, "The Idempotency-Key was sent before with another request."),
         503: (ErrorMessage, "A chain this request reads is unreachable."),
     }
     return {s: {"model": described[s][0], "description": described[s][1]} for s in statuses}

@@ -21,6 +21,7 @@ from tessera.config import Settings, get_settings
 from tessera.crypto import SecretBox
 from tessera.db import Database
 from tessera.errors import install_error_handlers
+from tessera.idempotency import IdempotencyMiddleware, IdempotencyStore, purge_expired
 from tessera.jobs.worker import Handlers, JobContext, Worker
 from tessera.middleware import RequestContextMiddleware
 from tessera.products import tasks as product_tasks
@@ -43,8 +44,12 @@ def job_handlers() -> Handlers:
     return {**product_tasks.HANDLERS}
 
 
+# Housekeeping the worker does between jobs: (every so many seconds, what).
+CHORES = [(600.0, purge_expired)]
+
+
 def make_worker(context: JobContext, settings: Settings) -> Worker:
-    return Worker.from_settings(context, job_handlers(), settings)
+    return Worker.from_settings(context, job_handlers(), settings, chores=CHORES)
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
@@ -62,6 +67,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             max_overflow=settings.db_max_overflow,
         )
         app.state.database = database
+        app.state.idempotency = IdempotencyStore(
+            database, ttl_seconds=settings.idempotency_ttl_seconds
+        )
         stop = asyncio.Event()
         usage = asyncio.create_task(
             app.state.authenticator.usage.run(database, USAGE_FLUSH_SECONDS, stop)
@@ -101,7 +109,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
 
     install_error_handlers(app)
-    app.add_middleware(VersionAnswer)  # inside the request context: added first
+    app.add_middleware(IdempotencyMiddleware)  # innermost: it reads bodies within the limit
+    app.add_middleware(VersionAnswer)  # inside the request context
     app.add_middleware(
         RequestContextMiddleware,
         max_body_bytes=settings.max_body_bytes,

@@ -62,11 +62,11 @@ class RequestContextMiddleware:
 
         declared = _content_length(scope)
         if declared is not None and declared > self.max_body_bytes:
-            await _send_error(send_with_id, self._too_large())
+            await send_error(send_with_id, self._too_large())
             return
         nul = _nul_in(scope)
         if nul:
-            await _send_error(send_with_id, InvalidInput(f"{nul}: {NUL_REFUSED}"))
+            await send_error(send_with_id, InvalidInput(f"{nul}: {NUL_REFUSED}"))
             return
 
         received = 0
@@ -83,7 +83,7 @@ class RequestContextMiddleware:
                 received += len(message.get("body", b""))
                 if received > self.max_body_bytes:
                     too_large = True
-                    await _send_error(send_with_id, self._too_large())
+                    await send_error(send_with_id, self._too_large())
                     return {"type": "http.disconnect"}
             return message
 
@@ -98,7 +98,7 @@ class RequestContextMiddleware:
                 return
             log.exception("unhandled error (request_id=%s)", request_id)
             if not status:
-                await _send_error(send_with_id, InternalError(request_id))
+                await send_error(send_with_id, InternalError(request_id))
         finally:
             if self.access_log:
                 _log_access(scope, request_id, status, time.perf_counter() - began)
@@ -148,7 +148,7 @@ def _content_length(scope: Scope) -> int | None:
     return None
 
 
-async def _send_error(send: Send, error: AppError) -> None:
+async def send_error(send: Send, error: AppError) -> None:
     payload = json.dumps(error.body()).encode()
     await send(
         {

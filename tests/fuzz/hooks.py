@@ -4,12 +4,14 @@ Each rule is written in the operation's OpenAPI description and checked by the s
 400; these filters keep the fuzzer's generated requests to them, so that a refusal of any
 other schema-valid request fails the run. Nothing else is filtered. An SS58 address's checksum
 cannot be generated at random either: ``map_case`` gives a wallet request a real address (of
-a key made from the generated text) and leaves the rest of the case as generated.
+a key made from the generated text), and each case its own ``Idempotency-Key``, and leaves the
+rest of the case as generated.
 """
 
 import hashlib
 import re
 import time
+import uuid
 from typing import Any
 
 import schemathesis
@@ -118,4 +120,10 @@ def map_case(ctx: schemathesis.HookContext, case: schemathesis.Case) -> schemath
         except ValueError:  # the shape of an address, not its checksum
             public_key = hashlib.sha256(address.encode()).digest()
             body["address"] = ss58_encode(public_key, ss58_format=42)
+    # A generated Idempotency-Key repeats across cases ("0", "a", ...), and a key sent again with
+    # another request is 422 by design: each case gets a key of its own (the header stays).
+    headers = case.headers or {}
+    for name in list(headers):
+        if name.lower() == "idempotency-key":
+            headers[name] = uuid.uuid4().hex
     return case

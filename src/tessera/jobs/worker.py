@@ -13,10 +13,12 @@ The worker knows no job kind: the app and the CLI hand it a registry of handlers
 import asyncio
 import logging
 import random
+import time
 import uuid
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
+from typing import Any
 
 from sqlalchemy import and_, exists, select, update
 from sqlalchemy.orm import aliased
@@ -55,6 +57,8 @@ class JobHandler:
 
 
 Handlers = Mapping[str, JobHandler]
+# Housekeeping between jobs: every so many seconds, an async function of the database.
+Chore = tuple[float, Callable[[Database], Awaitable[Any]]]
 
 
 class Worker:
@@ -66,8 +70,11 @@ class Worker:
         max_attempts: int,
         lease_seconds: float,
         poll_seconds: float = 1.0,
+        chores: Sequence[Chore] = (),
     ) -> None:
         self.context = context
+        self.chores = list(chores)
+        self._chores_due = [0.0] * len(self.chores)  # time.monotonic(): each runs at start
         self.handlers = handlers
         self.max_attempts = max_attempts
         self.lease_seconds = lease_seconds
@@ -75,14 +82,33 @@ class Worker:
         self.worker_id = uuid.uuid4().hex[:8]
 
     @classmethod
-    def from_settings(cls, context: JobContext, handlers: Handlers, settings: Settings) -> "Worker":
+    def from_settings(
+        cls,
+        context: JobContext,
+        handlers: Handlers,
+        settings: Settings,
+        *,
+        chores: Sequence[Chore] = (),
+    ) -> "Worker":
         return cls(
             context,
             handlers,
             max_attempts=settings.job_max_attempts,
             lease_seconds=settings.job_lease_seconds,
             poll_seconds=settings.worker_poll_seconds,
+            chores=chores,
         )
+
+    async def run_chores(self) -> None:
+        """The housekeeping that is due (each at most every its interval, in this worker)."""
+        now = time.monotonic()
+        for index, (interval, chore) in enumerate(self.chores):
+            if self._chores_due[index] <= now:
+                self._chores_due[index] = now + interval
+                try:
+                    await chore(self.database)
+                except Exception:
+                    log.exception("worker %s: chore %s failed", self.worker_id, chore.__name__)
 
     @property
     def database(self) -> Database:
@@ -203,6 +229,7 @@ class Worker:
                 log.exception("worker %s: could not claim a job", self.worker_id)
                 worked = False
             if not worked:
+                await self.run_chores()
                 try:
                     await asyncio.wait_for(stop.wait(), self.poll_seconds)
                 except TimeoutError:

@@ -3,6 +3,7 @@
 from tessera.models.base import Base
 from tessera.models.claim import Claim, ClaimLink
 from tessera.models.event import Attendee, Event
+from tessera.models.idempotency import IdempotencyKey
 from tessera.models.job import Job, JobStatus
 from tessera.models.order import Order, OrderItem, OrderStatus
 from tessera.models.product import ItemTransfer, NftStatus, Product, ProductItem, Redemption
@@ -23,6 +24,7 @@ __all__ = [
     "Claim",
     "ClaimLink",
     "Event",
+    "IdempotencyKey",
     "IdentityBinding",
     "ItemTransfer",
     "Job",
