@@ -7,8 +7,9 @@ from fastapi import APIRouter, Depends, FastAPI, Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from tessera import API_VERSION, __build__
-from tessera.auth.dependencies import SECURITY_SCHEMES, authenticate
+from tessera.auth.dependencies import SECURITY_SCHEMES, authenticate, rate_limited
 from tessera.claims.router import router as claim_links_router
+from tessera.errors import responses
 from tessera.events.router import router as events_router
 from tessera.idempotency import WRITE_METHODS
 from tessera.legacy.router import router as legacy_router
@@ -83,11 +84,15 @@ class VersionAnswer:
         await self.app(scope, receive, send)
 
 
-def include_v1(app: FastAPI) -> None:
+def include_v1(app: FastAPI, *, rate_limits: bool = False) -> None:
     """Every project route, under /v1. Each authenticates at router level (routes add Writer
-    where they change state); unknown query parameters are refused after the credential is
-    checked (401 comes first). Each domain router is included into the app itself, not into a
-    /v1 router first: one level less of router matching on every request."""
+    where they change state), then takes its credential's rate limit when ``rate_limits`` are
+    set; unknown query parameters are refused after the credential is checked (401 comes
+    first). Each domain router is included into the app itself, not into a /v1 router first:
+    one level less of router matching on every request."""
+    checks = [Depends(authenticate), Depends(known_query_only)]
+    if rate_limits:
+        checks.insert(1, Depends(rate_limited))
     domains = (
         wallets_router,  # before users: /users/wallets/... are not /users/{...} lookups
         users_router,
@@ -101,7 +106,8 @@ def include_v1(app: FastAPI) -> None:
         app.include_router(
             domain,
             prefix="/v1",
-            dependencies=[Depends(authenticate), Depends(known_query_only)],
+            dependencies=checks,
+            responses=responses(429) if rate_limits else None,
         )
 
 

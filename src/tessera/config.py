@@ -75,6 +75,10 @@ class Settings(BaseSettings):
     # Where people reach this server: the base of a claim link's `url` (unset: the base URL the
     # creating request came to, which is right unless a proxy rewrites the host).
     public_url: str | None = Field(default=None, pattern=r"^https?://[^/?#\s]+(/[^?#\s]*)?$")
+    # Requests per second per credential, for reads and for writes (a token bucket holding one
+    # second's worth); 0 turns a limit off. Shared by every process on PostgreSQL.
+    rate_limit_read: float = Field(default=0, ge=0)
+    rate_limit_write: float = Field(default=0, ge=0)
     # How long a write's answer is kept for a retry with the same Idempotency-Key.
     idempotency_ttl_seconds: int = Field(default=86400, ge=60)
     # Claims per minute, per client address and per claim link, in each process.

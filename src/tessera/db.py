@@ -624,7 +624,8 @@ def reads_only(endpoint: EndpointT) -> EndpointT:
     return endpoint
 
 
-def _writes(request: Request) -> bool:
+def writes(request: Request) -> bool:
+    """Whether the request may change data (a lookup sent as POST does not: ``reads_only``)."""
     if request.method in READ_METHODS:
         return False
     return request.scope.get("endpoint") not in READ_ONLY_ENDPOINTS
@@ -632,7 +633,7 @@ def _writes(request: Request) -> bool:
 
 async def get_session(request: Request) -> AsyncIterator[AsyncSession]:
     database: Database = request.app.state.database
-    async with database.session(write=_writes(request)) as session:
+    async with database.session(write=writes(request)) as session:
         yield session
 
 

@@ -13,7 +13,8 @@
 | 410    | {"message"}                | a claim link expired or used up                          |
 | 413    | {"message"}                | body larger than TESSERA_MAX_BODY_BYTES                  |
 | 422    | {"message"}                | an Idempotency-Key sent again with another request       |
-| 429    | {"message"}, Retry-After   | too many claims from one address or on one link          |
+| 429    | {"message"}, Retry-After   | too many claims from one address or on one link; a       |
+|        |                            | credential over TESSERA_RATE_LIMIT_READ/WRITE            |
 | 503    | {"message"}                | a chain is unreachable; too many connections (server.py) |
 | 500    | {"message", "request_id"}  | anything unexpected (traceback goes to the log only)     |
 """
@@ -153,18 +154,32 @@ class ClaimLinkClosed(AppError):
 
 
 # 429
-class TooManyClaims(AppError):
+class TooManyRequests(AppError):
+    """Over a rate limit: ``Retry-After`` says when to try again; ``limit`` (per second, for a
+    credential's limit) adds the ``RateLimit-*`` headers."""
+
     status_code = 429
 
-    def __init__(self, message: str, *, retry_after: int) -> None:
+    def __init__(self, message: str, *, retry_after: int, limit: int | None = None) -> None:
         super().__init__(message)
         self.retry_after = retry_after
+        self.limit = limit
 
     def headers(self) -> dict[str, str] | None:
-        return {"Retry-After": str(self.retry_after)}
+        headers = {"Retry-After": str(self.retry_after)}
+        if self.limit is not None:
+            headers |= {
+                "RateLimit-Limit": str(self.limit),
+                "RateLimit-Remaining": "0",
+                "RateLimit-Reset": str(self.retry_after),
+            }
+        return headers
 
 
-# 409
+class TooManyClaims(TooManyRequests):
+    pass
+
+
 class Conflict(AppError):
     status_code = 409
     message = "conflict"
@@ -422,7 +437,7 @@ def responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
         404: (ErrorMessage, "No such object in this project."),
         409: (ErrorMessage, "The request conflicts with the current state."),
         410: (ErrorMessage, "The claim link expired or is used up."),
-        429: (ErrorMessage, "Too many claims: wait the seconds Retry-After gives."),
+        429: (ErrorMessage, "Too many requests (a rate limit): retry after Retry-After seconds."),
         413: (ErrorMessage, "Request body too large."),
         422: (ErrorMessage, "The Idempotency-Key was sent before with another request."),
         503: (ErrorMessage, "A chain this request reads is unreachable."),

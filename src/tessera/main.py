@@ -12,6 +12,7 @@ from fastapi.staticfiles import StaticFiles
 from tessera import API_VERSION
 from tessera.api import VersionAnswer, document, include_v1, version_router
 from tessera.auth.dependencies import Authenticator
+from tessera.auth.rate_limits import RateLimiter
 from tessera.auth.router import router as auth_router
 from tessera.chain.registry import Chains
 from tessera.claims import pages as claim_pages
@@ -104,6 +105,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.box = box
     app.state.authenticator = Authenticator(settings, box)
     app.state.chains = Chains(settings)
+    app.state.rate_limiter = RateLimiter(
+        read=settings.rate_limit_read, write=settings.rate_limit_write
+    )
     app.state.claim_limiter = ClaimLimiter(
         per_address=settings.claim_rate_per_address, per_link=settings.claim_rate_per_link
     )
@@ -118,7 +122,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
     app.include_router(version_router)
     app.include_router(auth_router)
-    include_v1(app)
+    include_v1(app, rate_limits=bool(settings.rate_limit_read or settings.rate_limit_write))
     app.include_router(claims_router)
     app.include_router(claim_pages.router)
     app.mount("/static", StaticFiles(directory=claim_pages.PACKAGE / "static"), name="static")

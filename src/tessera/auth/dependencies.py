@@ -22,10 +22,11 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from tessera.auth.api_keys import API_KEY_START, UsageRecorder, access_for_api_key
 from tessera.auth.principal import Principal
+from tessera.auth.rate_limits import RateLimiter
 from tessera.auth.tokens import ExternalIssuer, TokenIssuer
 from tessera.config import Settings
 from tessera.crypto import SecretBox, keyed_hash
-from tessera.db import Database
+from tessera.db import Database, writes
 from tessera.errors import CredentialInvalid, CredentialMissing, WritePermissionRequired
 from tessera.models.base import utcnow
 
@@ -205,4 +206,13 @@ async def require_write(principal: Annotated[Principal, Depends(authenticate)]) 
 
 
 Reader = Annotated[Principal, Depends(authenticate)]
+
+
+async def rate_limited(request: Request, principal: Reader) -> None:
+    """The credential's rate limit (``auth.rate_limits``), once it is known. A router dependency
+    only while a limit is set: off, it costs nothing."""
+    limiter: RateLimiter = request.app.state.rate_limiter
+    await limiter.admit(request.app.state.database, principal, write=writes(request))
+
+
 Writer = Annotated[Principal, Depends(require_write)]

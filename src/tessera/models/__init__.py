@@ -15,6 +15,7 @@ from tessera.models.project import (
     ProjectWallet,
     SigningKey,
 )
+from tessera.models.rate import RateBucket
 from tessera.models.user import ReputationEntry, User, UserWallet, WalletChallenge
 
 __all__ = [
@@ -38,6 +39,7 @@ __all__ = [
     "ProductItem",
     "Project",
     "ProjectWallet",
+    "RateBucket",
     "Redemption",
     "ReputationEntry",
     "SigningKey",
