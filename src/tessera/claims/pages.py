@@ -131,12 +131,7 @@ async def claim_from_page(
                 request, "claim.html", {"offer": offer, "form": form, "errors": errors}, 400
             )
         _, item, new = await service.claim(
-            database,
-            token=token,
-            body=body,
-            hash_key=settings.hash_key_bytes,
-            box=box,
-            ss58_prefix=settings.ss58_prefix,
+            database, token=token, body=body, settings=settings, box=box
         )
     except AppError as error:
         return _refusal(request, error)

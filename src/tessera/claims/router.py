@@ -130,12 +130,7 @@ async def claim_item(
     link's project, or created with a custodial wallet and activated; the item is issued by the
     issuing rules. Rate-limited per client address and per link (429 with Retry-After)."""
     user_id, item, new = await service.claim(
-        database,
-        token=token,
-        body=body,
-        hash_key=settings.hash_key_bytes,
-        box=box,
-        ss58_prefix=settings.ss58_prefix,
+        database, token=token, body=body, settings=settings, box=box
     )
     if not new:
         response.status_code = 200

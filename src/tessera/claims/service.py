@@ -19,6 +19,7 @@ from tessera.claims.schemas import (
     LinkStatus,
     link_status,
 )
+from tessera.config import Settings
 from tessera.crypto import SecretBox, keyed_hash
 from tessera.db import Database, joined
 from tessera.errors import (
@@ -161,13 +162,7 @@ async def view_offer(database: Database, *, token: str, hash_key: bytes) -> Clai
 
 
 async def claim(
-    database: Database,
-    *,
-    token: str,
-    body: ClaimRequest,
-    hash_key: bytes,
-    box: SecretBox,
-    ss58_prefix: int,
+    database: Database, *, token: str, body: ClaimRequest, settings: Settings, box: SecretBox
 ) -> tuple[uuid.UUID, Any, bool]:
     """Claim one item through a link: (the user's id, the item, whether it is new).
 
@@ -183,9 +178,10 @@ async def claim(
     # The new user's key is made before the write transaction, which it may not need.
     person = UserCreate(email=body.email, first_name=body.first_name, last_name=body.last_name)
     now = utcnow()
-    fresh = new_user(person, box=box, ss58_prefix=ss58_prefix, at=now, activated=True)
+    fresh = new_user(person, box=box, ss58_prefix=settings.ss58_prefix, at=now, activated=True)
     async with database.transaction() as tx:
-        link = await tx.first(repository.LOCK_BY_TOKEN, digest=token_digest(hash_key, token))
+        digest = token_digest(settings.hash_key_bytes, token)
+        link = await tx.first(repository.LOCK_BY_TOKEN, digest=digest)
         if link is None or link.revoked_at is not None:
             raise ClaimLinkNotFound
         earlier = await tx.first(repository.CLAIMED_ITEM, link_id=link.id, email=body.email)
