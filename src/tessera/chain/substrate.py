@@ -4,6 +4,7 @@ import json
 import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
+from urllib.parse import urlsplit
 
 from scalecodec.utils.ss58 import ss58_decode, ss58_encode
 from substrateinterface import Keypair, KeypairType, SubstrateInterface
@@ -35,6 +36,11 @@ class SubstrateGateway:
 
     def __init__(self, url: str, *, timeout: float = 30.0) -> None:
         self.url = url
+        # What errors name: a provider's key often sits in the URL's path or query.
+        parts = urlsplit(url)
+        self.endpoint = f"{parts.scheme}://{parts.hostname}" + (
+            f":{parts.port}" if parts.port else ""
+        )
         self.timeout = timeout
         self._client: SubstrateInterface | None = None
         self._lock = threading.RLock()
@@ -48,7 +54,7 @@ class SubstrateGateway:
                     url=self.url, ws_options={"timeout": self.timeout}, auto_reconnect=True
                 )
             except (OSError, WebSocketException, SubstrateRequestException) as exc:
-                raise ChainUnreachable(f"cannot reach {self.url}: {exc}") from exc
+                raise ChainUnreachable(f"cannot reach {self.endpoint}: {exc}") from exc
         return self._client
 
     def _call(self, work: Callable[[SubstrateInterface], T]) -> T:
@@ -59,7 +65,7 @@ class SubstrateGateway:
                 raise
             except (OSError, WebSocketException) as exc:
                 self._client = None  # reconnect on the next call
-                raise ChainUnreachable(f"lost {self.url}: {exc}") from exc
+                raise ChainUnreachable(f"lost {self.endpoint}: {exc}") from exc
             except SubstrateRequestException as exc:
                 raise ChainError(str(exc)) from exc
 
