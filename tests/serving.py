@@ -79,13 +79,13 @@ def settings_env(database_url: str, **settings: object) -> dict[str, str]:
 
 
 @contextmanager
-def serve(env: dict[str, str], log: Path) -> Iterator[str]:
-    """The server's base URL while it runs."""
+def serve(env: dict[str, str], log: Path, *args: str) -> Iterator[str]:
+    """The server's base URL while it runs (``args``: more options of ``tessera serve``)."""
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     with log.open("wb") as output:
         process = subprocess.Popen(
-            [str(BIN / "tessera"), "serve", "--host", "127.0.0.1", "--port", str(port)],
+            [str(BIN / "tessera"), "serve", "--host", "127.0.0.1", "--port", str(port), *args],
             env=env,
             stdout=output,
             stderr=subprocess.STDOUT,

@@ -1,12 +1,28 @@
-"""The access log: one JSON object per request with its id when on, nothing when off."""
+"""The access log: one record per request with its id, route template and project when on,
+nothing when off; and how every record is written: JSON lines, or text on a terminal."""
 
+import io
 import json
 import logging
+import os
+import pty
+import re
+import select
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import AsyncIterator
 
 import httpx
 import pytest
 
+from tessera import logs
 from tessera.main import create_app
+from tests.conftest import BACKEND
+from tests.serving import BIN, free_port, fresh_database, serve, settings_env
+
+FIELDS = {"request_id", "method", "route", "status", "duration_ms"}
 
 
 async def _get(app, path: str, **headers: str) -> httpx.Response:
@@ -21,26 +37,172 @@ def access_log(caplog) -> pytest.LogCaptureFixture:
     return caplog
 
 
-def _lines(caplog: pytest.LogCaptureFixture) -> list[str]:
-    return [r.getMessage() for r in caplog.records if r.name == "tessera.access"]
+def _fields(caplog: pytest.LogCaptureFixture) -> list[dict]:
+    records = [r for r in caplog.records if r.name == "tessera.access"]
+    assert all(r.getMessage() == "request" for r in records)
+    return [r.fields for r in records]
 
 
-async def test_on_it_logs_one_json_line_per_request(settings, access_log):
+@pytest.fixture
+async def logged_app(settings, database) -> AsyncIterator:
+    """An app with the access log on, on the suite's database (``database``: migrated, and
+    cleaned after each test)."""
+    app = create_app(settings.model_copy(update={"access_log": True}))
+    async with app.router.lifespan_context(app):
+        yield app
+
+
+async def test_on_it_logs_one_record_per_request(settings, access_log):
     app = create_app(settings.model_copy(update={"access_log": True}))
     response = await _get(app, "/v1/version?probe=1", **{"x-request-id": "req-access-1"})
     assert response.status_code == 400  # an unknown query parameter
-    [text] = _lines(access_log)
-    line = json.loads(text)
-    assert line.pop("duration_ms") >= 0
-    assert line == {
+    [fields] = _fields(access_log)
+    assert fields.pop("duration_ms") >= 0
+    assert fields == {
         "request_id": "req-access-1",
         "method": "GET",
-        "path": "/v1/version",  # never the query string
+        "route": "/v1/version",  # never the query string
         "status": 400,
     }
+
+
+async def test_the_route_template_and_the_project_of_the_credential(logged_app, tenant, access_log):
+    product_id = str(uuid.uuid4())
+    response = await _get(logged_app, f"/v1/products/{product_id}", **tenant.r)
+    assert response.status_code == 404
+    assert (await _get(logged_app, f"/v1/products/{product_id}")).status_code == 401
+    assert (await _get(logged_app, "/no/such/path")).status_code == 404
+    authenticated, anonymous, unmatched = _fields(access_log)
+
+    assert set(authenticated) == FIELDS | {"project_id"}
+    assert authenticated["route"] == "/v1/products/{id}"  # never the id itself
+    assert authenticated["project_id"] == str(tenant.project_id)
+    assert (anonymous["route"], anonymous["status"]) == ("/v1/products/{id}", 401)
+    assert set(anonymous) == FIELDS
+    assert (unmatched["route"], unmatched["status"]) == ("unmatched", 404)
+    text = json.dumps([authenticated, anonymous, unmatched])
+    assert product_id not in text and tenant.read_key not in text
 
 
 async def test_off_it_logs_nothing(settings, access_log):
     app = create_app(settings.model_copy(update={"access_log": False}))
     assert (await _get(app, "/v1/version")).status_code == 200
-    assert _lines(access_log) == []
+    assert _fields(access_log) == []
+
+
+def _record(**fields: object) -> logging.LogRecord:
+    record = logging.LogRecord("tessera.access", logging.INFO, __file__, 1, "request", None, None)
+    if fields:
+        record.fields = fields
+    return record
+
+
+class TestFormats:
+    def test_json_one_object_a_line_with_the_fields(self):
+        line = logs.JsonFormatter().format(_record(request_id="r1", route="/v1/x", status=200))
+        entry = json.loads(line)
+        assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}\+00:00", entry.pop("time"))
+        assert entry == {
+            "level": "info",
+            "logger": "tessera.access",
+            "message": "request",
+            "request_id": "r1",
+            "route": "/v1/x",
+            "status": 200,
+        }
+
+    def test_json_keeps_a_traceback_on_the_line(self):
+        try:
+            raise RuntimeError("boom")
+        except RuntimeError:
+            record = logging.LogRecord(
+                "tessera", logging.ERROR, __file__, 1, "failed %s", ("x",), sys.exc_info()
+            )
+        line = logs.JsonFormatter().format(record)
+        assert "\n" not in line
+        entry = json.loads(line)
+        assert entry["message"] == "failed x"
+        assert entry["exception"].startswith("Traceback")
+        assert entry["exception"].endswith("RuntimeError: boom")
+
+    def test_text_one_readable_line(self):
+        line = logs.TextFormatter().format(_record(request_id="r1", route="/v1/x", status=200))
+        assert re.fullmatch(
+            r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} INFO tessera.access request "
+            r"request_id=r1 route=/v1/x status=200",
+            line,
+        )
+
+    @pytest.mark.parametrize(
+        ("tty", "formatter"), [(False, "JsonFormatter"), (True, "TextFormatter")]
+    )
+    def test_json_unless_stderr_is_a_terminal(self, settings, monkeypatch, tty, formatter):
+        class Stderr(io.StringIO):
+            def isatty(self) -> bool:
+                return tty
+
+        monkeypatch.setattr(sys, "stderr", Stderr())
+        configuration = logs.configuration(settings)
+        assert configuration["formatters"]["tessera"]["()"] == f"tessera.logs.{formatter}"
+        assert configuration["root"]["handlers"] == ["stderr"]
+
+    def test_the_access_log_is_at_info_whatever_the_level(self, settings):
+        quiet = settings.model_copy(update={"log_level": "warning", "access_log": True})
+        configuration = logs.configuration(quiet, tty=False)
+        assert configuration["root"]["level"] == "WARNING"
+        assert configuration["loggers"] == {"tessera.access": {"level": "INFO"}}
+
+
+ECHOED = ("Tessera API at ", "Credentials: ")  # `tessera serve` prints these on stdout
+
+
+def test_every_worker_process_writes_json_lines(tmp_path):
+    url = fresh_database(BACKEND, tmp_path, "access_json")
+    env = settings_env(url, access_log="true", log_level="info", worker_in_process="false")
+    log = tmp_path / "server.log"
+    with serve(env, log, "--workers", "2") as base:
+        processes, sent = set(), 0
+        while len(processes) < 2:  # a new connection each time: either process takes it
+            assert sent < 2000, "one process answered everything"
+            response = httpx.get(f"{base}/v1/products", timeout=10)
+            processes.add(response.headers["x-request-id"][:16])  # a process's prefix
+            sent += 1
+        time.sleep(0.2)  # the last lines reach the file
+    lines = [line for line in log.read_text().splitlines() if not line.startswith(ECHOED)]
+    entries = [json.loads(line) for line in lines]  # every record, from every process
+    loggers = {entry["logger"] for entry in entries}
+    assert {"uvicorn.error", "tessera.access"} <= loggers
+    access = [e for e in entries if e.get("route") == "/v1/products"]
+    assert len(access) == sent
+    assert {e["request_id"][:16] for e in access} == processes  # both processes log
+    assert all(e["status"] == 401 and "project_id" not in e for e in access)
+
+
+def test_on_a_terminal_lines_are_text(tmp_path):
+    url = fresh_database(BACKEND, tmp_path, "access_tty")
+    env = settings_env(url, log_level="info", worker_in_process="false")
+    terminal, stderr = pty.openpty()
+    process = subprocess.Popen(
+        [str(BIN / "tessera"), "serve", "--port", str(free_port())],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=stderr,
+    )
+    os.close(stderr)
+    output = b""
+    try:
+        deadline = time.monotonic() + 30
+        while b"Application startup complete" not in output:
+            assert time.monotonic() < deadline, output
+            if select.select([terminal], [], [], 0.5)[0]:
+                output += os.read(terminal, 65536)
+    finally:
+        process.terminate()
+        process.wait(10)
+        os.close(terminal)
+    lines = output.decode().splitlines()
+    startup = (
+        r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} INFO uvicorn.error Application startup complete."
+    )
+    assert any(re.fullmatch(startup, line.strip()) for line in lines), lines
+    assert not any(line.startswith("{") for line in lines)

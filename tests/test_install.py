@@ -23,6 +23,23 @@ from tessera import migrations
 from tessera.models import Base
 
 ROOT = Path(__file__).resolve().parents[1]
+DOCS_ASSETS = ("swagger-ui-bundle.js", "swagger-ui.css", "favicon-32x32.png")
+# Each path given, from the installed app without a server: [status, content type, size].
+FETCH = """
+import asyncio, json, sys
+import httpx
+from tessera.main import create_app
+
+async def main():
+    transport = httpx.ASGITransport(app=create_app())
+    async with httpx.AsyncClient(transport=transport, base_url="http://tessera.test") as http:
+        answers = [await http.get(path) for path in sys.argv[1:]]
+    print(json.dumps({
+        r.url.path: [r.status_code, r.headers["content-type"], len(r.content)] for r in answers
+    }))
+
+asyncio.run(main())
+"""
 
 
 def _run(
@@ -135,6 +152,18 @@ class TestInstalledWheel:
         assert tables == set(Base.metadata.tables) | {"alembic_version"}
         head = ScriptDirectory(str(migrations.HERE)).get_current_head()
         assert versions == [(head,)]
+
+    def test_docs_and_their_assets_are_served(self, installed, empty_dir):
+        # Swagger UI's files come from a dependency: read where that is installed.
+        paths = ["/docs", *(f"/docs/assets/{name}" for name in DOCS_ASSETS)]
+        env = installed.env(TESSERA_DATABASE_URL=f"sqlite+aiosqlite:///{empty_dir / 'unused.db'}")
+        fetched = _run(installed.python, "-c", FETCH, *paths, cwd=empty_dir, env=env).stdout
+        answers = json.loads(fetched)
+        assert {path: status for path, (status, _, _) in answers.items()} == dict.fromkeys(
+            paths, 200
+        )
+        assert answers["/docs"][1] == "text/html; charset=utf-8"
+        assert min(size for _, _, size in answers.values()) > 100
 
     def test_devchain_asks_for_the_spec_before_anything_else(self, installed, empty_dir, tmp_path):
         cache = tmp_path / "chopsticks"

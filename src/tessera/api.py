@@ -24,8 +24,11 @@ from tessera.wallets.router import router as wallets_router
 OPEN_ROUTES = frozenset(
     {
         ("GET", "/v1/version"),
+        ("GET", "/v1/health/ready"),
         ("POST", "/v1/auth/token"),
         ("GET", "/.well-known/jwks.json"),
+        # Prometheus: its own token (TESSERA_METRICS_TOKEN) or loopback only (tessera.metrics).
+        ("GET", "/metrics"),
         ("GET", "/openapi.json"),
         ("GET", "/docs"),
         ("GET", "/docs/oauth2-redirect"),
@@ -78,6 +81,7 @@ class VersionAnswer:
             and scope["method"] == "GET"
             and not scope["query_string"]
         ):
+            scope["endpoint"] = get_version  # as routing would: the metrics' route label
             await send({"type": "http.response.start", "status": 200, "headers": self.headers})
             await send({"type": "http.response.body", "body": self.body})
             return

@@ -6,6 +6,7 @@ that print credentials print JSON on stdout and nothing else, so scripts can par
 
 import asyncio
 import logging
+import logging.config
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Annotated, Literal, TypeVar
@@ -13,6 +14,7 @@ from typing import TYPE_CHECKING, Annotated, Literal, TypeVar
 import typer
 from pydantic import BaseModel, TypeAdapter
 
+from tessera import logs
 from tessera.config import Settings, get_settings
 from tessera.crypto import SecretBox
 from tessera.db import Database
@@ -56,18 +58,9 @@ def _print(data: BaseModel | Sequence[BaseModel]) -> None:
 
 
 def _configure_logging(settings: Settings) -> None:
-    # Records carry ids and error texts only: secrets are SecretStr or sealed, never logged.
-    logging.basicConfig(
-        level=settings.log_level.upper(), format="%(levelname)s %(name)s %(message)s"
-    )
-    # Access lines are JSON objects already: one per line on stderr, nothing around them.
-    access = logging.getLogger("tessera.access")
-    if settings.access_log and not access.handlers:
-        handler = logging.StreamHandler()
-        handler.setFormatter(logging.Formatter("%(message)s"))
-        access.addHandler(handler)
-        access.setLevel(logging.INFO)
-        access.propagate = False
+    # JSON lines on stderr, or text on a terminal (tessera.logs); `serve` hands the same
+    # configuration to uvicorn, for each worker process.
+    logging.config.dictConfig(logs.configuration(settings))
 
 
 def _run(work: Callable[[Database, Settings], Awaitable[T]]) -> T:

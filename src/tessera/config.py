@@ -31,8 +31,11 @@ class Settings(BaseSettings):
     host: str = "127.0.0.1"
     port: int = Field(default=8000, ge=1, le=65535)
     log_level: str = "info"
-    # One JSON line per request on the "tessera.access" logger (see tessera.middleware).
+    # One line per request on the "tessera.access" logger (see tessera.middleware); every log
+    # line is a JSON object when stderr is not a terminal (see tessera.logs).
     access_log: bool = False
+    # GET /metrics wants "Authorization: Bearer <this>"; unset, it answers loopback clients only.
+    metrics_token: SecretStr | None = Field(default=None, min_length=16)
     # Per process, against slow or greedy clients (see tessera.server).
     header_timeout_seconds: float = Field(default=10.0, gt=0, le=300)
     keep_alive_seconds: int = Field(default=5, ge=1, le=300)
@@ -102,6 +105,9 @@ class Settings(BaseSettings):
     # The job worker. `tessera serve` runs one in-process unless this is off (separate workers).
     worker_in_process: bool = True
     worker_poll_seconds: float = Field(default=1.0, gt=0)
+    # Every worker moves its row in worker_heartbeats this often; GET /v1/health/ready wants a
+    # beat within the last three intervals.
+    worker_heartbeat_seconds: float = Field(default=5.0, gt=0, le=3600)
     job_max_attempts: int = Field(default=8, ge=1)
     job_lease_seconds: int = Field(default=300, ge=5)
 

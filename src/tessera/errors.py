@@ -3,9 +3,10 @@
 | status | body                       | raised for                                               |
 |--------|----------------------------|----------------------------------------------------------|
 | 400    | {"errors": ["field: why"]} | unparsable bodies, wrong types, bounds, NUL characters   |
-| 401    | {"message"}                | missing, invalid, expired or revoked credential          |
+| 401    | {"message"}                | missing, invalid, expired or revoked credential; a wrong |
+|        |                            | or missing metrics token                                 |
 | 403    | {"message"}                | read credential on a write; a claim link for another     |
-|        |                            | email                                                    |
+|        |                            | email; metrics from another host without a token         |
 | 404    | {"message"}                | no such object in the caller's project                   |
 | 405    | {"message"}, Allow         | a method the path does not answer (Allow names them all) |
 | 408    | {"message"}                | request headers too slow (tessera.server)                |
@@ -85,6 +86,10 @@ class ClientCredentialsInvalid(Unauthorized):
     message = "invalid client_id or client_secret"
 
 
+class MetricsTokenInvalid(Unauthorized):
+    message = "metrics need an Authorization: Bearer header with TESSERA_METRICS_TOKEN"
+
+
 # 403
 class WritePermissionRequired(AppError):
     status_code = 403
@@ -94,6 +99,11 @@ class WritePermissionRequired(AppError):
 class ClaimNotForYou(AppError):
     status_code = 403
     message = "this claim link was made for another email address"
+
+
+class MetricsNotLocal(AppError):
+    status_code = 403
+    message = "metrics answer this host only, unless TESSERA_METRICS_TOKEN is set"
 
 
 # 404

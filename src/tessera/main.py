@@ -21,9 +21,16 @@ from tessera.claims.router import public_router as claims_router
 from tessera.config import Settings, get_settings
 from tessera.crypto import SecretBox
 from tessera.db import Database
+from tessera.docs import ASSETS, SWAGGER_UI
+from tessera.docs import router as docs_router
 from tessera.errors import install_error_handlers
+from tessera.health import Readiness
+from tessera.health import router as health_router
 from tessera.idempotency import IdempotencyMiddleware, IdempotencyStore, purge_expired
 from tessera.jobs.worker import Handlers, JobContext, Worker
+from tessera.metrics.process import sample_pool_until
+from tessera.metrics.router import router as metrics_router
+from tessera.metrics.service import wallet_balance_chore
 from tessera.middleware import RequestContextMiddleware
 from tessera.products import tasks as product_tasks
 
@@ -50,7 +57,9 @@ CHORES = [(600.0, purge_expired)]
 
 
 def make_worker(context: JobContext, settings: Settings) -> Worker:
-    return Worker.from_settings(context, job_handlers(), settings, chores=CHORES)
+    # The wallet balances shown by /metrics: chain reads, too slow for a scrape.
+    chores = [*CHORES, wallet_balance_chore(context.chains)]
+    return Worker.from_settings(context, job_handlers(), settings, chores=chores)
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
@@ -68,6 +77,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             max_overflow=settings.db_max_overflow,
         )
         app.state.database = database
+        app.state.readiness = Readiness(settings, database)
         app.state.idempotency = IdempotencyStore(
             database, ttl_seconds=settings.idempotency_ttl_seconds
         )
@@ -75,6 +85,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         usage = asyncio.create_task(
             app.state.authenticator.usage.run(database, USAGE_FLUSH_SECONDS, stop)
         )
+        pool_gauges = asyncio.create_task(sample_pool_until(database, stop))
         worker = None
         if settings.worker_in_process:
             runner = make_worker(JobContext(database, box, app.state.chains), settings)
@@ -87,10 +98,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             yield
         finally:
             stop.set()  # the worker finishes the job in hand, the usage is written once more
-            for task in (usage, worker):
+            for task in (usage, pool_gauges, worker):
                 if task is not None:
                     await task
             await asyncio.to_thread(app.state.chains.close)
+            await app.state.readiness.close()
             await database.dispose()
 
     app = FastAPI(
@@ -98,6 +110,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         version=API_VERSION,
         description=DESCRIPTION,
         lifespan=lifespan,
+        docs_url=None,  # tessera.docs serves it, with Swagger UI from the package, not a CDN
         redoc_url=None,
     )
     box = SecretBox(settings.key_ring)
@@ -121,10 +134,14 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         access_log=settings.access_log,
     )
     app.include_router(version_router)
+    app.include_router(health_router)
+    app.include_router(metrics_router)
     app.include_router(auth_router)
     include_v1(app, rate_limits=bool(settings.rate_limit_read or settings.rate_limit_write))
     app.include_router(claims_router)
     app.include_router(claim_pages.router)
     app.mount("/static", StaticFiles(directory=claim_pages.PACKAGE / "static"), name="static")
+    app.include_router(docs_router)
+    app.mount(ASSETS, StaticFiles(packages=[SWAGGER_UI]), name="docs_assets")
     document(app)
     return app

@@ -1,12 +1,15 @@
 """Pure ASGI middleware: a request id on every response, a body size limit, no NUL character
-in the path or query, a last-resort 500, and the access log.
+in the path or query, a last-resort 500, the request metrics and the access log.
 
 It sits outside FastAPI's exception handling so that even an unexpected error answers JSON with
 the request id (and logs the traceback, never returns it).
 
-The access log (``TESSERA_ACCESS_LOG``) is one JSON object per request on the
-``tessera.access`` logger: request id, method, path (no query string, which may carry
-identifiers), status and duration. Off, it costs one boolean test per request.
+Every request is counted, with its duration, under its route template (tessera.metrics.http).
+The access log (``TESSERA_ACCESS_LOG``) is one record per request on the ``tessera.access``
+logger, its fields (``fields``) the request id, method, route template (never the path, which
+carries ids and claim tokens, nor the query string), status, duration and, when a credential
+checked out, the project id (``authenticate`` leaves it in the scope's state). Off, it costs
+one boolean test per request. How records are written (JSON lines or text) is tessera.logs.
 """
 
 import itertools
@@ -19,6 +22,7 @@ import time
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from tessera.errors import AppError, InternalError, InvalidInput, PayloadTooLarge
+from tessera.metrics.http import RequestMetrics
 from tessera.schemas import NUL_REFUSED
 
 log = logging.getLogger("tessera.requests")
@@ -41,6 +45,7 @@ class RequestContextMiddleware:
         self.app = app
         self.max_body_bytes = max_body_bytes
         self.access_log = access_log
+        self.metrics = RequestMetrics()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -51,7 +56,7 @@ class RequestContextMiddleware:
         scope.setdefault("state", {})["request_id"] = request_id
         header = (b"x-request-id", request_id.encode())
         status = 0  # until the response starts
-        began = time.perf_counter() if self.access_log else 0.0
+        began = time.perf_counter()
 
         async def send_with_id(message: Message) -> None:
             nonlocal status
@@ -60,13 +65,10 @@ class RequestContextMiddleware:
                 message["headers"] = [*message.get("headers", []), header]
             await send(message)
 
-        declared = _content_length(scope)
-        if declared is not None and declared > self.max_body_bytes:
-            await send_error(send_with_id, self._too_large())
-            return
-        nul = _nul_in(scope)
-        if nul:
-            await send_error(send_with_id, InvalidInput(f"{nul}: {NUL_REFUSED}"))
+        refusal = self._refusal(scope)
+        if refusal is not None:
+            await send_error(send_with_id, refusal)
+            self._finish(scope, request_id, status, began)
             return
 
         received = 0
@@ -100,25 +102,41 @@ class RequestContextMiddleware:
             if not status:
                 await send_error(send_with_id, InternalError(request_id))
         finally:
-            if self.access_log:
-                _log_access(scope, request_id, status, time.perf_counter() - began)
+            self._finish(scope, request_id, status, began)
+
+    def _refusal(self, scope: Scope) -> AppError | None:
+        """What refuses the request before the app sees it: a declared body over the limit, a
+        NUL character."""
+        declared = _content_length(scope)
+        if declared is not None and declared > self.max_body_bytes:
+            return self._too_large()
+        nul = _nul_in(scope)
+        if nul:
+            return InvalidInput(f"{nul}: {NUL_REFUSED}")
+        return None
+
+    def _finish(self, scope: Scope, request_id: str, status: int, began: float) -> None:
+        seconds = time.perf_counter() - began
+        route = self.metrics.observe(scope, status, seconds)
+        if self.access_log:
+            _log_access(scope, request_id, route, status, seconds)
 
     def _too_large(self) -> PayloadTooLarge:
         return PayloadTooLarge(f"request body too large (limit {self.max_body_bytes} bytes)")
 
 
-def _log_access(scope: Scope, request_id: str, status: int, seconds: float) -> None:
-    access_log.info(
-        json.dumps(
-            {
-                "request_id": request_id,
-                "method": scope["method"],
-                "path": scope["path"],
-                "status": status,
-                "duration_ms": round(seconds * 1000, 2),
-            }
-        )
-    )
+def _log_access(scope: Scope, request_id: str, route: str, status: int, seconds: float) -> None:
+    fields = {
+        "request_id": request_id,
+        "method": scope["method"],
+        "route": route,
+        "status": status,
+        "duration_ms": round(seconds * 1000, 2),
+    }
+    project_id = scope["state"].get("project_id")
+    if project_id is not None:
+        fields["project_id"] = str(project_id)
+    access_log.info("request", extra={"fields": fields})
 
 
 def _nul_in(scope: Scope) -> str | None:

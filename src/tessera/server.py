@@ -21,7 +21,9 @@ from typing import Any
 
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
+from tessera import logs
 from tessera.config import Settings, get_settings
+from tessera.metrics.process import multiprocess_directory
 
 BAD_REQUEST = "request: not a valid HTTP request (a malformed or oversized request line or header)"
 
@@ -29,22 +31,26 @@ BAD_REQUEST = "request: not a valid HTTP request (a malformed or oversized reque
 def run(settings: Settings, *, host: str, port: int, workers: int) -> None:
     import uvicorn
 
-    uvicorn.run(
-        "tessera.main:create_app",
-        factory=True,
-        host=host,
-        port=port,
-        workers=workers,
-        loop="uvloop",
-        http=GuardedHttpToolsProtocol,
-        timeout_keep_alive=settings.keep_alive_seconds,
-        log_level=settings.log_level,
-        access_log=False,  # Tessera's own, with the request id: TESSERA_ACCESS_LOG
-        # The client's address (claims are rate-limited by it) comes from X-Forwarded-For only
-        # when the connection comes from a proxy named in TESSERA_FORWARDED_ALLOW_IPS.
-        proxy_headers=settings.forwarded_allow_ips is not None,
-        forwarded_allow_ips=settings.forwarded_allow_ips,
-    )
+    # Several processes share their metrics through files (tessera.metrics.process).
+    with multiprocess_directory(workers):
+        uvicorn.run(
+            "tessera.main:create_app",
+            factory=True,
+            host=host,
+            port=port,
+            workers=workers,
+            loop="uvloop",
+            http=GuardedHttpToolsProtocol,
+            timeout_keep_alive=settings.keep_alive_seconds,
+            # Applied in each worker process too: JSON lines or text, as the CLI's (tessera.logs).
+            log_config=logs.configuration(settings),
+            log_level=settings.log_level,
+            access_log=False,  # Tessera's own, with the request id: TESSERA_ACCESS_LOG
+            # The client's address (claims are rate-limited by it) comes from X-Forwarded-For
+            # only when the connection comes from a proxy named in TESSERA_FORWARDED_ALLOW_IPS.
+            proxy_headers=settings.forwarded_allow_ips is not None,
+            forwarded_allow_ips=settings.forwarded_allow_ips,
+        )
 
 
 class GuardedHttpToolsProtocol(HttpToolsProtocol):

@@ -169,6 +169,8 @@ async def authenticate(request: Request) -> Principal:
         known = await auth.cache.check_once(digest, check)
     if known.key_id is not None:
         auth.usage.touch(known.key_id)
+    # For the access log (tessera.middleware), which runs outside the dependencies.
+    request.scope.setdefault("state", {})["project_id"] = known.principal.project_id
     return known.principal
 
 

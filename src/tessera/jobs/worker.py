@@ -27,6 +27,7 @@ from tessera.chain.registry import Chains
 from tessera.config import Settings
 from tessera.crypto import SecretBox
 from tessera.db import Database, serialize, skip_locked
+from tessera.jobs.heartbeat import Heartbeat
 from tessera.jobs.queue import NotReady
 from tessera.models import Job, JobStatus
 from tessera.models.base import utcnow
@@ -70,6 +71,7 @@ class Worker:
         max_attempts: int,
         lease_seconds: float,
         poll_seconds: float = 1.0,
+        heartbeat_seconds: float = 5.0,
         chores: Sequence[Chore] = (),
     ) -> None:
         self.context = context
@@ -80,6 +82,7 @@ class Worker:
         self.lease_seconds = lease_seconds
         self.poll_seconds = poll_seconds
         self.worker_id = uuid.uuid4().hex[:8]
+        self.heartbeat = Heartbeat(context.database, self.worker_id, interval=heartbeat_seconds)
 
     @classmethod
     def from_settings(
@@ -96,6 +99,7 @@ class Worker:
             max_attempts=settings.job_max_attempts,
             lease_seconds=settings.job_lease_seconds,
             poll_seconds=settings.worker_poll_seconds,
+            heartbeat_seconds=settings.worker_heartbeat_seconds,
             chores=chores,
         )
 
@@ -222,16 +226,17 @@ class Worker:
 
     async def run_forever(self, stop: asyncio.Event) -> None:
         log.info("worker %s started", self.worker_id)
-        while not stop.is_set():
-            try:
-                worked = await self.run_one()
-            except Exception:
-                log.exception("worker %s: could not claim a job", self.worker_id)
-                worked = False
-            if not worked:
-                await self.run_chores()
+        async with self.heartbeat.beating():  # beside the jobs: see tessera.jobs.heartbeat
+            while not stop.is_set():
                 try:
-                    await asyncio.wait_for(stop.wait(), self.poll_seconds)
-                except TimeoutError:
-                    pass
+                    worked = await self.run_one()
+                except Exception:
+                    log.exception("worker %s: could not claim a job", self.worker_id)
+                    worked = False
+                if not worked:
+                    await self.run_chores()
+                    try:
+                        await asyncio.wait_for(stop.wait(), self.poll_seconds)
+                    except TimeoutError:
+                        pass
         log.info("worker %s stopped", self.worker_id)

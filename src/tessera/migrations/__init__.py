@@ -9,6 +9,7 @@ from pathlib import Path
 
 from alembic import command
 from alembic.config import Config
+from alembic.script import ScriptDirectory
 
 HERE = Path(__file__).resolve().parent
 
@@ -23,3 +24,15 @@ def config(database_url: str) -> Config:
 
 def upgrade(database_url: str, revision: str = "head") -> None:
     command.upgrade(config(database_url), revision)
+
+
+def head() -> str:
+    """The revision the package's models are at: what an up-to-date database records."""
+    revision = ScriptDirectory(str(HERE)).get_current_head()  # refuses several heads
+    assert revision is not None
+    return revision
+
+
+def revisions() -> frozenset[str]:
+    """Every revision the package knows."""
+    return frozenset(script.revision for script in ScriptDirectory(str(HERE)).walk_revisions())

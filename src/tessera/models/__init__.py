@@ -13,10 +13,12 @@ from tessera.models.project import (
     OAuthClient,
     Project,
     ProjectWallet,
+    ProjectWalletBalance,
     SigningKey,
 )
 from tessera.models.rate import RateBucket
 from tessera.models.user import ReputationEntry, User, UserWallet, WalletChallenge
+from tessera.models.worker import WorkerHeartbeat
 
 __all__ = [
     "ApiKey",
@@ -39,6 +41,7 @@ __all__ = [
     "ProductItem",
     "Project",
     "ProjectWallet",
+    "ProjectWalletBalance",
     "RateBucket",
     "Redemption",
     "ReputationEntry",
@@ -46,4 +49,5 @@ __all__ = [
     "User",
     "UserWallet",
     "WalletChallenge",
+    "WorkerHeartbeat",
 ]

@@ -39,6 +39,21 @@ class ProjectWallet(IdMixin, TimestampMixin, CustodialKeyMixin, Base):
     )
 
 
+class ProjectWalletBalance(Base):
+    """The last native balance the job worker read of a project wallet on a chain (a chore,
+    see tessera.metrics.service), which ``GET /metrics`` shows without a chain read."""
+
+    __tablename__ = "project_wallet_balances"
+
+    project_wallet_id: Mapped[uuid.UUID] = mapped_column(
+        Uuid, ForeignKey("project_wallets.id", ondelete="CASCADE"), primary_key=True
+    )
+    chain: Mapped[str] = mapped_column(String(32), primary_key=True)
+    # In the chain's smallest unit, as decimal text: a u128 on chain, more than a BIGINT holds.
+    free: Mapped[str] = mapped_column(String(40))
+    read_at: Mapped[datetime] = mapped_column(UTCDateTime)
+
+
 class ApiKey(IdMixin, Base):
     """An API key: only a lookup prefix and a keyed hash of the full key are stored."""
 

@@ -1,0 +1,74 @@
+"""The statements behind the metrics: the job queue and the wallet balances (built once)."""
+
+import uuid
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import bindparam, delete, func, select
+
+from tessera.db import Rows, Transaction, table_of
+from tessera.models import Job, JobStatus, ProjectWallet, ProjectWalletBalance
+
+_JOBS, _WALLETS = table_of(Job), table_of(ProjectWallet)
+_BALANCES = table_of(ProjectWalletBalance)
+# Succeeded jobs are left out: they pile up, and the index on (status, run_after) finds the rest.
+UNFINISHED = [JobStatus.QUEUED, JobStatus.RUNNING, JobStatus.FAILED]
+
+_QUEUE = (
+    select(
+        _JOBS.c.kind,
+        _JOBS.c.status,
+        func.count().label("jobs"),
+        func.min(_JOBS.c.created_at).label("oldest"),
+    )
+    .where(_JOBS.c.status.in_(bindparam("statuses", expanding=True)))
+    .group_by(_JOBS.c.kind, _JOBS.c.status)
+)
+_SHOWN_BALANCES = select(
+    _WALLETS.c.project_id,
+    _WALLETS.c.address,
+    _BALANCES.c.chain,
+    _BALANCES.c.free,
+    _BALANCES.c.read_at,
+).join_from(_BALANCES, _WALLETS, _WALLETS.c.id == _BALANCES.c.project_wallet_id)
+_ALL_WALLETS = select(_WALLETS.c.id, _WALLETS.c.public_key).order_by(_WALLETS.c.id)
+_LAST_READS = select(_BALANCES.c.chain, func.max(_BALANCES.c.read_at).label("read_at")).group_by(
+    _BALANCES.c.chain
+)
+_FORGET_CHAIN = delete(_BALANCES).where(_BALANCES.c.chain == bindparam("chain"))
+
+
+async def job_queue(rows: Rows) -> list[Any]:
+    """(kind, status, jobs, oldest created_at) of the unfinished and failed jobs, one
+    statement."""
+    return await rows.all(_QUEUE, statuses=UNFINISHED)
+
+
+async def shown_balances(rows: Rows) -> list[Any]:
+    """(project_id, address, chain, free, read_at) of every recorded balance."""
+    return await rows.all(_SHOWN_BALANCES)
+
+
+async def project_wallets(rows: Rows) -> list[Any]:
+    """(id, public_key) of every project wallet."""
+    return await rows.all(_ALL_WALLETS)
+
+
+async def last_reads(rows: Rows) -> dict[str, datetime]:
+    """When each chain's balances were last recorded."""
+    return {row.chain: row.read_at for row in await rows.all(_LAST_READS)}
+
+
+async def replace_balances(
+    tx: Transaction, chain: str, balances: Sequence[tuple[uuid.UUID, int]], read_at: datetime
+) -> None:
+    """The chain's readings become these (a wallet's balance as it was at ``read_at``)."""
+    await tx.execute(_FORGET_CHAIN, chain=chain)
+    await tx.insert(
+        ProjectWalletBalance,
+        [
+            {"project_wallet_id": wallet_id, "chain": chain, "free": str(free), "read_at": read_at}
+            for wallet_id, free in balances
+        ],
+    )

@@ -1,0 +1,163 @@
+"""What a scrape shows, and the job worker's chore that reads the project wallets' balances.
+
+The job queue is read from the jobs table at each scrape (one grouped statement), so it is the
+same whichever process answers. Balances need chain reads, far too slow for a scrape: a chore
+of the job worker (``tessera serve``'s in-process one or ``tessera worker``) reads them every
+minute and records them in ``project_wallet_balances``; the scrape shows the last reading and
+when it was made. With several workers, the one that finds a reading younger than half a
+minute leaves it.
+"""
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from datetime import timedelta
+from typing import Any
+
+from prometheus_client import generate_latest
+from prometheus_client.metrics_core import GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from tessera.chain.gateway import ChainGateway
+from tessera.chain.registry import Chains
+from tessera.config import Settings
+from tessera.db import Database, Rows
+from tessera.errors import AppError
+from tessera.jobs.queue import JobKind
+from tessera.metrics import repository
+from tessera.metrics.process import sample_pool, scrape_registry
+from tessera.models import JobStatus
+from tessera.models.base import utcnow
+
+log = logging.getLogger("tessera.metrics")
+
+BALANCE_SECONDS = 60.0
+BALANCE_BATCH = 50  # wallets per chain call (each one RPC), well within its deadline
+QUEUE_STATUSES = (JobStatus.QUEUED, JobStatus.RUNNING)
+
+
+async def scrape(database: Database, settings: Settings) -> bytes:
+    """The Prometheus text exposition: every process's request and pool figures, the job
+    queue and the recorded balances."""
+
+    async def read(rows: Rows) -> tuple[list[Any], list[Any]]:
+        return await repository.job_queue(rows), await repository.shown_balances(rows)
+
+    queue, balances = await database.read(read)
+    sample_pool(database)  # this process's, fresh; the others' are at most a second old
+    registry = scrape_registry()
+    registry.register(_Families([*_job_families(queue), *_balance_families(balances, settings)]))
+    # With several processes this reads their files: off the event loop.
+    return await asyncio.to_thread(generate_latest, registry)
+
+
+class _Families(Collector):
+    """Families computed for one scrape."""
+
+    def __init__(self, families: Sequence[Metric]) -> None:
+        self.families = families
+
+    def collect(self) -> Iterable[Metric]:
+        return self.families
+
+
+def _job_families(queue: Sequence[Any]) -> list[Metric]:
+    depth = GaugeMetricFamily(
+        "tessera_job_queue_depth",
+        "Jobs queued (due, or waiting for a retry) or running, by kind and status.",
+        labels=["kind", "status"],
+    )
+    age = GaugeMetricFamily(
+        "tessera_job_queue_oldest_age_seconds",
+        "Age since it was enqueued of the oldest queued or running job, by kind and status "
+        "(0 when there is none).",
+        labels=["kind", "status"],
+    )
+    failed = GaugeMetricFamily(
+        "tessera_jobs_failed",
+        "Jobs that gave up after their attempts, by kind (until `tessera jobs retry`).",
+        labels=["kind"],
+    )
+    found = {(row.kind, row.status): row for row in queue}
+    now = utcnow()
+    # Every known kind has its series, at 0 when idle, so that alerts see a value.
+    for kind in sorted({*JobKind, *(row.kind for row in queue)}):
+        for status in QUEUE_STATUSES:
+            row = found.get((kind, status))
+            depth.add_metric([kind, status], row.jobs if row else 0)
+            oldest = (now - row.oldest).total_seconds() if row else 0.0
+            age.add_metric([kind, status], max(oldest, 0.0))
+        row = found.get((kind, JobStatus.FAILED))
+        failed.add_metric([kind], row.jobs if row else 0)
+    return [depth, age, failed]
+
+
+def _balance_families(balances: Sequence[Any], settings: Settings) -> list[Metric]:
+    labels = ["project_id", "chain", "address"]
+    balance = GaugeMetricFamily(
+        "tessera_project_wallet_balance",
+        "Free native balance of a project wallet in the chain's token (DOT, WND, ...), as the "
+        "job worker last read it (every minute).",
+        labels=labels,
+    )
+    read_at = GaugeMetricFamily(
+        "tessera_project_wallet_balance_read_timestamp_seconds",
+        "When that balance was read (Unix time).",
+        labels=labels,
+    )
+    for row in balances:
+        chain = settings.chain(row.chain)
+        if chain is None:  # a chain this version no longer knows
+            continue
+        series = [str(row.project_id), row.chain, row.address]
+        balance.add_metric(series, int(row.free) / 10**chain.decimals)
+        read_at.add_metric(series, row.read_at.timestamp())
+    return [balance, read_at]
+
+
+def wallet_balance_chore(chains: Chains) -> tuple[float, Callable[[Database], Awaitable[int]]]:
+    """The job worker's chore (``Worker`` chores) that records the project wallets' balances
+    on every configured chain."""
+
+    async def record_wallet_balances(database: Database) -> int:
+        """Read and record the balances of every project wallet on each configured chain that
+        no other worker has read in the last half interval; how many were recorded. A chain
+        that does not answer keeps its last readings (their timestamp tells their age)."""
+        configured = chains.settings.configured_chains()
+        if not configured:
+            return 0
+        wallets = await database.read(repository.project_wallets)
+        last = await database.read(repository.last_reads)
+        fresh_after = utcnow() - timedelta(seconds=BALANCE_SECONDS / 2)
+        recorded = 0
+        for chain in configured:
+            last_read = last.get(chain.name)
+            if last_read is not None and last_read > fresh_after:  # another worker's
+                continue
+            try:
+                frees = await _read_frees(chains, chain.name, [w.public_key for w in wallets])
+            except AppError as exc:  # unreachable or too slow: try again next time
+                log.warning("wallet balances on %s not read: %s", chain.name, exc.message)
+                continue
+            read_at = utcnow()
+            async with database.transaction() as tx:
+                readings = [(w.id, free) for w, free in zip(wallets, frees, strict=True)]
+                await repository.replace_balances(tx, chain.name, readings, read_at)
+                await tx.commit()
+            recorded += len(wallets)
+        return recorded
+
+    return BALANCE_SECONDS, record_wallet_balances
+
+
+async def _read_frees(chains: Chains, chain: str, keys: Sequence[bytes]) -> list[int]:
+    frees: list[int] = []
+    for start in range(0, len(keys), BALANCE_BATCH):
+        batch = keys[start : start + BALANCE_BATCH]
+
+        def read(gateway: ChainGateway, batch: Sequence[bytes] = batch) -> list[int]:
+            return [gateway.balance(key).free for key in batch]
+
+        # The request deadline, not the job's: the worker's jobs wait while a chore runs.
+        frees += await chains.run(chain, read, in_request=True)
+    return frees
