@@ -1,6 +1,7 @@
 """Order queries."""
 
 import uuid
+from types import SimpleNamespace
 from typing import Any
 
 from sqlalchemy import bindparam, func, select
@@ -19,18 +20,31 @@ _ORDER = select(_ORDERS).where(
     _ORDERS.c.project_id == bindparam("project_id"), _ORDERS.c.id == bindparam("id")
 )
 _LINES_OF = select(_LINES).where(_LINES.c.order_id == bindparam("id")).order_by(_LINES.c.position)
-_PRODUCTS_OF = select(_PRODUCTS).where(
-    _PRODUCTS.c.id.in_(select(_LINES.c.product_id).where(_LINES.c.order_id == bindparam("id")))
+_LOCK_ORDER = lock_for_update(_ORDER)
+# An order (every order has a line) with its lines and what the answer shows of their products;
+# then its items with what it shows of their owners.
+_LINE_KEYS = ("id", "product_id", "position", "quantity", "unit_price", "created_at")
+_PRODUCT_KEYS = ("name", "type", "redemption_quantity")
+_OWNER_KEYS = ("email", "first_name", "last_name")
+_ORDER_AND_LINES = (
+    select(
+        _ORDERS,
+        *(_LINES.c[key].label(f"line_{key}") for key in _LINE_KEYS),
+        *(_PRODUCTS.c[key].label(f"product_{key}") for key in _PRODUCT_KEYS),
+    )
+    .join(_LINES, _LINES.c.order_id == _ORDERS.c.id)
+    .join(_PRODUCTS, _PRODUCTS.c.id == _LINES.c.product_id)
+    .where(_ORDERS.c.project_id == bindparam("project_id"), _ORDERS.c.id == bindparam("id"))
+    .order_by(_LINES.c.position)
 )
-_ITEMS_OF = (
-    select(_ITEMS)
+_ITEMS_AND_OWNERS = (
+    select(_ITEMS, *(_USERS.c[key].label(f"owner_{key}") for key in _OWNER_KEYS))
+    .join(_USERS, _USERS.c.id == _ITEMS.c.owner_id)
     .where(
         _ITEMS.c.order_item_id.in_(select(_LINES.c.id).where(_LINES.c.order_id == bindparam("id")))
     )
     .order_by(_ITEMS.c.product_id, _ITEMS.c.item_id)
 )
-_LOCK_ORDER = lock_for_update(_ORDER)
-_USERS_BY_ID = select(_USERS).where(_USERS.c.id.in_(bindparam("ids", expanding=True)))
 
 
 async def lock_order(
@@ -44,27 +58,33 @@ async def lock_order(
 
 
 async def read_order(rows: Rows, project_id: uuid.UUID, order_id: uuid.UUID) -> OrderRead | None:
-    """The order with its lines, their products and the items issued for them (a read for
-    ``Database.read``), or None."""
-    order = await rows.first(_ORDER, project_id=project_id, id=order_id)
-    if order is None:
+    """The order with its lines, their products and the items issued for them, with their
+    owners (a read for ``Database.read``), in two statements; or None."""
+    found = await rows.all(_ORDER_AND_LINES, project_id=project_id, id=order_id)
+    if not found:
         return None
-    lines = await rows.all(_LINES_OF, id=order_id)
-    products = {row.id: row for row in await rows.all(_PRODUCTS_OF, id=order_id)}
-    items = await rows.all(_ITEMS_OF, id=order_id)
-    owner_ids = list({item.owner_id for item in items})
-    owners = (
-        {row.id: row for row in await rows.all(_USERS_BY_ID, ids=owner_ids)} if owner_ids else {}
-    )
-    return OrderRead.of(
-        order,
-        lines,
-        products,
-        [
-            joined(item, product=products[item.product_id], owner=owners[item.owner_id])
-            for item in items
-        ],
-    )
+    head = found[0]
+    order = SimpleNamespace(**{key: getattr(head, key) for key in _ORDERS.c.keys()})
+    lines = [
+        SimpleNamespace(**{key: getattr(row, f"line_{key}") for key in _LINE_KEYS}) for row in found
+    ]
+    products = {
+        row.line_product_id: SimpleNamespace(
+            id=row.line_product_id, **{key: getattr(row, f"product_{key}") for key in _PRODUCT_KEYS}
+        )
+        for row in found
+    }
+    items = [
+        joined(
+            item,
+            product=products[item.product_id],
+            owner=SimpleNamespace(
+                id=item.owner_id, **{key: getattr(item, f"owner_{key}") for key in _OWNER_KEYS}
+            ),
+        )
+        for item in await rows.all(_ITEMS_AND_OWNERS, id=order_id)
+    ]
+    return OrderRead.of(order, lines, products, items)
 
 
 def _orders_of_project(
