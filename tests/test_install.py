@@ -145,7 +145,9 @@ class TestInstalledWheel:
         env = installed.env(TESSERA_DATABASE_URL=f"sqlite+aiosqlite:///{database}")
         _run(installed.tessera, "db", "upgrade", cwd=empty_dir, env=env)
         with sqlite3.connect(database) as connection:
-            rows = connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+            rows = connection.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"
+            )
             tables = {name for (name,) in rows}
             versions = connection.execute("SELECT version_num FROM alembic_version").fetchall()
         assert {"users", "products", "jobs", "alembic_version"} <= tables

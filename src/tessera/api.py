@@ -8,6 +8,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from tessera import API_VERSION, __build__
 from tessera.auth.dependencies import SECURITY_SCHEMES, authenticate, rate_limited
+from tessera.changes.router import router as changes_router
 from tessera.claims.router import router as claim_links_router
 from tessera.errors import responses
 from tessera.events.router import router as events_router
@@ -19,6 +20,7 @@ from tessera.projects.router import router as projects_router
 from tessera.schemas import SnakeModel, known_query_only
 from tessera.users.router import router as users_router
 from tessera.wallets.router import router as wallets_router
+from tessera.webhooks.router import router as webhooks_router
 
 # Routes that answer without a credential; tests/test_security.py walks app.routes against it.
 OPEN_ROUTES = frozenset(
@@ -105,6 +107,8 @@ def include_v1(app: FastAPI, *, rate_limits: bool = False) -> None:
         claim_links_router,
         orders_router,
         projects_router,
+        changes_router,
+        webhooks_router,
     )
     for domain in (legacy_router, *domains):  # legacy first: its concrete paths win
         app.include_router(

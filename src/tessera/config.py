@@ -87,6 +87,13 @@ class Settings(BaseSettings):
     # Claims per minute, per client address and per claim link, in each process.
     claim_rate_per_address: int = Field(default=30, ge=1)
     claim_rate_per_link: int = Field(default=120, ge=1)
+    # The change feed (GET /v1/changes, webhooks) keeps changes and delivery attempts this long:
+    # more than the 3 days that a failing webhook endpoint is retried for.
+    changes_retention_days: int = Field(default=30, ge=4)
+    # Webhook URLs must be https and reach public addresses only; true (development, tests)
+    # allows http and loopback, private and link-local addresses.
+    webhooks_allow_private: bool = False
+    webhook_timeout_seconds: float = Field(default=10.0, gt=0, le=60)
 
     # Chains are "configured" when they have an RPC URL (ws:// or wss://).
     chain_assethub_rpc_url: str | None = None

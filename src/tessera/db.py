@@ -325,8 +325,14 @@ def _insert_all(table: Table) -> Any:
 
 
 def _column_values(table: Table) -> dict[str, BindParameter[Any]]:
-    """A parameter for every column, named by the column."""
-    return {column.key: bindparam(column.key, type_=column.type) for column in table.c}
+    """A parameter for every column, named by the column, but those the database fills in: a
+    counted key, and a server default with no Python one (``changes.seq`` and ``txid``)."""
+    return {
+        column.key: bindparam(column.key, type_=column.type)
+        for column in table.c
+        if column is not table.autoincrement_column
+        and (column.default is not None or column.server_default is None)
+    }
 
 
 class _DefaultContext:

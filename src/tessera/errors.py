@@ -152,6 +152,14 @@ class WalletNotFound(NotFound):
     message = "wallet not found"
 
 
+class WebhookNotFound(NotFound):
+    message = "webhook endpoint not found"
+
+
+class DeliveryNotFound(NotFound):
+    message = "webhook delivery not found"
+
+
 class ClaimLinkNotFound(NotFound):
     message = "claim link not found"
 

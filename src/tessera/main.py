@@ -15,6 +15,7 @@ from tessera.auth.dependencies import Authenticator
 from tessera.auth.rate_limits import RateLimiter
 from tessera.auth.router import router as auth_router
 from tessera.chain.registry import Chains
+from tessera.changes.feed import purge_chore
 from tessera.claims import pages as claim_pages
 from tessera.claims.limiter import ClaimLimiter
 from tessera.claims.router import public_router as claims_router
@@ -33,6 +34,7 @@ from tessera.metrics.router import router as metrics_router
 from tessera.metrics.service import wallet_balance_chore
 from tessera.middleware import RequestContextMiddleware
 from tessera.products import tasks as product_tasks
+from tessera.webhooks.dispatcher import Dispatcher
 
 log = logging.getLogger("tessera")
 
@@ -57,9 +59,16 @@ CHORES = [(600.0, purge_expired)]
 
 
 def make_worker(context: JobContext, settings: Settings) -> Worker:
-    # The wallet balances shown by /metrics: chain reads, too slow for a scrape.
-    chores = [*CHORES, wallet_balance_chore(context.chains)]
-    return Worker.from_settings(context, job_handlers(), settings, chores=chores)
+    chores = [
+        *CHORES,
+        purge_chore(settings.changes_retention_days),
+        # The wallet balances shown by /metrics: chain reads, too slow for a scrape.
+        wallet_balance_chore(context.chains),
+    ]
+    webhooks = Dispatcher.from_settings(context.database, context.box, settings)
+    return Worker.from_settings(
+        context, job_handlers(), settings, chores=chores, companions=[webhooks.run_forever]
+    )
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:

@@ -18,9 +18,15 @@ import schemathesis
 from scalecodec.utils.ss58 import ss58_encode
 
 from tessera.chain.keys import public_key_of
+from tessera.changes.feed import Place
 
 SS58_SHAPE = re.compile(r"[1-9A-HJ-NP-Za-km-z]{46,48}")
 ADDRESSED = {("POST", "/v1/users/wallets/challenge"), ("POST", "/v1/users/wallets")}
+HOOKED = {("POST", "/v1/webhooks"), ("PATCH", "/v1/webhooks/{id}")}
+# Where the fuzzed webhooks point: a closed port on loopback (the run allows private
+# addresses), so that no delivery leaves the machine. Whether a URL may be registered is
+# tested in tests/webhooks.
+HOOK_URL = "http://127.0.0.1:9/fuzz"
 
 MAX_ITEMS_PER_ORDER = 550
 MAX_RECIPIENTS = 550
@@ -120,6 +126,13 @@ def map_case(ctx: schemathesis.HookContext, case: schemathesis.Case) -> schemath
         except ValueError:  # the shape of an address, not its checksum
             public_key = hashlib.sha256(address.encode()).digest()
             body["address"] = ss58_encode(public_key, ss58_format=42)
+    url = body.get("url") if isinstance(body, dict) else None
+    if operation in HOOKED and isinstance(url, str) and len(url) <= 2048 and "\x00" not in url:
+        body["url"] = HOOK_URL  # a URL the schema allows (a refused one stays, to be refused)
+    # A cursor cannot be generated at random: one of the shape Tessera gives, from the text.
+    query = case.query or {}
+    if operation == ("GET", "/v1/changes") and isinstance(query.get("after"), str):
+        query["after"] = Place(len(query["after"]), 0).cursor()
     # A generated Idempotency-Key repeats across cases ("0", "a", ...), and a key sent again with
     # another request is 422 by design: each case gets a key of its own (the header stays).
     headers = case.headers or {}

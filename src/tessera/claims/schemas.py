@@ -113,3 +113,9 @@ class ClaimRequest(CamelInput):
 class ClaimResult(SnakeModel):
     user_id: uuid.UUID
     product_item: TransferItem
+
+
+class ClaimedEvent(ClaimResult):
+    """The ``data`` of a ``claim.claimed`` change: the claim's answer and its link."""
+
+    claim_link_id: uuid.UUID

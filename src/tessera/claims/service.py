@@ -8,8 +8,10 @@ from typing import Any
 from sqlalchemy.exc import IntegrityError
 
 from tessera.auth.principal import Principal
+from tessera.changes.outbox import EventType, record
 from tessera.claims import repository
 from tessera.claims.schemas import (
+    ClaimedEvent,
     ClaimLinkCreate,
     ClaimLinkCreated,
     ClaimLinkList,
@@ -35,6 +37,7 @@ from tessera.models import Claim, ClaimLink
 from tessera.models.base import unix_now, utcnow
 from tessera.products import rules
 from tessera.products.repository import get_product_row
+from tessera.products.schemas import TransferItem
 from tessera.schemas import PageParams, Pagination
 from tessera.users.schemas import UserCreate
 from tessera.users.service import find_or_create_user, new_user
@@ -206,5 +209,9 @@ async def claim(
             Claim,
             [{"link_id": link.id, "email": body.email, "user_id": user.id, "item_id": item.id}],
         )
+        claimed = ClaimedEvent(
+            claim_link_id=link.id, user_id=user.id, product_item=TransferItem.of(item)
+        )
+        await record(tx, link.project_id, EventType.CLAIM_CLAIMED, [claimed])
         await tx.commit()
     return user.id, item, True

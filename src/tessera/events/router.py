@@ -57,9 +57,7 @@ async def register_event_attendee(
     database: DatabaseDep, principal: Writer, body: AttendeeRegister
 ) -> AttendeeRegistered:
     """Register a user to an event, or update the registration / check-in timestamps."""
-    return AttendeeRegistered.model_validate(
-        await service.register_attendee(database, principal, body=body)
-    )
+    return await service.register_attendee(database, principal, body=body)
 
 
 @router.get(

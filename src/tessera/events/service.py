@@ -1,7 +1,6 @@
 """Event and attendee use-cases."""
 
 import uuid
-from types import SimpleNamespace
 
 from sqlalchemy import bindparam, delete, exists, func, or_, select, update
 from sqlalchemy.exc import IntegrityError
@@ -9,6 +8,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import joinedload
 
 from tessera.auth.principal import Principal
+from tessera.changes.outbox import EventType, record
 from tessera.db import Database, joined, table_of
 from tessera.errors import (
     EventDatesOutOfOrder,
@@ -18,7 +18,13 @@ from tessera.errors import (
     ReferenceIdTaken,
 )
 from tessera.events import repository
-from tessera.events.schemas import AttendeeRegister, EventCreate, EventRead, EventUpdate
+from tessera.events.schemas import (
+    AttendeeRegister,
+    AttendeeRegistered,
+    EventCreate,
+    EventRead,
+    EventUpdate,
+)
 from tessera.models import Attendee, Event, OrderItem, Product
 from tessera.models.base import utcnow
 from tessera.schemas import PageParams
@@ -175,13 +181,16 @@ _CHECKED_IN = (
     .where(_ATTENDEES.c.id == bindparam("id"))
     .values(checked_in_at=bindparam("checked_in_at"), updated_at=bindparam("updated_at"))
 )
-# The first check-in: the one that finds no check-in recorded.
+# The first check-in: the one that finds no check-in recorded; a later one that moves it.
 _FIRST_CHECK_IN = _CHECKED_IN.where(_ATTENDEES.c.checked_in_at.is_(None)).returning(_ATTENDEES.c.id)
+_CHECKED_IN_AGAIN = _CHECKED_IN.where(
+    _ATTENDEES.c.checked_in_at != bindparam("checked_in_at", type_=_ATTENDEES.c.checked_in_at.type)
+)
 
 
 async def register_attendee(
     database: Database, principal: Principal, *, body: AttendeeRegister
-) -> SimpleNamespace:
+) -> AttendeeRegistered:
     """Create the attendee record (``registered_at`` defaults to now) or update only the given
     timestamps. A user's first check-in at an event adds 1 to their reputation."""
     async with database.transaction() as tx:
@@ -209,15 +218,22 @@ async def register_attendee(
                 await tx.execute(
                     _REGISTERED, id=attendee_id, registered_at=body.registered_at, updated_at=now
                 )
+        checked_in = False
         if body.checked_in_at is not None:
             values = {"id": attendee_id, "checked_in_at": body.checked_in_at, "updated_at": now}
             if await tx.scalar(_FIRST_CHECK_IN, **values) is not None:
                 await add_reputation(
                     tx, user, delta=FIRST_CHECK_IN_REPUTATION, reason=f"check-in:{event.id}"
                 )
+                checked_in = True
             else:
-                await tx.execute(_CHECKED_IN, **values)
+                checked_in = await tx.execute(_CHECKED_IN_AGAIN, **values) > 0
         # Read back inside the transaction: one transaction per registration, not two.
         attendee = await tx.first(_ATTENDEE, id=attendee_id)
+        registered = AttendeeRegistered.model_validate(joined(attendee, user=user, event=event))
+        if new is not None or body.registered_at is not None:
+            await record(tx, principal.project_id, EventType.ATTENDEE_REGISTERED, [registered])
+        if checked_in:
+            await record(tx, principal.project_id, EventType.ATTENDEE_CHECKED_IN, [registered])
         await tx.commit()
-    return joined(attendee, user=user, event=event)
+    return registered

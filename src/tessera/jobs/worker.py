@@ -15,7 +15,7 @@ import logging
 import random
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -60,6 +60,8 @@ class JobHandler:
 Handlers = Mapping[str, JobHandler]
 # Housekeeping between jobs: every so many seconds, an async function of the database.
 Chore = tuple[float, Callable[[Database], Awaitable[Any]]]
+# A loop that runs beside the jobs until the worker stops (webhook delivery).
+Companion = Callable[[asyncio.Event], Coroutine[Any, Any, None]]
 
 
 class Worker:
@@ -73,8 +75,10 @@ class Worker:
         poll_seconds: float = 1.0,
         heartbeat_seconds: float = 5.0,
         chores: Sequence[Chore] = (),
+        companions: Sequence[Companion] = (),
     ) -> None:
         self.context = context
+        self.companions = list(companions)
         self.chores = list(chores)
         self._chores_due = [0.0] * len(self.chores)  # time.monotonic(): each runs at start
         self.handlers = handlers
@@ -92,6 +96,7 @@ class Worker:
         settings: Settings,
         *,
         chores: Sequence[Chore] = (),
+        companions: Sequence[Companion] = (),
     ) -> "Worker":
         return cls(
             context,
@@ -101,6 +106,7 @@ class Worker:
             poll_seconds=settings.worker_poll_seconds,
             heartbeat_seconds=settings.worker_heartbeat_seconds,
             chores=chores,
+            companions=companions,
         )
 
     async def run_chores(self) -> None:
@@ -226,6 +232,7 @@ class Worker:
 
     async def run_forever(self, stop: asyncio.Event) -> None:
         log.info("worker %s started", self.worker_id)
+        beside = [asyncio.create_task(companion(stop)) for companion in self.companions]
         async with self.heartbeat.beating():  # beside the jobs: see tessera.jobs.heartbeat
             while not stop.is_set():
                 try:
@@ -239,4 +246,5 @@ class Worker:
                         await asyncio.wait_for(stop.wait(), self.poll_seconds)
                     except TimeoutError:
                         pass
+        await asyncio.gather(*beside)
         log.info("worker %s stopped", self.worker_id)

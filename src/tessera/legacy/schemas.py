@@ -70,8 +70,8 @@ class LegacyProductRead(ProductRead):
     type: Literal["redeemable_item"]
 
     @classmethod
-    def of(cls, product: SimpleNamespace) -> Self:
-        return cls.model_validate(SimpleNamespace(**vars(product) | {"type": LEGACY_TYPE}))
+    def of(cls, product: ProductRead) -> Self:
+        return cls.model_validate(SimpleNamespace(**dict(product) | {"type": LEGACY_TYPE}))
 
 
 class LegacyItemsCreate(SnakeInput):

@@ -1,6 +1,7 @@
 """ORM models; importing this package registers every table on ``Base.metadata``."""
 
 from tessera.models.base import Base
+from tessera.models.change import Change, WebhookDelivery, WebhookEndpoint
 from tessera.models.claim import Claim, ClaimLink
 from tessera.models.event import Attendee, Event
 from tessera.models.idempotency import IdempotencyKey
@@ -24,6 +25,7 @@ __all__ = [
     "ApiKey",
     "Attendee",
     "Base",
+    "Change",
     "Claim",
     "ClaimLink",
     "Event",
@@ -49,5 +51,7 @@ __all__ = [
     "User",
     "UserWallet",
     "WalletChallenge",
+    "WebhookDelivery",
+    "WebhookEndpoint",
     "WorkerHeartbeat",
 ]

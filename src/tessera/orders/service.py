@@ -2,7 +2,6 @@
 
 import secrets
 import uuid
-from dataclasses import dataclass
 from decimal import Decimal
 from types import SimpleNamespace
 from typing import Any
@@ -11,6 +10,7 @@ from sqlalchemy import bindparam, update
 from sqlalchemy.exc import IntegrityError
 
 from tessera.auth.principal import Principal
+from tessera.changes.outbox import EventType, record
 from tessera.db import Database, Rows, Transaction, table_of, with_defaults
 from tessera.errors import (
     OrderNotFound,
@@ -28,18 +28,6 @@ from tessera.products import rules
 from tessera.users.repository import get_user_row
 from tessera.users.schemas import UserRef
 
-
-@dataclass(frozen=True, slots=True)
-class OrderView:
-    """An order as its use-cases leave it: rows of the order, its lines, their products and
-    the items issued for it."""
-
-    order: Any
-    lines: list[Any]
-    products: dict[uuid.UUID, Any]
-    items: list[Any]
-
-
 _ORDERS = table_of(Order)
 # Built once (see users.repository).
 _STATUS = (
@@ -49,7 +37,7 @@ _STATUS = (
 )
 
 
-async def create_order(database: Database, principal: Principal, *, body: OrderCreate) -> OrderView:
+async def create_order(database: Database, principal: Principal, *, body: OrderCreate) -> OrderRead:
     """Record an order at today's prices; a completed order issues its items (all or nothing)."""
     async with database.transaction() as tx:
         user = await get_user_row(tx, principal.project_id, body.user.ref())
@@ -108,13 +96,17 @@ async def create_order(database: Database, principal: Principal, *, body: OrderC
                 )
         else:
             await tx.insert(OrderItem, lines)
+        read = OrderRead.of(order, [SimpleNamespace(**line) for line in lines], by_id, items)
+        await record(tx, principal.project_id, EventType.ORDER_CREATED, [read])
+        if order.status == OrderStatus.COMPLETED:
+            await record(tx, principal.project_id, EventType.ORDER_COMPLETED, [read])
         await tx.commit()
-    return OrderView(order, [SimpleNamespace(**line) for line in lines], by_id, items)
+    return read
 
 
 async def complete_order(
     database: Database, principal: Principal, *, order_id: uuid.UUID
-) -> OrderView:
+) -> OrderRead:
     """Complete a pending order: its items are issued now, or nothing changes (409)."""
     async with database.transaction() as tx:
         order, lines = await repository.lock_order(tx, principal.project_id, order_id)
@@ -122,20 +114,24 @@ async def complete_order(
         user = await get_user_row(tx, principal.project_id, UserRef("id", order.user_id))
         await _set_status(tx, order, OrderStatus.COMPLETED)  # before any product is locked
         items = await _issue_lines(tx, principal, lines, user)
+        read = await _view(tx, principal, order, lines, items)
+        await record(tx, principal.project_id, EventType.ORDER_COMPLETED, [read])
         await tx.commit()
-        return await _view(tx, principal, order, lines, items)
+    return read
 
 
 async def cancel_order(
     database: Database, principal: Principal, *, order_id: uuid.UUID
-) -> OrderView:
+) -> OrderRead:
     """Cancel a pending order. Completed orders stay completed (their items are issued)."""
     async with database.transaction() as tx:
         order, lines = await repository.lock_order(tx, principal.project_id, order_id)
         _require_pending(order, "cancelled")
         await _set_status(tx, order, OrderStatus.CANCELLED)
+        read = await _view(tx, principal, order, lines, [])
+        await record(tx, principal.project_id, EventType.ORDER_CANCELLED, [read])
         await tx.commit()
-        return await _view(tx, principal, order, lines, [])
+    return read
 
 
 async def get_order(database: Database, principal: Principal, *, order_id: uuid.UUID) -> OrderRead:
@@ -180,7 +176,7 @@ async def _issue_lines(
 
 async def _view(
     rows: Rows, principal: Principal, order: Any, lines: list[Any], items: list[Any]
-) -> OrderView:
+) -> OrderRead:
     ids = {line.product_id for line in lines}
     by_id = await products.products_by_id(rows, principal.project_id, ids)
-    return OrderView(order, lines, by_id, items)
+    return OrderRead.of(order, lines, by_id, items)

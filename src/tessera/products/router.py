@@ -12,7 +12,6 @@ from tessera.products.schemas import (
     ItemFilter,
     ItemKey,
     ItemList,
-    ItemOwner,
     ItemsIssue,
     ItemsIssued,
     ItemTransferList,
@@ -22,7 +21,6 @@ from tessera.products.schemas import (
     ProductUpdate,
     RedeemRequest,
     SaleList,
-    TransferItem,
     TransferRead,
     TransferRequest,
 )
@@ -41,8 +39,7 @@ async def create_product(
     database: DatabaseDep, principal: Writer, chains: ChainsDep, body: ProductCreate
 ) -> ProductRead:
     """Create a product, optionally attached to an event and minting an NFT per item."""
-    product = await service.create_product(database, principal, body=body, chains=chains)
-    return ProductRead.model_validate(product)
+    return await service.create_product(database, principal, body=body, chains=chains)
 
 
 @router.get("", response_model=list[ProductRead], responses=responses(400, 401))
@@ -68,10 +65,9 @@ async def update_product(
     """Change the fields sent; ``null`` clears one that may be empty, ``{}`` changes nothing.
     ``stock`` may not go below the items issued, nor ``redemption_quantity`` below an item's
     ``redemption_count`` (409); see ``mint_nft`` for the NFT settings."""
-    product = await service.update_product(
+    return await service.update_product(
         database, principal, product_id=id, body=body, chains=chains
     )
-    return ProductRead.model_validate(product)
 
 
 @router.get("/{id}/sales", response_model=SaleList, responses=responses(400, 401, 404))
@@ -119,15 +115,7 @@ async def transfer_product_item(
     database: DatabaseDep, principal: Writer, id: uuid.UUID, body: TransferRequest
 ) -> TransferRead:
     """Transfer an item of a transferable product from its owner to another user."""
-    item, sender, recipient, at = await service.transfer_item(
-        database, principal, product_id=id, body=body
-    )
-    return TransferRead(
-        product_item=TransferItem.of(item),
-        previous_owner=ItemOwner.model_validate(sender),
-        new_owner=ItemOwner.model_validate(recipient),
-        transferred_at=at,
-    )
+    return await service.transfer_item(database, principal, product_id=id, body=body)
 
 
 @router.get("/{id}/items", response_model=ItemList, responses=responses(400, 401, 404))

@@ -23,6 +23,7 @@ from typing import Any
 from sqlalchemy import TextualSelect, bindparam, func, select, text, update
 
 from tessera.auth.principal import Principal
+from tessera.changes.outbox import EventType, record
 from tessera.db import (
     Transaction,
     joined,
@@ -51,6 +52,7 @@ from tessera.errors import (
 from tessera.jobs.queue import JobKind
 from tessera.models import NftStatus, OrderItem, Product, ProductItem
 from tessera.models.base import utcnow
+from tessera.products.schemas import ProductItemRead, is_fully_redeemed
 from tessera.products.tasks import queue_nft
 from tessera.users.rules import require_activated
 
@@ -119,11 +121,6 @@ async def lock_item(tx: Transaction, product: Any, item_id: uuid.UUID) -> Any:
     if row is None:
         raise ProductItemNotFound
     return joined(row, product=product)
-
-
-def is_fully_redeemed(redemption_count: int, product: Any) -> bool:
-    """An item can be redeemed ``redemption_quantity`` times in all."""
-    return bool(redemption_count >= product.redemption_quantity)
 
 
 async def check_recipients(
@@ -312,6 +309,8 @@ async def issue(
         item.product, item.owner = product, user
     if product.mint_nft:
         await queue_nft(tx, JobKind.MINT, items)
+    issued_items = [ProductItemRead.of(item) for item in items]
+    await record(tx, principal.project_id, EventType.ITEM_ISSUED, issued_items)
     return items
 
 

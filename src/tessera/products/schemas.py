@@ -18,7 +18,6 @@ from pydantic import (
 from tessera.config import Chain
 from tessera.events.schemas import EventRead
 from tessera.models import NftStatus, OrderStatus, ProductItem, Redemption
-from tessera.products.rules import is_fully_redeemed
 from tessera.schemas import (
     NOT_NULL,
     Bool,
@@ -84,6 +83,12 @@ def mint_needs_uri_and_chain(schema: dict[str, Any]) -> None:
             ]
         }
     )
+
+
+def is_fully_redeemed(redemption_count: int, product: Any) -> bool:
+    """An item can be redeemed ``redemption_quantity`` times in all (the rule
+    ``rules.check_redeemable`` enforces, and what the item shows)."""
+    return bool(redemption_count >= product.redemption_quantity)
 
 
 class ProductCreate(SnakeInput):
@@ -326,6 +331,16 @@ class ProductItemRead(SnakeModel):
             product=ItemProduct.model_validate(product),
             nft=ItemNft.of(item),
         )
+
+
+class NftFailure(SnakeModel):
+    """The ``data`` of an ``nft.failed`` change: the job that gave up, its last error, and the
+    product (a collection) or the item (a mint or a transfer) as the API shows it."""
+
+    job: str
+    error: str
+    product: ProductRead | None = None
+    product_item: ProductItemRead | None = None
 
 
 class ItemsIssued(SnakeModel):

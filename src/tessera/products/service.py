@@ -10,6 +10,7 @@ from tessera.auth.principal import Principal
 from tessera.chain.gateway import ChainGateway, Deposits
 from tessera.chain.keys import USER_CONTROLLED, ss58_address
 from tessera.chain.registry import Chains
+from tessera.changes.outbox import EventType, record
 from tessera.db import Database, Transaction, joined, table_of
 from tessera.errors import (
     InsufficientCollectionBalance,
@@ -26,13 +27,17 @@ from tessera.products import repository, rules
 from tessera.products.schemas import (
     ItemFilter,
     ItemList,
+    ItemOwner,
     ItemsIssue,
     ItemTransferList,
     ProductCreate,
+    ProductItemRead,
     ProductRead,
     ProductUpdate,
     RedeemRequest,
     SaleList,
+    TransferItem,
+    TransferRead,
     TransferRequest,
     missing_for_mint,
 )
@@ -45,7 +50,7 @@ from tessera.users.schemas import UserRef
 
 async def create_product(
     database: Database, principal: Principal, *, body: ProductCreate, chains: Chains
-) -> Any:
+) -> ProductRead:
     """Create a product. ``mint_nft`` needs ``metadata_uri`` and ``chain`` (400), a configured
     chain (409), and a project wallet that can pay the collection deposit, the fee and keep its
     existential deposit (409 stating both amounts); the worker then creates the collection.
@@ -77,9 +82,11 @@ async def create_product(
         )
         if product.mint_nft:
             await queue_nft(tx, JobKind.CREATE_COLLECTION, [product])
+        product.event = event
+        created = ProductRead.model_validate(product)
+        await record(tx, principal.project_id, EventType.PRODUCT_CREATED, [created])
         await tx.commit()
-    product.event = event
-    return product
+    return created
 
 
 async def _require_collection_balance(
@@ -222,6 +229,8 @@ async def redeem_item(
                 }
             ],
         )
+        redeemed = ProductItemRead.of(item)
+        await record(tx, principal.project_id, EventType.ITEM_REDEEMED, [redeemed])
         await tx.commit()
     return item, redemption
 
@@ -245,7 +254,7 @@ async def _require_movable_nft(tx: Transaction, item: Any) -> None:
 
 async def transfer_item(
     database: Database, principal: Principal, *, product_id: uuid.UUID, body: TransferRequest
-) -> tuple[Any, Any, Any, int]:
+) -> TransferRead:
     """Move an item from its owner to another user of the project (see
     ``rules.check_transfer``). Every transfer is kept in ``item_transfers``; for an NFT product
     the worker then moves the NFT to the new owner's wallet."""
@@ -284,8 +293,15 @@ async def transfer_item(
         await tx.insert(ItemTransfer, [transfer])
         if product.mint_nft:
             await queue_nft(tx, JobKind.TRANSFER, [item])
+        moved = TransferRead(
+            product_item=TransferItem.of(item),
+            previous_owner=ItemOwner.model_validate(sender),
+            new_owner=ItemOwner.model_validate(recipient),
+            transferred_at=transferred_at,
+        )
+        await record(tx, principal.project_id, EventType.ITEM_TRANSFERRED, [moved])
         await tx.commit()
-    return item, sender, recipient, transferred_at
+    return moved
 
 
 async def list_items(
@@ -330,7 +346,7 @@ async def update_product(
     product_id: uuid.UUID,
     body: ProductUpdate,
     chains: Chains,
-) -> Any:
+) -> ProductRead:
     """Change the fields sent (null clears one that may be empty) as ``rules.check_update``
     allows, under the product's row lock; the product with its event. A value sent as stored is
     no change; with no change nothing is written and ``updated_at`` stays.
@@ -364,12 +380,13 @@ async def update_product(
             changed["nft_status"] = NftStatus.QUEUED
         if not changed:
             product.event = event
-            return product
+            return ProductRead.model_validate(product)
         values = {name: getattr(product, name) for name in _EDITABLE} | changed
         row = await tx.first(_UPDATE_PRODUCT, **values, id=product.id, updated_at=utcnow())
-        updated = joined(row, event=event)
         if changed.get("mint_nft"):
-            await queue_nft(tx, JobKind.CREATE_COLLECTION, [updated])
+            await queue_nft(tx, JobKind.CREATE_COLLECTION, [row])
+        updated = ProductRead.model_validate(joined(row, event=event))
+        await record(tx, principal.project_id, EventType.PRODUCT_UPDATED, [updated])
         await tx.commit()
     return updated
 

@@ -20,13 +20,15 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import select, update
+from pydantic import BaseModel
+from sqlalchemy import bindparam, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from tessera.chain.gateway import ChainGateway, TxResult
 from tessera.chain.keys import CUSTODIAL, open_seed
+from tessera.changes.outbox import EventType, record
 from tessera.crypto import Sealed, SecretBox
-from tessera.db import Transaction
+from tessera.db import Transaction, joined, table_of
 from tessera.jobs.queue import JobKind, NotReady, enqueue
 from tessera.jobs.worker import JobContext, JobHandler
 from tessera.models import (
@@ -39,7 +41,12 @@ from tessera.models import (
     User,
     UserWallet,
 )
+from tessera.models.base import utcnow
+from tessera.products import repository as products
+from tessera.products.schemas import NftFailure, ProductItemRead, ProductRead
 from tessera.projects.repository import primary_wallet
+from tessera.users.repository import get_user_row
+from tessera.users.schemas import UserRef
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,6 +109,70 @@ async def _set(
         await session.commit()
 
 
+_UPDATES: dict[tuple[type[Product] | type[ProductItem], tuple[str, ...]], Any] = {}
+_JOB_ERROR = select(Job.__table__.c.last_error).where(Job.__table__.c.id == bindparam("id"))
+
+
+def _update(model: type[Product] | type[ProductItem], names: tuple[str, ...]) -> Any:
+    """``UPDATE model SET names... WHERE id``, built once for each model and set of columns."""
+    statement = _UPDATES.get((model, names))
+    if statement is None:
+        table = table_of(model)
+        statement = _UPDATES[model, names] = (
+            update(table)
+            .where(table.c.id == bindparam("row_id"))
+            .values({name: bindparam(name) for name in names})
+        )
+    return statement
+
+
+async def _finish(
+    context: JobContext,
+    kind: JobKind,
+    row_id: uuid.UUID,
+    event: EventType,
+    *,
+    job: Job | None = None,
+    **values: Any,
+) -> None:
+    """Write a job's outcome on its product or item, and the change that reports it (the
+    object as the API shows it now; for ``nft.failed`` with the job's kind and error), in one
+    transaction."""
+    model = NFT_JOBS[kind].model
+    values["updated_at"] = utcnow()
+    async with context.database.transaction() as tx:
+        await tx.execute(_update(model, tuple(sorted(values))), row_id=row_id, **values)
+        project_id, shown = await (_product_read if model is Product else _item_read)(tx, row_id)
+        data: BaseModel = shown
+        if job is not None:
+            error = await tx.scalar(_JOB_ERROR, id=job.id) or ""
+            key = "product" if model is Product else "product_item"
+            data = NftFailure(job=kind.value, error=error, **{key: shown})
+        await record(tx, project_id, event, [data])
+        await tx.commit()
+
+
+_PRODUCTS, _ITEMS = table_of(Product), table_of(ProductItem)
+_PRODUCT_PROJECT = select(_PRODUCTS.c.project_id).where(_PRODUCTS.c.id == bindparam("id"))
+_ITEM = select(_ITEMS).where(_ITEMS.c.id == bindparam("id"))
+
+
+async def _product_read(tx: Transaction, product_id: uuid.UUID) -> tuple[uuid.UUID, BaseModel]:
+    project_id = await tx.scalar(_PRODUCT_PROJECT, id=product_id)
+    return project_id, ProductRead.model_validate(
+        await products.read_product(tx, project_id, product_id)
+    )
+
+
+async def _item_read(tx: Transaction, item_id: uuid.UUID) -> tuple[uuid.UUID, BaseModel]:
+    item = await tx.first(_ITEM, id=item_id)
+    assert item is not None  # its job's row: items are not deleted
+    project_id = await tx.scalar(_PRODUCT_PROJECT, id=item.product_id)
+    product = await products.get_product_row(tx, project_id, item.product_id)
+    owner = await get_user_row(tx, project_id, UserRef("id", item.owner_id))
+    return project_id, ProductItemRead.of(joined(item, product=product, owner=owner))
+
+
 def _seed(box: SecretBox, wallet: ProjectWallet | UserWallet) -> bytes:
     if wallet.secret_key_id is None or wallet.secret_blob is None:
         raise RuntimeError(f"wallet {wallet.address} is held by its user: Tessera cannot sign")
@@ -126,7 +197,7 @@ async def _receiving_wallet(session: AsyncSession, user_id: uuid.UUID) -> UserWa
     return wallet
 
 
-def _tx(tx: TxResult | None, prefix: str) -> dict[str, object]:
+def _tx(tx: TxResult | None, prefix: str) -> dict[str, Any]:
     return (
         {} if tx is None else {f"{prefix}_tx_hash": tx.tx_hash, f"{prefix}_block": tx.block_number}
     )
@@ -163,10 +234,11 @@ async def create_collection(context: JobContext, job: Job) -> None:
 
     await _set(context, Product, product_id, nft_status=NftStatus.SUBMITTED)
     collection_id = await context.chains.run(str(product.chain), work)
-    await _set(
+    await _finish(
         context,
-        Product,
+        JobKind.CREATE_COLLECTION,
         product_id,
+        EventType.NFT_COLLECTION_CREATED,
         nft_status=NftStatus.CREATED,
         nft_collection_id=collection_id,
     )
@@ -201,10 +273,11 @@ async def mint(context: JobContext, job: Job) -> None:
 
     await _set(context, ProductItem, item_id, nft_status=NftStatus.SUBMITTED)
     tx = await context.chains.run(str(product.chain), work)
-    await _set(
+    await _finish(
         context,
-        ProductItem,
+        JobKind.MINT,
         item_id,
+        EventType.NFT_MINTED,
         nft_status=NftStatus.MINTED,
         nft_wallet_id=owner.id,
         **_tx(tx, "nft"),
@@ -256,10 +329,11 @@ async def transfer(context: JobContext, job: Job) -> None:
 
         await _set(context, ProductItem, item_id, nft_transfer_status=NftStatus.SUBMITTED)
         tx = await context.chains.run(chain, work)
-    await _set(
+    await _finish(
         context,
-        ProductItem,
+        JobKind.TRANSFER,
         item_id,
+        EventType.NFT_TRANSFERRED,
         nft_transfer_status=NftStatus.TRANSFERRED,
         nft_wallet_id=target.id,
         **_tx(tx, "nft_transfer"),
@@ -271,8 +345,13 @@ def _show(kind: JobKind) -> Callable[[JobContext, Job, JobStatus], Awaitable[Non
     spec = NFT_JOBS[kind]
 
     async def show(context: JobContext, job: Job, status: JobStatus) -> None:
-        state = NftStatus.FAILED if status == JobStatus.FAILED else NftStatus.QUEUED
-        await _set(context, spec.model, _row_id(kind, job), **{spec.status_column: state})
+        if status != JobStatus.FAILED:
+            await _set(
+                context, spec.model, _row_id(kind, job), **{spec.status_column: NftStatus.QUEUED}
+            )
+            return
+        failed = {spec.status_column: NftStatus.FAILED}
+        await _finish(context, kind, _row_id(kind, job), EventType.NFT_FAILED, job=job, **failed)
 
     return show
 

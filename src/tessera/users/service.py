@@ -13,6 +13,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from tessera.auth.principal import Principal
 from tessera.chain.keys import new_custodial_key
 from tessera.chain.registry import Chains
+from tessera.changes.outbox import EventType, record
 from tessera.crypto import SecretBox
 from tessera.db import Database, Transaction
 from tessera.errors import EmailTaken, InvalidInput, ReferenceIdTaken, UserNotFound
@@ -114,6 +115,9 @@ async def insert_users(
     await repository.count_created(tx, project_id, len(created), activated=activated)
     for user, wallet in zip(created, written, strict=True):
         user.wallets = [wallet]
+    await record(
+        tx, project_id, EventType.USER_CREATED, [UserRead.model_validate(u) for u in created]
+    )
     return created
 
 
@@ -129,8 +133,9 @@ async def find_or_create_user(tx: Transaction, project_id: uuid.UUID, user: NewU
     created = await tx.insert_new(User, user.row | owner, unique=("project_id", "email"))
     if created is None:
         return await repository.get_user_row(tx, project_id, ref)
-    await tx.insert(UserWallet, [user.wallet | owner])
+    created.wallets = await tx.insert(UserWallet, [user.wallet | owner])
     await repository.count_created(tx, project_id, 1, activated=int(created.is_activated))
+    await record(tx, project_id, EventType.USER_CREATED, [UserRead.model_validate(created)])
     return created
 
 
@@ -192,10 +197,12 @@ async def count_active_users(database: Database, principal: Principal) -> int:
 
 async def activate_user(session: AsyncSession, principal: Principal, *, lookup: UserLookup) -> User:
     """Activate a user; activating an active user keeps its original ``activatedOn``."""
-    user = await repository.get_user(session, principal.project_id, lookup.ref())
+    user = await repository.get_user(session, principal.project_id, lookup.ref(), with_wallets=True)
     if not user.is_activated and await repository.activate(session, user):
+        await session.refresh(user, ["is_activated", "activated_on"])
+        changed = UserRead.model_validate(user)
+        await record(session, principal.project_id, EventType.USER_ACTIVATED, [changed])
         await session.commit()
-        await session.refresh(user)
     return user
 
 

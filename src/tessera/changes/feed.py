@@ -1,0 +1,143 @@
+"""Reading the outbox in commit order, a page at a time, from an opaque cursor.
+
+A change's place is ``(txid, seq)`` (see ``tessera.models.change.Change``). On PostgreSQL the
+ids of transactions are handed out when they begin, not when they commit, so a page shows only
+the changes of transactions below the oldest one still running (the snapshot's ``xmin``): every
+one of those has ended, and none can add a row behind the cursor. A change therefore waits, at
+most, for the transactions that began before it to end; one left open (idle in transaction)
+holds the feed back until it ends. On SQLite one transaction writes at a time: ``seq`` is
+commit order.
+"""
+
+import base64
+import binascii
+import json
+import uuid
+from collections.abc import Awaitable, Callable
+from datetime import datetime, timedelta
+from typing import Any, NamedTuple
+
+from sqlalchemy import ColumnElement, bindparam, delete, func, literal_column, select, tuple_
+
+from tessera.db import Database, Rows, table_of
+from tessera.errors import InvalidInput
+from tessera.models import Change, WebhookDelivery
+from tessera.models.base import utcnow
+from tessera.schemas import SnakeModel
+
+MAX_SEQ = 2**63 - 1
+
+
+class Place(NamedTuple):
+    """After which change a reader goes on: the ``(txid, seq)`` of the last one it had."""
+
+    txid: int
+    seq: int
+
+    def cursor(self) -> str:
+        return base64.urlsafe_b64encode(f"{self.txid}.{self.seq}".encode()).decode().rstrip("=")
+
+    @classmethod
+    def of_cursor(cls, cursor: str) -> "Place":
+        try:
+            text = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
+            txid, seq = (int(part) for part in text.split("."))
+        except (ValueError, binascii.Error, UnicodeDecodeError):
+            raise InvalidInput("after: not a cursor that Tessera gave") from None
+        if not (0 <= txid <= MAX_SEQ and 0 <= seq <= MAX_SEQ):
+            raise InvalidInput("after: not a cursor that Tessera gave")
+        return cls(txid, seq)
+
+
+START = Place(0, 0)  # before every change
+
+
+class ChangeRead(SnakeModel):
+    id: uuid.UUID
+    type: str
+    created_at: datetime
+    data: dict[str, Any]
+
+    @classmethod
+    def of(cls, row: Any) -> "ChangeRead":
+        return cls(id=row.id, type=row.type, created_at=row.created_at, data=json.loads(row.data))
+
+
+class ChangeList(SnakeModel):
+    events: list[ChangeRead]
+    cursor: str
+
+
+_CHANGES = table_of(Change)
+# The oldest transaction still running, PostgreSQL: rows below it are final.
+_HORIZON: ColumnElement[int] = literal_column(
+    "(pg_snapshot_xmin(pg_current_snapshot())::text)::bigint"
+)
+_AFTER = (
+    select(
+        _CHANGES.c.seq,
+        _CHANGES.c.txid,
+        _CHANGES.c.id,
+        _CHANGES.c.type,
+        _CHANGES.c.created_at,
+        _CHANGES.c.data,
+    )
+    .where(
+        _CHANGES.c.project_id == bindparam("project_id"),
+        tuple_(_CHANGES.c.txid, _CHANGES.c.seq) > tuple_(bindparam("txid"), bindparam("seq")),
+    )
+    .order_by(_CHANGES.c.txid, _CHANGES.c.seq)
+    .limit(bindparam("limit"))
+)
+_AFTER_FINAL = _AFTER.where(_CHANGES.c.txid < _HORIZON)
+_END_PG = select(_HORIZON - 1)
+_END_SQLITE = select(func.coalesce(func.max(_CHANGES.c.seq), 0))
+
+
+async def read_after(rows: Rows, project_id: uuid.UUID, after: Place, limit: int) -> list[Any]:
+    """Up to ``limit`` of the project's changes after ``after``, in commit order."""
+    statement = _AFTER_FINAL if rows.on_postgresql else _AFTER
+    return await rows.all(
+        statement, project_id=project_id, txid=after.txid, seq=after.seq, limit=limit
+    )
+
+
+def place_of(row: Any) -> Place:
+    return Place(row.txid, row.seq)
+
+
+async def read_page(rows: Rows, project_id: uuid.UUID, after: Place, limit: int) -> ChangeList:
+    found = await read_after(rows, project_id, after, limit)
+    last = place_of(found[-1]) if found else after
+    return ChangeList(events=[ChangeRead.of(row) for row in found], cursor=last.cursor())
+
+
+async def end(rows: Rows) -> Place:
+    """The place after every change written so far, and before any change of a transaction
+    still running (a new webhook endpoint starts there)."""
+    if rows.on_postgresql:
+        return Place(await rows.scalar(_END_PG), MAX_SEQ)
+    return Place(0, await rows.scalar(_END_SQLITE))
+
+
+_DELIVERIES = table_of(WebhookDelivery)
+_PURGE_CHANGES = delete(_CHANGES).where(_CHANGES.c.created_at < bindparam("before"))
+_PURGE_DELIVERIES = delete(_DELIVERIES).where(_DELIVERIES.c.created_at < bindparam("before"))
+
+
+PURGE_SECONDS = 3600.0
+
+
+def purge_chore(retention_days: int) -> tuple[float, Callable[[Database], Awaitable[int]]]:
+    """The worker's hourly chore: forget the changes and delivery attempts older than
+    ``retention_days`` (``TESSERA_CHANGES_RETENTION_DAYS``); how many changes."""
+
+    async def purge_changes(database: Database) -> int:
+        before = utcnow() - timedelta(days=retention_days)
+        async with database.transaction() as tx:
+            await tx.execute(_PURGE_DELIVERIES, before=before)
+            purged = await tx.execute(_PURGE_CHANGES, before=before)
+            await tx.commit()
+        return purged
+
+    return PURGE_SECONDS, purge_changes

@@ -1,0 +1,414 @@
+"""Webhook delivery: the job worker's companion loop that sends each endpoint its changes.
+
+Every poll it takes a lease on the enabled endpoints that are due and have changes after their
+place in the feed (on PostgreSQL, ``SKIP LOCKED``: several workers share the endpoints, never
+one endpoint), and sends each of them its changes one at a time, in feed order:
+
+- accepted (any 2xx): the endpoint's place moves past the change, with the lease renewed;
+- anything else (another status, a timeout, a refused address): the attempt is recorded and the
+  endpoint is retried after a growing delay (``RETRY_DELAYS``, with jitter), from that change;
+  an endpoint that has failed for ``DISABLE_AFTER`` is disabled. Until the change is accepted
+  nothing after it is sent: at-least-once, in order per endpoint.
+
+A worker that dies mid-delivery leaves the lease to pass: the change is sent again (the receiver
+recognises it by its ``webhook-id``). Every attempt is a ``webhook_deliveries`` row; a replay
+asked for through the API is one written ``pending``, which the loop sends and settles.
+
+Each request is signed per the Standard Webhooks specification (``webhook-id``,
+``webhook-timestamp``, ``webhook-signature``: ``v1,`` and the base64 HMAC-SHA256 of
+``id.timestamp.body`` under the endpoint's secret), goes to the address checked just before
+(``addresses.resolve``), follows no redirect and reads at most a KiB of the answer.
+"""
+
+import asyncio
+import logging
+import random
+import time
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+import httpx
+from sqlalchemy import and_, bindparam, exists, or_, select, tuple_, update
+from standardwebhooks.webhooks import Webhook
+
+from tessera import __build__
+from tessera.changes import feed
+from tessera.changes.feed import ChangeRead, Place
+from tessera.config import Settings
+from tessera.crypto import SecretBox
+from tessera.db import Database, Rows, skip_locked, table_of
+from tessera.models import Change, WebhookDelivery, WebhookEndpoint
+from tessera.models.base import utcnow
+from tessera.webhooks.addresses import UnsafeAddress, resolve
+from tessera.webhooks.schemas import DeliveryStatus
+from tessera.webhooks.service import open_secret
+
+log = logging.getLogger("tessera.webhooks")
+
+# Seconds between attempts after the 1st, 2nd, ... failure in a row; then the last, until
+# DISABLE_AFTER: 5 s, 30 s, 2 min, 10 min, 30 min, 1 h, 2 h, 4 h, then every 6 h.
+RETRY_DELAYS = (5, 30, 120, 600, 1800, 3600, 7200, 14400, 21600)
+DISABLE_AFTER = timedelta(days=3)
+LEASE_SECONDS = 60.0
+BATCH = 100  # changes read per endpoint and round
+ENDPOINTS_PER_ROUND = 20
+BODY_KEPT = 1024
+USER_AGENT = f"Tessera-Webhooks/{__build__}"
+
+_ENDPOINTS, _CHANGES = table_of(WebhookEndpoint), table_of(Change)
+_DELIVERIES = table_of(WebhookDelivery)
+_PENDING_CHANGE = exists().where(
+    _CHANGES.c.project_id == _ENDPOINTS.c.project_id,
+    tuple_(_CHANGES.c.txid, _CHANGES.c.seq)
+    > tuple_(_ENDPOINTS.c.after_txid, _ENDPOINTS.c.after_seq),
+)
+_DUE = and_(
+    _ENDPOINTS.c.enabled.is_(True),
+    _ENDPOINTS.c.next_attempt_at <= bindparam("now"),
+    or_(_ENDPOINTS.c.leased_until.is_(None), _ENDPOINTS.c.leased_until < bindparam("now")),
+)
+
+
+def _claim_statement(final: Any) -> Any:
+    due = skip_locked(
+        select(_ENDPOINTS.c.id)
+        .where(_DUE, _PENDING_CHANGE.where(final))
+        .order_by(_ENDPOINTS.c.next_attempt_at)
+        .limit(ENDPOINTS_PER_ROUND)
+    )
+    return (
+        update(_ENDPOINTS)
+        .where(_ENDPOINTS.c.id.in_(due.scalar_subquery()))
+        .values(leased_by=bindparam("me"), leased_until=bindparam("until"))
+        .returning(*_ENDPOINTS.c)
+    )
+
+
+_CLAIM = {
+    True: _claim_statement(_CHANGES.c.txid < feed._HORIZON),
+    False: _claim_statement(_CHANGES.c.txid >= 0),
+}
+_MINE = and_(_ENDPOINTS.c.id == bindparam("id"), _ENDPOINTS.c.leased_by == bindparam("me"))
+_ACCEPTED = (
+    update(_ENDPOINTS)
+    .where(_MINE)
+    .values(
+        after_txid=bindparam("txid"),
+        after_seq=bindparam("seq"),
+        failures=0,
+        failing_since=None,
+        leased_until=bindparam("until"),
+    )
+)
+_FAILED = (
+    update(_ENDPOINTS)
+    .where(_MINE)
+    .values(
+        failures=bindparam("failures"),
+        failing_since=bindparam("failing_since"),
+        next_attempt_at=bindparam("next_attempt_at"),
+        enabled=bindparam("enabled"),
+        disabled_reason=bindparam("disabled_reason"),
+        updated_at=bindparam("now"),
+        leased_by=None,
+        leased_until=None,
+    )
+)
+_RELEASE = (
+    update(_ENDPOINTS)
+    .where(_MINE)
+    .values(
+        after_txid=bindparam("txid"), after_seq=bindparam("seq"), leased_by=None, leased_until=None
+    )
+)
+_TAKE_REPLAYS = (
+    update(_DELIVERIES)
+    .where(
+        _DELIVERIES.c.id.in_(
+            skip_locked(
+                select(_DELIVERIES.c.id)
+                .where(_DELIVERIES.c.status == DeliveryStatus.PENDING)
+                .order_by(_DELIVERIES.c.created_at)
+                .limit(ENDPOINTS_PER_ROUND)
+            ).scalar_subquery()
+        )
+    )
+    .values(status="sending")
+    .returning(*_DELIVERIES.c)
+)
+_SETTLE_REPLAY = (
+    update(_DELIVERIES)
+    .where(_DELIVERIES.c.id == bindparam("id"))
+    .values(
+        status=bindparam("status"),
+        response_status=bindparam("response_status"),
+        response_body=bindparam("response_body"),
+        error=bindparam("error"),
+        duration_ms=bindparam("duration_ms"),
+    )
+)
+_ENDPOINT = select(_ENDPOINTS).where(_ENDPOINTS.c.id == bindparam("id"))
+_CHANGE = select(_CHANGES).where(_CHANGES.c.id == bindparam("id"))
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    accepted: bool
+    response_status: int | None
+    response_body: str | None
+    error: str | None
+    duration_ms: int
+
+    def columns(self) -> dict[str, Any]:
+        return {
+            "status": DeliveryStatus.SUCCEEDED if self.accepted else DeliveryStatus.FAILED,
+            "response_status": self.response_status,
+            "response_body": self.response_body,
+            "error": self.error,
+            "duration_ms": self.duration_ms,
+        }
+
+
+def retry_delay(failures: int, delays: Sequence[float] = RETRY_DELAYS) -> float:
+    """Seconds before the next attempt after ``failures`` failures in a row, ±10%."""
+    return delays[min(failures, len(delays)) - 1] * random.uniform(0.9, 1.1)  # noqa: S311
+
+
+class Dispatcher:
+    def __init__(
+        self,
+        database: Database,
+        box: SecretBox,
+        *,
+        allow_private: bool,
+        timeout: float,
+        poll_seconds: float = 1.0,
+        retry_delays: Sequence[float] = RETRY_DELAYS,
+        disable_after: timedelta = DISABLE_AFTER,
+    ) -> None:
+        self.database = database
+        self.box = box
+        self.allow_private = allow_private
+        self.timeout = timeout
+        self.poll_seconds = poll_seconds
+        self.retry_delays = retry_delays
+        self.disable_after = disable_after
+        self.me = uuid.uuid4().hex[:8]
+        self._client: httpx.AsyncClient | None = None
+
+    @classmethod
+    def from_settings(cls, database: Database, box: SecretBox, settings: Settings) -> "Dispatcher":
+        return cls(
+            database,
+            box,
+            allow_private=settings.webhooks_allow_private,
+            timeout=settings.webhook_timeout_seconds,
+            poll_seconds=settings.worker_poll_seconds,
+        )
+
+    @property
+    def client(self) -> httpx.AsyncClient:
+        if self._client is None:
+            self._client = httpx.AsyncClient(
+                timeout=self.timeout, follow_redirects=False, trust_env=False
+            )
+        return self._client
+
+    async def close(self) -> None:
+        if self._client is not None:
+            await self._client.aclose()
+            self._client = None
+
+    async def run_forever(self, stop: asyncio.Event) -> None:
+        """Deliver until ``stop``; the worker runs this beside its jobs."""
+        try:
+            while not stop.is_set():
+                try:
+                    sent = await self.deliver_due()
+                except Exception:
+                    log.exception("webhooks: a delivery round failed")
+                    sent = 0
+                if not sent:
+                    try:
+                        await asyncio.wait_for(stop.wait(), self.poll_seconds)
+                    except TimeoutError:
+                        pass
+        finally:
+            await self.close()
+
+    async def deliver_due(self) -> int:
+        """One round: the replays asked for, and every due endpoint's pending changes (the
+        endpoints at once, each in order); how many requests were sent."""
+        sent = await self._replays()
+        endpoints = await self._claim()
+        counts = await asyncio.gather(*(self._deliver(endpoint) for endpoint in endpoints))
+        return sent + sum(counts)
+
+    async def _claim(self) -> list[Any]:
+        now = utcnow()
+        async with self.database.transaction() as tx:
+            endpoints = await tx.all(
+                _CLAIM[tx.on_postgresql],
+                now=now,
+                me=self.me,
+                until=now + timedelta(seconds=LEASE_SECONDS),
+            )
+            await tx.commit()
+        return endpoints
+
+    async def _deliver(self, endpoint: Any) -> int:
+        """Send the endpoint its changes in order until one is not accepted; then it waits."""
+        place = Place(endpoint.after_txid, endpoint.after_seq)
+        changes = await self.database.read(feed.read_after, endpoint.project_id, place, BATCH)
+        types = set(endpoint.event_types) if endpoint.event_types is not None else None
+        secret = open_secret(self.box, endpoint)
+        sent = 0
+        for change in changes:
+            if types is not None and change.type not in types:
+                place = feed.place_of(change)  # passed over, recorded with the next write
+                continue
+            outcome = await self.send(endpoint.url, secret, change)
+            sent += 1
+            if not await self._record(endpoint, change, outcome):
+                return sent  # failed, or the lease was lost: stop here
+            place = feed.place_of(change)
+        await self._write(_RELEASE, id=endpoint.id, me=self.me, txid=place.txid, seq=place.seq)
+        return sent
+
+    async def _record(self, endpoint: Any, change: Any, outcome: Outcome) -> bool:
+        """Record the attempt and move the endpoint on (accepted) or back off; False when the
+        endpoint is not to be sent more now."""
+        now = utcnow()
+        async with self.database.transaction() as tx:
+            await tx.insert(
+                WebhookDelivery,
+                [
+                    {
+                        "endpoint_id": endpoint.id,
+                        "change_id": change.id,
+                        "change_type": change.type,
+                        "replay": False,
+                        "created_at": now,
+                        **outcome.columns(),
+                    }
+                ],
+            )
+            if outcome.accepted:
+                kept = await tx.execute(
+                    _ACCEPTED,
+                    id=endpoint.id,
+                    me=self.me,
+                    txid=change.txid,
+                    seq=change.seq,
+                    until=now + timedelta(seconds=LEASE_SECONDS),
+                )
+            else:
+                failures = endpoint.failures + 1
+                since = endpoint.failing_since or now
+                give_up = now - since >= self.disable_after
+                kept = await tx.execute(
+                    _FAILED,
+                    id=endpoint.id,
+                    me=self.me,
+                    failures=failures,
+                    failing_since=since,
+                    next_attempt_at=now
+                    + timedelta(seconds=retry_delay(failures, self.retry_delays)),
+                    enabled=not give_up,
+                    disabled_reason=(
+                        f"failing since {since.isoformat()}: {outcome.error}"[:255]
+                        if give_up
+                        else None
+                    ),
+                    now=now,
+                )
+                if give_up and kept:
+                    log.warning("webhooks: endpoint %s disabled: %s", endpoint.id, outcome.error)
+            await tx.commit()
+        if not kept:
+            log.warning("webhooks: lost the lease of endpoint %s", endpoint.id)
+        return bool(kept) and outcome.accepted
+
+    async def _replays(self) -> int:
+        async with self.database.transaction() as tx:
+            taken = await tx.all(_TAKE_REPLAYS)
+            await tx.commit()
+        for delivery in taken:
+
+            async def read(rows: Rows, delivery: Any = delivery) -> tuple[Any, Any]:
+                endpoint = await rows.first(_ENDPOINT, id=delivery.endpoint_id)
+                return endpoint, await rows.first(_CHANGE, id=delivery.change_id)
+
+            endpoint, change = await self.database.read(read)
+            if endpoint is None:
+                continue  # deleted meanwhile, with its deliveries
+            if change is None:
+                outcome = Outcome(False, None, None, "the event is no longer kept", 0)
+            else:
+                outcome = await self.send(endpoint.url, open_secret(self.box, endpoint), change)
+            await self._write(_SETTLE_REPLAY, id=delivery.id, **outcome.columns())
+        return len(taken)
+
+    async def _write(self, statement: Any, **params: Any) -> int:
+        async with self.database.transaction() as tx:
+            count = await tx.execute(statement, **params)
+            await tx.commit()
+        return count
+
+    async def send(self, url: str, secret: str, change: Any) -> Outcome:
+        """One signed request of ``change`` to ``url``."""
+        body = ChangeRead.of(change).model_dump_json()
+        message_id = str(change.id)
+        at = utcnow()
+        headers = {
+            "content-type": "application/json",
+            "user-agent": USER_AGENT,
+            "webhook-id": message_id,
+            "webhook-timestamp": str(int(at.timestamp())),
+            "webhook-signature": Webhook(secret).sign(message_id, _whole_second(at), body),
+        }
+        started = time.perf_counter()
+        try:
+            target = await resolve(url, allow_private=self.allow_private)
+            request = self.client.build_request(
+                "POST",
+                target.url,
+                content=body.encode(),
+                headers=headers | {"host": target.host},
+                extensions={"sni_hostname": target.server_name},
+            )
+            response = await self.client.send(request, stream=True)
+            try:
+                kept = b""
+                async for chunk in response.aiter_raw():
+                    kept += chunk
+                    if len(kept) >= BODY_KEPT:
+                        break
+            finally:
+                await response.aclose()
+        except (UnsafeAddress, httpx.HTTPError, OSError) as exc:
+            return Outcome(False, None, None, _error(exc), _ms(started))
+        accepted = 200 <= response.status_code < 300
+        return Outcome(
+            accepted,
+            response.status_code,
+            kept[:BODY_KEPT].decode("utf-8", "replace"),
+            None if accepted else f"the receiver answered {response.status_code}",
+            _ms(started),
+        )
+
+
+def _whole_second(at: datetime) -> datetime:
+    return at.replace(microsecond=0)
+
+
+def _ms(started: float) -> int:
+    return round((time.perf_counter() - started) * 1000)
+
+
+def _error(exc: Exception) -> str:
+    text = str(exc) or type(exc).__name__
+    return f"{type(exc).__name__}: {text}"[:500]
