@@ -227,6 +227,46 @@ class TestJobsCli:
         assert missing.returncode == 1 and missing.stderr.strip() == "error: job not found"
 
 
+class TestWebhookCli:
+    async def test_create_list_and_delete(self, cli, client, tenant):
+        project = str(tenant.project_id)
+        created = json.loads(
+            (
+                await cli(
+                    "webhook",
+                    "create",
+                    "--project",
+                    project,
+                    "--url",
+                    "https://93.184.216.34/hook",
+                    "--event-type",
+                    "user.created",
+                    "--event-type",
+                    "item.issued",
+                )
+            ).stdout
+        )
+        assert created["secret"].startswith("whsec_")
+        assert created["event_types"] == ["item.issued", "user.created"]
+        shown = await client.get(f"/v1/webhooks/{created['id']}", headers=tenant.r)
+        assert shown.status_code == 200 and "secret" not in shown.json()
+        listed = json.loads((await cli("webhook", "list", "--project", project)).stdout)
+        assert [hook["id"] for hook in listed] == [created["id"]]
+        assert all("secret" not in hook for hook in listed)
+        refused = await cli(
+            "webhook", "create", "--project", project, "--url", "https://10.0.0.1/", ok=False
+        )
+        assert refused.returncode == 1
+        assert refused.stderr.startswith("error: url: ") and "10.0.0.1" in refused.stderr
+        await cli("webhook", "delete", "--project", project, "--id", created["id"])
+        gone = await client.get(f"/v1/webhooks/{created['id']}", headers=tenant.r)
+        assert gone.status_code == 404
+        missing = await cli(
+            "webhook", "delete", "--project", project, "--id", created["id"], ok=False
+        )
+        assert missing.stderr.strip() == "error: webhook endpoint not found"
+
+
 class TestSecretsRotation:
     async def test_rotate_reseals_every_secret_under_the_new_key(
         self, cli, client, tenant, settings, database
@@ -239,10 +279,15 @@ class TestSecretsRotation:
         from tessera.chain.keys import open_seed
         from tessera.config import parse_key_ring
         from tessera.crypto import Sealed, SecretBox
-        from tessera.models import ProjectWallet, UserWallet
+        from tessera.models import ProjectWallet, UserWallet, WebhookEndpoint
+        from tessera.webhooks.service import open_secret
         from tests.factories import create_users
 
         await create_users(client, tenant, 3)
+        hook = await client.post(
+            "/v1/webhooks", headers=tenant.w, json={"url": "https://93.184.216.34/hook"}
+        )
+        assert hook.status_code == 201, hook.text
         old_ring = settings.secret_keys.get_secret_value()
         ring = f"k2:{base64.b64encode(secrets.token_bytes(32)).decode()},{old_ring}"
         back = f"{old_ring},{ring.split(',')[0]}"
@@ -251,6 +296,7 @@ class TestSecretsRotation:
             counts = json.loads(result.stdout)
             assert counts["active_key_id"] == "k2"
             assert (counts["user_wallets"], counts["project_wallets"]) == (3, 1)
+            assert counts["webhook_secrets"] == 1
             only_new = SecretBox({"k2": parse_key_ring(ring)["k2"]})
             async with database.session(write=False) as session:
                 rows = [
@@ -265,6 +311,10 @@ class TestSecretsRotation:
                     secret=Sealed(row.secret_key_id, row.secret_blob),
                 )
                 assert len(seed) == 32
+            async with database.session(write=False) as session:
+                endpoint = await session.scalar(select(WebhookEndpoint))
+            assert endpoint.secret_key_id == "k2"
+            assert open_secret(only_new, endpoint) == hook.json()["secret"]
             again = json.loads(
                 (await cli("secrets", "rotate", env={"TESSERA_SECRET_KEYS": ring})).stdout
             )

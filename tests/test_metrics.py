@@ -191,6 +191,68 @@ class TestJobQueue:
         assert set(samples(text, "tessera_jobs_failed").values()) == {0}
 
 
+class TestWebhooks:
+    async def test_deliveries_of_the_last_hour_and_endpoints_by_status(
+        self, client, database, tenant
+    ):
+        from datetime import timedelta
+
+        from sqlalchemy import update
+
+        from tessera.models import WebhookDelivery, WebhookEndpoint
+        from tessera.models.base import utcnow
+
+        ids = []
+        for _ in range(3):
+            created = await client.post(
+                "/v1/webhooks", headers=tenant.w, json={"url": "https://93.184.216.34/h"}
+            )
+            assert created.status_code == 201, created.text
+            ids.append(created.json()["id"])
+        now = utcnow()
+        async with database.session() as session:
+            await session.execute(
+                update(WebhookEndpoint)
+                .where(WebhookEndpoint.id == uuid.UUID(ids[1]))
+                .values(failing_since=now)
+            )
+            await session.execute(
+                update(WebhookEndpoint)
+                .where(WebhookEndpoint.id == uuid.UUID(ids[2]))
+                .values(enabled=False)
+            )
+            attempts = [
+                ("succeeded", now),
+                ("succeeded", now - timedelta(minutes=30)),
+                ("failed", now),
+                ("failed", now - timedelta(hours=2)),  # older than the hour
+                ("pending", now),  # a replay not sent yet
+            ]
+            session.add_all(
+                WebhookDelivery(
+                    endpoint_id=uuid.UUID(ids[0]),
+                    change_id=uuid.uuid4(),
+                    change_type="user.created",
+                    replay=False,
+                    status=status,
+                    created_at=at,
+                )
+                for status, at in attempts
+            )
+            await session.commit()
+
+        text = await scrape(client)
+        assert samples(text, "tessera_webhook_deliveries_last_hour") == {
+            labels(status="succeeded"): 2,
+            labels(status="failed"): 1,
+        }
+        assert samples(text, "tessera_webhook_endpoints") == {
+            labels(status="enabled"): 1,
+            labels(status="failing"): 1,
+            labels(status="disabled"): 1,
+        }
+
+
 class TestDatabasePool:
     async def test_checked_out_and_size(self, client, settings):
         text = await scrape(client)

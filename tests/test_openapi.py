@@ -62,3 +62,26 @@ class TestOpenApi:
     async def test_docs_render(self, client):
         response = await client.get("/docs")
         assert response.status_code == 200 and "swagger-ui" in response.text
+
+    async def test_documents_the_change_feed_and_the_webhooks_it_sends(self, client):
+        spec = (await client.get("/openapi.json")).json()
+        changes = spec["paths"]["/v1/changes"]["get"]
+        assert {p["name"] for p in changes["parameters"]} == {"after", "limit"}
+        assert changes["responses"]["200"]["content"]["application/json"]["schema"] == {
+            "$ref": "#/components/schemas/ChangeList"
+        }
+        assert set(spec["paths"]["/v1/webhooks/{id}"]) == {"get", "patch", "delete"}
+        created = spec["components"]["schemas"]["WebhookCreated"]
+        assert "secret" in created["required"]
+        assert "secret" not in spec["components"]["schemas"]["WebhookRead"]["properties"]
+        # What an endpoint receives: the event and the three Standard Webhooks headers.
+        delivery = spec["webhooks"]["change"]["post"]
+        assert {p["name"] for p in delivery["parameters"] if p["in"] == "header"} == {
+            "webhook-id",
+            "webhook-timestamp",
+            "webhook-signature",
+        }
+        body = delivery["requestBody"]["content"]["application/json"]["schema"]
+        assert body == {"$ref": "#/components/schemas/ChangeRead"}
+        event_types = spec["components"]["schemas"]["EventType"]["enum"]
+        assert len(event_types) == 17 and "claim.claimed" in event_types

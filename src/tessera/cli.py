@@ -22,6 +22,7 @@ from tessera.errors import AppError
 from tessera.models import JobStatus
 
 if TYPE_CHECKING:  # the commands import what they need, so that `tessera --help` starts fast
+    from tessera.auth.principal import Principal
     from tessera.jobs.worker import JobContext
 
 app = typer.Typer(no_args_is_help=True, help="Tessera: event tickets, perks and user wallets.")
@@ -33,6 +34,9 @@ client_app = typer.Typer(
 )
 identity_app = typer.Typer(no_args_is_help=True, help="External identities (OIDC subjects).")
 secrets_app = typer.Typer(no_args_is_help=True, help="Secrets at rest (TESSERA_SECRET_KEYS).")
+webhook_app = typer.Typer(
+    no_args_is_help=True, help="Webhook endpoints of a project (signed change deliveries)."
+)
 jobs_app = typer.Typer(
     no_args_is_help=True, help="Durable jobs (NFT collections, mints, transfers)."
 )
@@ -42,6 +46,7 @@ app.add_typer(apikey_app, name="apikey")
 app.add_typer(client_app, name="client")
 app.add_typer(identity_app, name="identity")
 app.add_typer(jobs_app, name="jobs")
+app.add_typer(webhook_app, name="webhook")
 app.add_typer(secrets_app, name="secrets")
 
 ProjectOpt = Annotated[uuid.UUID, typer.Option("--project", help="Project id.")]
@@ -79,6 +84,21 @@ def _run(work: Callable[[Database, Settings], Awaitable[T]]) -> T:
     except AppError as exc:
         typer.echo(f"error: {exc.message}", err=True)
         raise typer.Exit(1) from None
+
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def _validated(model: type[M], data: dict[str, object]) -> M:
+    """Options checked by the API's own schema: the same problems, as ``error: ...``."""
+    from pydantic import ValidationError
+
+    from tessera.errors import InvalidInput, validation_messages
+
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        raise InvalidInput(*validation_messages(exc.errors())) from None
 
 
 def _hash_key(settings: Settings) -> bytes:
@@ -328,6 +348,85 @@ def _job_context(database: Database, settings: Settings) -> "JobContext":
     from tessera.jobs.worker import JobContext
 
     return JobContext(database, SecretBox(settings.key_ring), Chains(settings))
+
+
+async def _project_principal(database: Database, project: uuid.UUID) -> "Principal":
+    """The CLI acts for the project as its write credential would (404 for no such project)."""
+    from tessera.auth.principal import Principal
+    from tessera.projects.repository import get_project
+
+    async with database.session(write=False) as session:
+        found = await get_project(session, project)
+    return Principal(
+        project_id=found.id,
+        can_write=True,
+        credential="cli",
+        require_activation=found.require_activation,
+    )
+
+
+@webhook_app.command("create")
+def webhook_create(
+    project: ProjectOpt,
+    url: Annotated[str, typer.Option("--url", help="https, on a public address.")],
+    event_types: Annotated[
+        list[str] | None,
+        typer.Option("--event-type", help="Repeat for each type; none: every type."),
+    ] = None,
+) -> None:
+    """Register an endpoint; prints it with its signing secret (shown once)."""
+    from tessera.webhooks.schemas import WebhookCreate
+    from tessera.webhooks.service import create_webhook
+
+    async def work(database: Database, settings: Settings) -> BaseModel:
+        body = _validated(WebhookCreate, {"url": url, "event_types": event_types or None})
+        return await create_webhook(
+            database,
+            await _project_principal(database, project),
+            body=body,
+            box=SecretBox(settings.key_ring),
+            allow_private=settings.webhooks_allow_private,
+        )
+
+    _print(_run(work))
+
+
+@webhook_app.command("list")
+def webhook_list(project: ProjectOpt) -> None:
+    """The project's endpoints (never their secrets)."""
+    from tessera.schemas import MAX_LIMIT, PageParams
+    from tessera.webhooks.schemas import WebhookRead
+    from tessera.webhooks.service import list_webhooks
+
+    async def work(database: Database, _settings: Settings) -> list[WebhookRead]:
+        principal = await _project_principal(database, project)
+        found: list[WebhookRead] = []
+        page = 1
+        while True:
+            listed = await list_webhooks(
+                database, principal, paging=PageParams(page=page, limit=MAX_LIMIT)
+            )
+            found += listed.webhooks
+            if len(found) >= listed.pagination.total or not listed.webhooks:
+                return found
+            page += 1
+
+    _print(_run(work))
+
+
+@webhook_app.command("delete")
+def webhook_delete(
+    project: ProjectOpt, endpoint_id: Annotated[uuid.UUID, typer.Option("--id")]
+) -> None:
+    """Delete an endpoint and its delivery attempts."""
+    from tessera.webhooks.service import delete_webhook
+
+    async def work(database: Database, _settings: Settings) -> None:
+        principal = await _project_principal(database, project)
+        await delete_webhook(database, principal, endpoint_id=endpoint_id)
+
+    _run(work)
+    typer.echo(f"deleted {endpoint_id}", err=True)
 
 
 @app.command()

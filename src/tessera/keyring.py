@@ -15,8 +15,9 @@ from tessera.auth.tokens import signing_key_aad
 from tessera.chain.keys import wallet_aad
 from tessera.crypto import Sealed, SecretBox
 from tessera.db import Database
-from tessera.models import ProjectWallet, SigningKey, UserWallet
+from tessera.models import ProjectWallet, SigningKey, UserWallet, WebhookEndpoint
 from tessera.schemas import SnakeModel
+from tessera.webhooks.service import secret_aad
 
 BATCH = 500
 
@@ -26,6 +27,7 @@ class Resealed(SnakeModel):
     user_wallets: int
     project_wallets: int
     signing_keys: int
+    webhook_secrets: int
 
 
 async def reseal_all(database: Database, box: SecretBox) -> Resealed:
@@ -35,6 +37,7 @@ async def reseal_all(database: Database, box: SecretBox) -> Resealed:
         (UserWallet, lambda row: wallet_aad(row.public_key)),
         (ProjectWallet, lambda row: wallet_aad(row.public_key)),
         (SigningKey, lambda row: signing_key_aad(row.kid)),
+        (WebhookEndpoint, lambda row: secret_aad(row.id)),
     ]
     for model, aad in tables:
         total = 0
@@ -46,12 +49,13 @@ async def reseal_all(database: Database, box: SecretBox) -> Resealed:
             if done < BATCH:
                 break
         counts.append(total)
-    users, projects, signing = counts
+    users, projects, signing, webhooks = counts
     return Resealed(
         active_key_id=box.active_key_id,
         user_wallets=users,
         project_wallets=projects,
         signing_keys=signing,
+        webhook_secrets=webhooks,
     )
 
 

@@ -35,6 +35,7 @@ from tessera.metrics.service import wallet_balance_chore
 from tessera.middleware import RequestContextMiddleware
 from tessera.products import tasks as product_tasks
 from tessera.webhooks.dispatcher import Dispatcher
+from tessera.webhooks.router import document_deliveries
 
 log = logging.getLogger("tessera")
 
@@ -152,5 +153,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.mount("/static", StaticFiles(directory=claim_pages.PACKAGE / "static"), name="static")
     app.include_router(docs_router)
     app.mount(ASSETS, StaticFiles(packages=[SWAGGER_UI]), name="docs_assets")
+    document_deliveries(app)
     document(app)
     return app

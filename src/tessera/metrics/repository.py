@@ -5,10 +5,17 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import bindparam, delete, func, select
+from sqlalchemy import bindparam, case, delete, func, select
 
 from tessera.db import Rows, Transaction, table_of
-from tessera.models import Job, JobStatus, ProjectWallet, ProjectWalletBalance
+from tessera.models import (
+    Job,
+    JobStatus,
+    ProjectWallet,
+    ProjectWalletBalance,
+    WebhookDelivery,
+    WebhookEndpoint,
+)
 
 _JOBS, _WALLETS = table_of(Job), table_of(ProjectWallet)
 _BALANCES = table_of(ProjectWalletBalance)
@@ -36,6 +43,23 @@ _ALL_WALLETS = select(_WALLETS.c.id, _WALLETS.c.public_key).order_by(_WALLETS.c.
 _LAST_READS = select(_BALANCES.c.chain, func.max(_BALANCES.c.read_at).label("read_at")).group_by(
     _BALANCES.c.chain
 )
+_DELIVERIES, _ENDPOINTS = table_of(WebhookDelivery), table_of(WebhookEndpoint)
+_RECENT_DELIVERIES = (
+    select(_DELIVERIES.c.status, func.count().label("deliveries"))
+    .where(
+        _DELIVERIES.c.status.in_(bindparam("statuses", expanding=True)),
+        _DELIVERIES.c.created_at >= bindparam("since"),
+    )
+    .group_by(_DELIVERIES.c.status)
+)
+_ENDPOINT_STATES = select(
+    case(
+        (_ENDPOINTS.c.enabled.is_(False), "disabled"),
+        (_ENDPOINTS.c.failing_since.is_not(None), "failing"),
+        else_="enabled",
+    ).label("status"),
+    func.count().label("endpoints"),
+).group_by("status")
 _FORGET_CHAIN = delete(_BALANCES).where(_BALANCES.c.chain == bindparam("chain"))
 
 
@@ -48,6 +72,17 @@ async def job_queue(rows: Rows) -> list[Any]:
 async def shown_balances(rows: Rows) -> list[Any]:
     """(project_id, address, chain, free, read_at) of every recorded balance."""
     return await rows.all(_SHOWN_BALANCES)
+
+
+async def recent_deliveries(rows: Rows, since: datetime) -> dict[str, int]:
+    """Webhook delivery attempts made since ``since``, by outcome."""
+    found = await rows.all(_RECENT_DELIVERIES, since=since, statuses=["succeeded", "failed"])
+    return {row.status: row.deliveries for row in found}
+
+
+async def endpoint_states(rows: Rows) -> dict[str, int]:
+    """Webhook endpoints by status (enabled, failing, disabled)."""
+    return {row.status: row.endpoints for row in await rows.all(_ENDPOINT_STATES)}
 
 
 async def project_wallets(rows: Rows) -> list[Any]:

@@ -40,13 +40,18 @@ async def scrape(database: Database, settings: Settings) -> bytes:
     """The Prometheus text exposition: every process's request and pool figures, the job
     queue and the recorded balances."""
 
-    async def read(rows: Rows) -> tuple[list[Any], list[Any]]:
-        return await repository.job_queue(rows), await repository.shown_balances(rows)
+    async def read(rows: Rows) -> tuple[list[Any], list[Any], list[Metric]]:
+        webhooks = _webhook_families(
+            await repository.recent_deliveries(rows, utcnow() - timedelta(hours=1)),
+            await repository.endpoint_states(rows),
+        )
+        return await repository.job_queue(rows), await repository.shown_balances(rows), webhooks
 
-    queue, balances = await database.read(read)
+    queue, balances, webhooks = await database.read(read)
     sample_pool(database)  # this process's, fresh; the others' are at most a second old
     registry = scrape_registry()
-    registry.register(_Families([*_job_families(queue), *_balance_families(balances, settings)]))
+    families = [*_job_families(queue), *_balance_families(balances, settings), *webhooks]
+    registry.register(_Families(families))
     # With several processes this reads their files: off the event loop.
     return await asyncio.to_thread(generate_latest, registry)
 
@@ -90,6 +95,25 @@ def _job_families(queue: Sequence[Any]) -> list[Metric]:
         row = found.get((kind, JobStatus.FAILED))
         failed.add_metric([kind], row.jobs if row else 0)
     return [depth, age, failed]
+
+
+def _webhook_families(deliveries: dict[str, int], endpoints: dict[str, int]) -> list[Metric]:
+    attempts = GaugeMetricFamily(
+        "tessera_webhook_deliveries_last_hour",
+        "Webhook delivery attempts in the last hour, by outcome (failed: not a 2xx answer, a "
+        "timeout, or an address refused).",
+        labels=["status"],
+    )
+    for status in ("succeeded", "failed"):
+        attempts.add_metric([status], deliveries.get(status, 0))
+    states = GaugeMetricFamily(
+        "tessera_webhook_endpoints",
+        "Webhook endpoints by status: enabled, failing (retrying a change), disabled.",
+        labels=["status"],
+    )
+    for status in ("enabled", "failing", "disabled"):
+        states.add_metric([status], endpoints.get(status, 0))
+    return [attempts, states]
 
 
 def _balance_families(balances: Sequence[Any], settings: Settings) -> list[Metric]:

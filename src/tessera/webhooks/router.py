@@ -1,9 +1,10 @@
 import uuid
 from typing import Annotated
 
-from fastapi import APIRouter, Query, Response
+from fastapi import APIRouter, FastAPI, Header, Query, Response
 
 from tessera.auth.dependencies import Reader, Writer
+from tessera.changes.feed import ChangeRead
 from tessera.config import SettingsDep
 from tessera.crypto import BoxDep
 from tessera.db import DatabaseDep
@@ -104,3 +105,34 @@ async def replay_delivery(
     return await service.replay_delivery(
         database, principal, endpoint_id=id, delivery_id=delivery_id
     )
+
+
+def document_deliveries(app: FastAPI) -> None:
+    """What Tessera sends to an endpoint, as an OpenAPI ``webhooks`` entry."""
+
+    @app.webhooks.post("change", tags=["webhooks"], status_code=200)
+    def change(
+        body: ChangeRead,
+        webhook_id: Annotated[
+            str, Header(alias="webhook-id", description="The event's id: the same on a retry.")
+        ],
+        webhook_timestamp: Annotated[
+            str,
+            Header(
+                alias="webhook-timestamp", description="Unix seconds when this attempt was signed."
+            ),
+        ],
+        webhook_signature: Annotated[
+            str,
+            Header(
+                alias="webhook-signature",
+                description="`v1,` then the base64 HMAC-SHA256, under the endpoint's secret "
+                "(the base64 after `whsec_`), of `{webhook-id}.{webhook-timestamp}.{body}`.",
+            ),
+        ],
+    ) -> None:
+        """One change of the project, as `GET /v1/changes` shows it, signed per the Standard
+        Webhooks specification. Answer any 2xx within the timeout (10 s by default) to accept
+        it; anything else is retried (5 s, 30 s, 2 min, 10 min, 30 min, 1 h, 2 h, 4 h, then every
+        6 h) and the changes after it wait, so each endpoint receives them in order. An
+        endpoint failing for 3 days is disabled. Deduplicate by `webhook-id`."""
