@@ -3,15 +3,17 @@
 A change's place is ``(txid, seq)`` (see ``tessera.models.change.Change``). On PostgreSQL the
 ids of transactions are handed out when they begin, not when they commit, so a page shows only
 the changes of transactions below the oldest one still running (the snapshot's ``xmin``): every
-one of those has ended, and none can add a row behind the cursor. A change therefore waits, at
-most, for the transactions that began before it to end; one left open (idle in transaction)
-holds the feed back until it ends. On SQLite one transaction writes at a time: ``seq`` is
-commit order.
+one of those has ended, and none can add a row behind the cursor. A change therefore waits for
+the transactions that began before it to end, in any database of the server (transaction ids
+are the cluster's): one left open (idle in transaction, a prepared two-phase transaction, another
+application's long batch) holds every project's feed back until it ends. On SQLite one
+transaction writes at a time: ``seq`` is commit order.
 """
 
 import base64
 import binascii
 import json
+import re
 import uuid
 from collections.abc import Awaitable, Callable
 from datetime import datetime, timedelta
@@ -26,6 +28,7 @@ from tessera.models.base import utcnow
 from tessera.schemas import SnakeModel
 
 MAX_SEQ = 2**63 - 1
+_PLACE = re.compile(r"([0-9]{1,19})\.([0-9]{1,19})")
 
 
 class Place(NamedTuple):
@@ -40,13 +43,13 @@ class Place(NamedTuple):
     @classmethod
     def of_cursor(cls, cursor: str) -> "Place":
         try:
-            text = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
-            txid, seq = (int(part) for part in text.split("."))
-        except (ValueError, binascii.Error, UnicodeDecodeError):
-            raise InvalidInput("after: not a cursor that Tessera gave") from None
-        if not (0 <= txid <= MAX_SEQ and 0 <= seq <= MAX_SEQ):
+            text = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode("ascii")
+        except (ValueError, binascii.Error):  # UnicodeDecodeError is a ValueError
+            text = ""
+        found = _PLACE.fullmatch(text)
+        if found is None or max(int(found[1]), int(found[2])) > MAX_SEQ:
             raise InvalidInput("after: not a cursor that Tessera gave")
-        return cls(txid, seq)
+        return cls(int(found[1]), int(found[2]))
 
 
 START = Place(0, 0)  # before every change

@@ -339,8 +339,10 @@ class NftFailure(SnakeModel):
 
     job: str
     error: str
-    product: ProductRead | None = None
-    product_item: ProductItemRead | None = None
+    product: ProductRead | None = Field(default=None, exclude_if=lambda value: value is None)
+    product_item: ProductItemRead | None = Field(
+        default=None, exclude_if=lambda value: value is None
+    )
 
 
 class ItemsIssued(SnakeModel):
