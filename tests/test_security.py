@@ -9,6 +9,7 @@ from fastapi.routing import APIRoute, iter_route_contexts
 
 from tessera.api import OPEN_ROUTES
 from tessera.auth.dependencies import authenticate
+from tessera.console.web import signed_in
 from tessera.db import READ_ONLY_ENDPOINTS
 
 
@@ -24,7 +25,11 @@ class TestRouteSecurity:
             for method in methods - {"HEAD"}:
                 key = (method, route.path)
                 api_route = isinstance(route.original_route, APIRoute)
-                if api_route and _depends_on(route.dependant, authenticate):
+                # The API's credentials, or a console session (the console's own sign-in).
+                guarded = api_route and any(
+                    _depends_on(route.dependant, check) for check in (authenticate, signed_in)
+                )
+                if guarded:
                     assert key not in OPEN_ROUTES, f"{key} is allowlisted but authenticates"
                 else:
                     assert key in OPEN_ROUTES, f"{key} answers without a credential"

@@ -39,6 +39,10 @@ OPEN_ROUTES = frozenset(
         ("POST", "/v1/claims/{token}"),
         ("GET", "/claim/{token}"),
         ("POST", "/claim/{token}"),
+        # The console's sign-in; its other pages want a console session (tessera.console).
+        ("GET", "/console/login"),
+        ("POST", "/console/login"),
+        ("POST", "/console/login/key"),
     }
 )
 

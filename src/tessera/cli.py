@@ -34,6 +34,7 @@ client_app = typer.Typer(
 )
 identity_app = typer.Typer(no_args_is_help=True, help="External identities (OIDC subjects).")
 secrets_app = typer.Typer(no_args_is_help=True, help="Secrets at rest (TESSERA_SECRET_KEYS).")
+operator_app = typer.Typer(no_args_is_help=True, help="Operators of the console (/console).")
 webhook_app = typer.Typer(
     no_args_is_help=True, help="Webhook endpoints of a project (signed change deliveries)."
 )
@@ -47,6 +48,7 @@ app.add_typer(client_app, name="client")
 app.add_typer(identity_app, name="identity")
 app.add_typer(jobs_app, name="jobs")
 app.add_typer(webhook_app, name="webhook")
+app.add_typer(operator_app, name="operator")
 app.add_typer(secrets_app, name="secrets")
 
 ProjectOpt = Annotated[uuid.UUID, typer.Option("--project", help="Project id.")]
@@ -427,6 +429,33 @@ def webhook_delete(
 
     _run(work)
     typer.echo(f"deleted {endpoint_id}", err=True)
+
+
+@operator_app.command("create")
+def operator_create(
+    email: Annotated[str, typer.Option("--email", help="The operator's sign-in email.")],
+) -> None:
+    """Create a console operator (sees every project). The password comes from
+    TESSERA_OPERATOR_PASSWORD, or is asked for on a terminal (at least 12 characters)."""
+    import os
+    import sys
+
+    from tessera.console.accounts import create_operator
+
+    password = os.environ.get("TESSERA_OPERATOR_PASSWORD")
+    if password is None:
+        if not sys.stdin.isatty():
+            typer.echo("error: set TESSERA_OPERATOR_PASSWORD, or run on a terminal", err=True)
+            raise typer.Exit(1)
+        password = typer.prompt("Password", hide_input=True, confirmation_prompt=True)
+
+    async def work(database: Database, _settings: Settings) -> BaseModel:
+        from tessera.console.schemas import OperatorRead
+
+        created = await create_operator(database, email=email, password=password)
+        return OperatorRead.model_validate(created)
+
+    _print(_run(work))
 
 
 @app.command()

@@ -20,6 +20,13 @@ from tessera.claims import pages as claim_pages
 from tessera.claims.limiter import ClaimLimiter
 from tessera.claims.router import public_router as claims_router
 from tessera.config import Settings, get_settings
+from tessera.console import events as console_events
+from tessera.console import jobs as console_jobs
+from tessera.console import products as console_products
+from tessera.console import users as console_users
+from tessera.console import web as console
+from tessera.console import webhooks as console_webhooks
+from tessera.console.router import router as console_router
 from tessera.crypto import SecretBox
 from tessera.db import Database
 from tessera.docs import ASSETS, SWAGGER_UI
@@ -136,6 +143,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
 
     install_error_handlers(app)
+    console.install(app)
     app.add_middleware(IdempotencyMiddleware)  # innermost: it reads bodies within the limit
     app.add_middleware(VersionAnswer)  # inside the request context
     app.add_middleware(
@@ -150,6 +158,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     include_v1(app, rate_limits=bool(settings.rate_limit_read or settings.rate_limit_write))
     app.include_router(claims_router)
     app.include_router(claim_pages.router)
+    app.include_router(console_router)
+    for pages in (console_events, console_products, console_users, console_jobs, console_webhooks):
+        app.include_router(pages.router)
     app.mount("/static", StaticFiles(directory=claim_pages.PACKAGE / "static"), name="static")
     app.include_router(docs_router)
     app.mount(ASSETS, StaticFiles(packages=[SWAGGER_UI]), name="docs_assets")

@@ -3,6 +3,7 @@
 from tessera.models.base import Base
 from tessera.models.change import Change, WebhookDelivery, WebhookEndpoint
 from tessera.models.claim import Claim, ClaimLink
+from tessera.models.console import ConsoleSession, Operator
 from tessera.models.event import Attendee, Event
 from tessera.models.idempotency import IdempotencyKey
 from tessera.models.job import Job, JobStatus
@@ -28,6 +29,7 @@ __all__ = [
     "Change",
     "Claim",
     "ClaimLink",
+    "ConsoleSession",
     "Event",
     "IdempotencyKey",
     "IdentityBinding",
@@ -36,6 +38,7 @@ __all__ = [
     "JobStatus",
     "NftStatus",
     "OAuthClient",
+    "Operator",
     "Order",
     "OrderItem",
     "OrderStatus",

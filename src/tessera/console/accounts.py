@@ -1,0 +1,255 @@
+"""Who may use the console: operator accounts, sign-in (with lockout), sessions and sign-out.
+
+Operators sign in with an email and a password (an Argon2id hash, ``argon2-cffi``); after
+``MAX_FAILURES`` wrong passwords in a row the account is locked for ``LOCK``, and a sign-in to
+a locked account fails as a wrong password does, whatever the password. A project owner signs
+in with a write API key of the project; the session ends when the key is revoked or expires.
+
+A session is a random token in an ``HttpOnly``, ``SameSite=Lax`` cookie (``Secure`` unless the
+console is reached on loopback); the database keeps the token's keyed hash, who it is, and a
+CSRF token that every form carries. Sessions last ``SESSION_HOURS``.
+"""
+
+import math
+import secrets
+import time
+import uuid
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from argon2 import PasswordHasher
+from argon2.exceptions import InvalidHashError, VerificationError
+from limits import RateLimitItemPerMinute
+from limits.storage import MemoryStorage
+from limits.strategies import MovingWindowRateLimiter
+from sqlalchemy import and_, bindparam, delete, or_, select
+from sqlalchemy.exc import IntegrityError
+
+from tessera.auth.api_keys import access_for_api_key
+from tessera.auth.principal import Principal
+from tessera.crypto import hashes_match, keyed_hash
+from tessera.db import Database, table_of
+from tessera.errors import AppError, Conflict, CredentialInvalid, InvalidInput, TooManyRequests
+from tessera.models import ApiKey, ConsoleSession, Operator
+from tessera.models.base import utcnow
+from tessera.schemas import normalize_email
+
+MAX_FAILURES = 5
+LOCK = timedelta(minutes=15)
+SESSION_HOURS = 8
+MIN_PASSWORD = 12
+COOKIE = "tessera_console"
+
+_hasher = PasswordHasher()
+# Verified when the email is unknown, so that a wrong email takes as long as a wrong password.
+_NOBODY = _hasher.hash(secrets.token_urlsafe(16))
+
+
+class SignInLimiter:
+    """Sign-in attempts per client address, a moving minute, in the process's memory (as the
+    claim limits): on top of each account's lockout, so that guessing across many accounts is
+    slow too. A refused attempt is not counted."""
+
+    def __init__(self, per_minute: int = 20) -> None:
+        self._limiter = MovingWindowRateLimiter(MemoryStorage())
+        self._item = RateLimitItemPerMinute(per_minute)
+
+    def admit(self, *, address: str) -> None:
+        if not self._limiter.hit(self._item, "console-sign-in", address):
+            reset_at = self._limiter.get_window_stats(self._item, "console-sign-in", address)
+            raise TooManyRequests(
+                "too many sign-in attempts from this address: try again in a minute",
+                retry_after=max(1, math.ceil(reset_at.reset_time - time.time())),
+            )
+
+
+class OperatorExists(Conflict):
+    message = "an operator with this email exists"
+
+
+class SignInRefused(AppError):
+    status_code = 401
+    message = "wrong email or password, or too many attempts: try again later"
+
+
+@dataclass(frozen=True, slots=True)
+class ConsoleUser:
+    """Who is signed in: an operator (every project) or a project's owner (that one only)."""
+
+    token_hash: str
+    csrf_token: str
+    operator_id: uuid.UUID | None
+    operator_email: str | None
+    project_id: uuid.UUID | None  # a project owner's project
+
+    @property
+    def is_operator(self) -> bool:
+        return self.operator_id is not None
+
+    @property
+    def name(self) -> str:
+        return self.operator_email or "project owner"
+
+    def may_see(self, project_id: uuid.UUID) -> bool:
+        return self.is_operator or self.project_id == project_id
+
+    def principal(self, project: Any) -> Principal:
+        """The project's write credential, as the API's use-cases take it."""
+        who = (
+            f"console:{self.operator_id}"
+            if self.is_operator
+            else f"console:key:{self.token_hash[:8]}"
+        )
+        return Principal(
+            project_id=project.id,
+            can_write=True,
+            credential=who,
+            require_activation=project.require_activation,
+        )
+
+
+def hash_password(password: str) -> str:
+    if len(password) < MIN_PASSWORD:
+        raise InvalidInput(f"password: at least {MIN_PASSWORD} characters")
+    return _hasher.hash(password)
+
+
+async def create_operator(database: Database, *, email: str, password: str) -> Operator:
+    row = Operator(email=normalize_email(email), password_hash=hash_password(password))
+    async with database.session() as session:
+        session.add(row)
+        try:
+            await session.commit()
+        except IntegrityError:
+            raise OperatorExists from None
+    return row
+
+
+def _verified(password_hash: str, password: str) -> bool:
+    try:
+        return _hasher.verify(password_hash, password)
+    except (VerificationError, InvalidHashError):
+        return False
+
+
+async def sign_in(database: Database, *, email: str, password: str, hash_key: bytes) -> str:
+    """A new session's token for the operator, or ``SignInRefused`` (a wrong email, a wrong
+    password, or a locked account: the same answer)."""
+    email = normalize_email(email)
+    async with database.session() as session:
+        operator = await session.scalar(
+            select(Operator).where(Operator.email == email).with_for_update()
+        )
+        now = utcnow()
+        if operator is None:
+            _verified(_NOBODY, password)
+            raise SignInRefused
+        locked = operator.locked_until is not None and operator.locked_until > now
+        if locked or not _verified(operator.password_hash, password):
+            if not locked:
+                operator.failed_sign_ins += 1
+                if operator.failed_sign_ins >= MAX_FAILURES:
+                    operator.failed_sign_ins, operator.locked_until = 0, now + LOCK
+            await session.commit()
+            raise SignInRefused
+        operator.failed_sign_ins, operator.locked_until = 0, None
+        if _hasher.check_needs_rehash(operator.password_hash):
+            operator.password_hash = _hasher.hash(password)
+        token = _new_session(session, hash_key, operator_id=operator.id)
+        await session.commit()
+    return token
+
+
+async def sign_in_with_key(database: Database, *, api_key: str, hash_key: bytes) -> str:
+    """A new session's token for the owner of the project whose write key this is."""
+    try:
+        async with database.session() as session:
+            access = await access_for_api_key(
+                session, api_key.strip(), digest=keyed_hash(hash_key, api_key.strip())
+            )
+            if not access.principal.can_write:
+                raise SignInRefused("a read key cannot sign in: paste a write key")
+            token = _new_session(
+                session,
+                hash_key,
+                project_id=access.principal.project_id,
+                api_key_id=access.key_id,
+            )
+            await session.commit()
+    except CredentialInvalid:
+        raise SignInRefused("this is not a valid write key of a project") from None
+    return token
+
+
+def _new_session(session: Any, hash_key: bytes, **who: Any) -> str:
+    token = secrets.token_urlsafe(32)
+    session.add(
+        ConsoleSession(
+            token_hash=keyed_hash(hash_key, token),
+            csrf_token=secrets.token_urlsafe(32),
+            expires_at=utcnow() + timedelta(hours=SESSION_HOURS),
+            **who,
+        )
+    )
+    return token
+
+
+_SESSIONS, _OPERATORS, _KEYS = table_of(ConsoleSession), table_of(Operator), table_of(ApiKey)
+_SESSION = (
+    select(
+        _SESSIONS.c.token_hash,
+        _SESSIONS.c.csrf_token,
+        _SESSIONS.c.operator_id,
+        _OPERATORS.c.email.label("operator_email"),
+        _SESSIONS.c.project_id,
+    )
+    .select_from(
+        _SESSIONS.outerjoin(_OPERATORS, _OPERATORS.c.id == _SESSIONS.c.operator_id).outerjoin(
+            _KEYS, _KEYS.c.id == _SESSIONS.c.api_key_id
+        )
+    )
+    .where(
+        _SESSIONS.c.token_hash == bindparam("token_hash"),
+        _SESSIONS.c.expires_at > bindparam("now"),
+        or_(
+            _SESSIONS.c.operator_id.is_not(None),
+            and_(
+                _KEYS.c.revoked_at.is_(None),
+                or_(_KEYS.c.expires_at.is_(None), _KEYS.c.expires_at > bindparam("now")),
+            ),
+        ),
+    )
+)
+_END = delete(_SESSIONS).where(_SESSIONS.c.token_hash == bindparam("token_hash"))
+_PURGE = delete(_SESSIONS).where(_SESSIONS.c.expires_at <= bindparam("now"))
+
+
+async def session_of(
+    database: Database, token: str | None, *, hash_key: bytes
+) -> ConsoleUser | None:
+    """Who the cookie's token signs in, or None (unknown, expired, or its key revoked)."""
+    if not token or len(token) > 100:
+        return None
+    digest = keyed_hash(hash_key, token)
+    row = await database.read(_read_session, digest)
+    if row is None or not hashes_match(row.token_hash, digest):
+        return None
+    return ConsoleUser(
+        token_hash=row.token_hash,
+        csrf_token=row.csrf_token,
+        operator_id=row.operator_id,
+        operator_email=row.operator_email,
+        project_id=row.project_id,
+    )
+
+
+async def _read_session(rows: Any, digest: str) -> Any:
+    return await rows.first(_SESSION, token_hash=digest, now=utcnow())
+
+
+async def sign_out(database: Database, user: ConsoleUser) -> None:
+    async with database.transaction() as tx:
+        await tx.execute(_END, token_hash=user.token_hash)
+        await tx.execute(_PURGE, now=utcnow())  # and forget the expired ones
+        await tx.commit()

@@ -1,0 +1,5 @@
+"""The console's jobs pages."""
+
+from fastapi import APIRouter
+
+router = APIRouter(prefix="/console", include_in_schema=False)

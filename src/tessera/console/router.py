@@ -1,0 +1,253 @@
+"""Sign-in and sign-out, the projects, and a project's credentials and wallets."""
+
+import uuid
+from typing import Annotated
+
+from fastapi import APIRouter, Form, Request
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from sqlalchemy import select
+
+from tessera.console import accounts
+from tessera.console.forms import ClientForm, KeyForm, KeyLoginForm, LoginForm, ProjectForm
+from tessera.console.web import (
+    OperatorsOnly,
+    PosterDep,
+    UserDep,
+    back_to,
+    page,
+    problem,
+    project_of,
+    with_session,
+    without_session,
+)
+from tessera.crypto import SecretBox
+from tessera.errors import AppError, InvalidInput
+from tessera.models import Project, ProjectWallet, ProjectWalletBalance
+from tessera.projects import service as projects
+from tessera.projects.schemas import ApiKeyRead, ClientRead
+
+router = APIRouter(prefix="/console", include_in_schema=False)
+
+
+@router.get("/login", response_class=HTMLResponse)
+async def login_page(request: Request, next: str = "/console") -> HTMLResponse:
+    return page(request, "login.html", {"next": _safe_next(next), "error": None, "email": ""})
+
+
+def _safe_next(path: str) -> str:
+    """Only a console path of this site: never another host (an open redirect)."""
+    if path.startswith("/console") and not path.startswith("//") and "\\" not in path:
+        return path
+    return "/console"
+
+
+async def _signed_in(request: Request, token: str, next_path: str) -> Response:
+    return with_session(RedirectResponse(_safe_next(next_path), status_code=303), request, token)
+
+
+@router.post("/login", response_class=HTMLResponse)
+async def login(request: Request, form: Annotated[LoginForm, Form()]) -> Response:
+    email, password, next = form.email, form.password, form.next
+    state = request.app.state
+    try:
+        state.console_limiter.admit(address=request.client.host if request.client else "?")
+        token = await accounts.sign_in(
+            state.database, email=email, password=password, hash_key=state.settings.hash_key_bytes
+        )
+    except AppError as error:
+        context = {"next": _safe_next(next), "error": error.message, "email": email}
+        return page(request, "login.html", context, error.status_code)
+    return await _signed_in(request, token, next)
+
+
+@router.post("/login/key", response_class=HTMLResponse)
+async def login_with_key(request: Request, form: Annotated[KeyLoginForm, Form()]) -> Response:
+    api_key, next = form.api_key, form.next
+    state = request.app.state
+    try:
+        state.console_limiter.admit(address=request.client.host if request.client else "?")
+        token = await accounts.sign_in_with_key(
+            state.database, api_key=api_key, hash_key=state.settings.hash_key_bytes
+        )
+    except AppError as error:
+        context = {"next": _safe_next(next), "key_error": error.message, "email": ""}
+        return page(request, "login.html", context, error.status_code)
+    return await _signed_in(request, token, next)
+
+
+@router.post("/logout")
+async def logout(request: Request, user: PosterDep) -> Response:
+    await accounts.sign_out(request.app.state.database, user)
+    return without_session(back_to("/console/login", "Signed out."))
+
+
+@router.get("", response_class=HTMLResponse)
+async def home(request: Request, user: UserDep) -> Response:
+    if not user.is_operator:
+        return RedirectResponse(f"/console/projects/{user.project_id}", status_code=303)
+    async with request.app.state.database.session(write=False) as session:
+        found = list(await session.scalars(select(Project).order_by(Project.created_at)))
+    return page(request, "projects.html", {"projects": found, "created": None})
+
+
+@router.post("/projects", response_class=HTMLResponse)
+async def create_project(
+    request: Request, user: PosterDep, form: Annotated[ProjectForm, Form()]
+) -> Response:
+    if not user.is_operator:
+        return problem(request, OperatorsOnly("only an operator creates projects"))
+    name = form.name.strip()
+    if not name or len(name) > 255:
+        return problem(request, InvalidInput("name: 1 to 255 characters"))
+    state = request.app.state
+    async with state.database.session() as session:
+        created = await projects.create_project(
+            session,
+            name=name,
+            box=SecretBox(state.settings.key_ring),
+            hash_key=state.settings.hash_key_bytes,
+            ss58_prefix=state.settings.ss58_prefix,
+        )
+    return page(
+        request,
+        "secret_shown.html",
+        {
+            "heading": f"Project {name} created",
+            "secrets": [
+                ("Write API key", created.api_key),
+                ("Token client id", created.client_id),
+                ("Token client secret", created.client_secret),
+            ],
+            "next": f"/console/projects/{created.project_id}",
+        },
+        201,
+    )
+
+
+@router.get("/projects/{project_id}", response_class=HTMLResponse)
+async def project_page(request: Request, user: UserDep, project_id: uuid.UUID) -> Response:
+    state = request.app.state
+    try:
+        project = await project_of(state.database, user, project_id)
+    except AppError as error:
+        return problem(request, error, "Not found")
+    async with state.database.session(write=False) as session:
+        keys = [
+            ApiKeyRead.model_validate(k)
+            for k in await projects.list_api_keys(session, project_id=project.id)
+        ]
+        clients = [
+            ClientRead.model_validate(c)
+            for c in await projects.list_token_clients(session, project_id=project.id)
+        ]
+        wallets = list(
+            await session.execute(
+                select(ProjectWallet, ProjectWalletBalance)
+                .outerjoin(
+                    ProjectWalletBalance,
+                    ProjectWalletBalance.project_wallet_id == ProjectWallet.id,
+                )
+                .where(ProjectWallet.project_id == project.id)
+                .order_by(ProjectWallet.created_at, ProjectWalletBalance.chain)
+            )
+        )
+    chains = {chain.name: chain for chain in state.settings.configured_chains()}
+    return page(
+        request,
+        "project.html",
+        {
+            "project": project,
+            "keys": keys,
+            "clients": clients,
+            "wallets": wallets,
+            "chains": chains,
+        },
+    )
+
+
+@router.post("/projects/{project_id}/keys", response_class=HTMLResponse)
+async def create_key(
+    request: Request, user: PosterDep, project_id: uuid.UUID, form: Annotated[KeyForm, Form()]
+) -> Response:
+    permission = form.permission
+    state = request.app.state
+    try:
+        project = await project_of(state.database, user, project_id)
+        async with state.database.session() as session:
+            created = await projects.issue_api_key(
+                session,
+                project_id=project.id,
+                permission=permission,
+                hash_key=state.settings.hash_key_bytes,
+                expires_in=form.expires_in(),
+                name=form.name.strip() or None,
+            )
+    except AppError as error:
+        return problem(request, error)
+    return page(
+        request,
+        "secret_shown.html",
+        {
+            "heading": f"A {permission} key for {project.name}",
+            "secrets": [("API key", created.api_key)],
+            "next": f"/console/projects/{project.id}",
+        },
+        201,
+    )
+
+
+@router.post("/projects/{project_id}/keys/{key_id}/revoke")
+async def revoke_key(
+    request: Request, user: PosterDep, project_id: uuid.UUID, key_id: uuid.UUID
+) -> Response:
+    state = request.app.state
+    try:
+        project = await project_of(state.database, user, project_id)
+        async with state.database.session() as session:
+            await projects.revoke_api_key(session, project_id=project.id, key_id=key_id)
+    except AppError as error:
+        return problem(request, error)
+    return back_to(f"/console/projects/{project.id}", "The key is revoked.")
+
+
+@router.post("/projects/{project_id}/clients", response_class=HTMLResponse)
+async def create_client(
+    request: Request, user: PosterDep, project_id: uuid.UUID, form: Annotated[ClientForm, Form()]
+) -> Response:
+    permission = form.permission
+    state = request.app.state
+    try:
+        project = await project_of(state.database, user, project_id)
+        async with state.database.session() as session:
+            created = await projects.create_token_client(
+                session,
+                project_id=project.id,
+                permission=permission,
+                hash_key=state.settings.hash_key_bytes,
+            )
+    except AppError as error:
+        return problem(request, error)
+    return page(
+        request,
+        "secret_shown.html",
+        {
+            "heading": f"A {permission} token client for {project.name}",
+            "secrets": [("Client id", created.client_id), ("Client secret", created.client_secret)],
+            "next": f"/console/projects/{project.id}",
+        },
+        201,
+    )
+
+
+@router.post("/projects/{project_id}/clients/{client_id}/revoke")
+async def revoke_client(
+    request: Request, user: PosterDep, project_id: uuid.UUID, client_id: str
+) -> Response:
+    state = request.app.state
+    try:
+        project = await project_of(state.database, user, project_id)
+        async with state.database.session() as session:
+            await projects.revoke_token_client(session, project_id=project.id, client_id=client_id)
+    except AppError as error:
+        return problem(request, error)
+    return back_to(f"/console/projects/{project.id}", "The client is revoked.")
