@@ -15,8 +15,8 @@ from tessera.console.web import (
     UserDep,
     back_to,
     page,
-    problem,
     project_of,
+    secrets_page,
     with_session,
     without_session,
 )
@@ -95,10 +95,10 @@ async def create_project(
     request: Request, user: PosterDep, form: Annotated[ProjectForm, Form()]
 ) -> Response:
     if not user.is_operator:
-        return problem(request, OperatorsOnly("only an operator creates projects"))
+        raise OperatorsOnly("only an operator creates projects")
     name = form.name.strip()
     if not name or len(name) > 255:
-        return problem(request, InvalidInput("name: 1 to 255 characters"))
+        raise InvalidInput("name: 1 to 255 characters")
     state = request.app.state
     async with state.database.session() as session:
         created = await projects.create_project(
@@ -108,38 +108,25 @@ async def create_project(
             hash_key=state.settings.hash_key_bytes,
             ss58_prefix=state.settings.ss58_prefix,
         )
-    return page(
+    return secrets_page(
         request,
-        "secret_shown.html",
-        {
-            "heading": f"Project {name} created",
-            "secrets": [
-                ("Write API key", created.api_key),
-                ("Token client id", created.client_id),
-                ("Token client secret", created.client_secret),
-            ],
-            "next": f"/console/projects/{created.project_id}",
-        },
-        201,
+        f"Project {name} created",
+        [
+            ("Write API key", created.api_key),
+            ("Token client id", created.client_id),
+            ("Token client secret", created.client_secret),
+        ],
+        f"/console/projects/{created.project_id}",
     )
 
 
 @router.get("/projects/{project_id}", response_class=HTMLResponse)
 async def project_page(request: Request, user: UserDep, project_id: uuid.UUID) -> Response:
     state = request.app.state
-    try:
-        project = await project_of(state.database, user, project_id)
-    except AppError as error:
-        return problem(request, error, "Not found")
+    project = await project_of(state.database, user, project_id)
     async with state.database.session(write=False) as session:
-        keys = [
-            ApiKeyRead.model_validate(k)
-            for k in await projects.list_api_keys(session, project_id=project.id)
-        ]
-        clients = [
-            ClientRead.model_validate(c)
-            for c in await projects.list_token_clients(session, project_id=project.id)
-        ]
+        keys = await projects.list_api_keys(session, project_id=project.id)
+        clients = await projects.list_token_clients(session, project_id=project.id)
         wallets = list(
             await session.execute(
                 select(ProjectWallet, ProjectWalletBalance)
@@ -151,16 +138,15 @@ async def project_page(request: Request, user: UserDep, project_id: uuid.UUID) -
                 .order_by(ProjectWallet.created_at, ProjectWalletBalance.chain)
             )
         )
-    chains = {chain.name: chain for chain in state.settings.configured_chains()}
     return page(
         request,
         "project.html",
         {
             "project": project,
-            "keys": keys,
-            "clients": clients,
+            "keys": [ApiKeyRead.model_validate(key) for key in keys],
+            "clients": [ClientRead.model_validate(client) for client in clients],
             "wallets": wallets,
-            "chains": chains,
+            "chains": {chain.name: chain for chain in state.settings.configured_chains()},
         },
     )
 
@@ -169,30 +155,22 @@ async def project_page(request: Request, user: UserDep, project_id: uuid.UUID) -
 async def create_key(
     request: Request, user: PosterDep, project_id: uuid.UUID, form: Annotated[KeyForm, Form()]
 ) -> Response:
-    permission = form.permission
     state = request.app.state
-    try:
-        project = await project_of(state.database, user, project_id)
-        async with state.database.session() as session:
-            created = await projects.issue_api_key(
-                session,
-                project_id=project.id,
-                permission=permission,
-                hash_key=state.settings.hash_key_bytes,
-                expires_in=form.expires_in(),
-                name=form.name.strip() or None,
-            )
-    except AppError as error:
-        return problem(request, error)
-    return page(
+    project = await project_of(state.database, user, project_id)
+    async with state.database.session() as session:
+        created = await projects.issue_api_key(
+            session,
+            project_id=project.id,
+            permission=form.permission,
+            hash_key=state.settings.hash_key_bytes,
+            expires_in=form.expires_in(),
+            name=form.name.strip() or None,
+        )
+    return secrets_page(
         request,
-        "secret_shown.html",
-        {
-            "heading": f"A {permission} key for {project.name}",
-            "secrets": [("API key", created.api_key)],
-            "next": f"/console/projects/{project.id}",
-        },
-        201,
+        f"A {form.permission} key for {project.name}",
+        [("API key", created.api_key)],
+        f"/console/projects/{project.id}",
     )
 
 
@@ -201,12 +179,9 @@ async def revoke_key(
     request: Request, user: PosterDep, project_id: uuid.UUID, key_id: uuid.UUID
 ) -> Response:
     state = request.app.state
-    try:
-        project = await project_of(state.database, user, project_id)
-        async with state.database.session() as session:
-            await projects.revoke_api_key(session, project_id=project.id, key_id=key_id)
-    except AppError as error:
-        return problem(request, error)
+    project = await project_of(state.database, user, project_id)
+    async with state.database.session() as session:
+        await projects.revoke_api_key(session, project_id=project.id, key_id=key_id)
     return back_to(f"/console/projects/{project.id}", "The key is revoked.")
 
 
@@ -214,28 +189,20 @@ async def revoke_key(
 async def create_client(
     request: Request, user: PosterDep, project_id: uuid.UUID, form: Annotated[ClientForm, Form()]
 ) -> Response:
-    permission = form.permission
     state = request.app.state
-    try:
-        project = await project_of(state.database, user, project_id)
-        async with state.database.session() as session:
-            created = await projects.create_token_client(
-                session,
-                project_id=project.id,
-                permission=permission,
-                hash_key=state.settings.hash_key_bytes,
-            )
-    except AppError as error:
-        return problem(request, error)
-    return page(
+    project = await project_of(state.database, user, project_id)
+    async with state.database.session() as session:
+        created = await projects.create_token_client(
+            session,
+            project_id=project.id,
+            permission=form.permission,
+            hash_key=state.settings.hash_key_bytes,
+        )
+    return secrets_page(
         request,
-        "secret_shown.html",
-        {
-            "heading": f"A {permission} token client for {project.name}",
-            "secrets": [("Client id", created.client_id), ("Client secret", created.client_secret)],
-            "next": f"/console/projects/{project.id}",
-        },
-        201,
+        f"A {form.permission} token client for {project.name}",
+        [("Client id", created.client_id), ("Client secret", created.client_secret)],
+        f"/console/projects/{project.id}",
     )
 
 
@@ -244,10 +211,7 @@ async def revoke_client(
     request: Request, user: PosterDep, project_id: uuid.UUID, client_id: str
 ) -> Response:
     state = request.app.state
-    try:
-        project = await project_of(state.database, user, project_id)
-        async with state.database.session() as session:
-            await projects.revoke_token_client(session, project_id=project.id, client_id=client_id)
-    except AppError as error:
-        return problem(request, error)
+    project = await project_of(state.database, user, project_id)
+    async with state.database.session() as session:
+        await projects.revoke_token_client(session, project_id=project.id, client_id=client_id)
     return back_to(f"/console/projects/{project.id}", "The client is revoked.")

@@ -7,6 +7,7 @@ checked before anything else; the cookie is ``SameSite=Lax`` besides.
 """
 
 import hmac
+import inspect
 import ipaddress
 import uuid
 from datetime import UTC, datetime
@@ -15,6 +16,7 @@ from typing import Annotated, Any
 from urllib.parse import quote
 
 from fastapi import Depends, FastAPI, Request
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.templating import Jinja2Templates
 
@@ -26,7 +28,7 @@ from tessera.console.accounts import (
     session_of,
 )
 from tessera.db import Database
-from tessera.errors import AppError, NotFound
+from tessera.errors import AppError, InvalidInput, NotFound, validation_messages
 from tessera.models import Project
 
 PACKAGE = Path(__file__).resolve().parents[1]
@@ -51,6 +53,9 @@ HEADERS = {
     "X-Content-Type-Options": "nosniff",
     "Cache-Control": "no-store",
 }
+
+
+PREFIX = "/console"
 
 
 class NotSignedIn(Exception):
@@ -135,6 +140,14 @@ def back_to(path: str, notice: str | None = None) -> RedirectResponse:
     return RedirectResponse(target, status_code=303, headers={"Cache-Control": "no-store"})
 
 
+def secrets_page(
+    request: Request, heading: str, secrets: list[tuple[str, str]], next_path: str
+) -> HTMLResponse:
+    """New credentials, shown this once (201)."""
+    context = {"heading": heading, "secrets": secrets, "next": next_path}
+    return page(request, "secret_shown.html", context, 201)
+
+
 def problem(request: Request, error: AppError, heading: str = "That did not work") -> HTMLResponse:
     """A refusal of a use-case as a page, with its status code."""
     lines = getattr(error, "problems", None) or [error.message]
@@ -175,8 +188,30 @@ def without_session(response: Response) -> Response:
 
 
 def install(app: FastAPI) -> None:
-    """The console's state and its answer to a page asked for without a session."""
+    """The console's state, its answer to a page asked for without a session, and refusals as
+    pages: under /console an ``AppError`` (or a form that does not validate) is a page with its
+    status code, not the API's JSON, so pages just raise."""
     app.state.console_limiter = SignInLimiter()
+    api_error = app.exception_handlers[AppError]
+    api_invalid = app.exception_handlers[RequestValidationError]
+
+    async def app_error(request: Request, exc: Exception) -> Response:
+        if request.url.path.startswith(PREFIX) and isinstance(exc, AppError):
+            response = problem(request, exc)
+            response.headers.update(exc.headers() or {})
+            return response
+        answer = api_error(request, exc)
+        return await answer if inspect.isawaitable(answer) else answer
+
+    async def invalid(request: Request, exc: Exception) -> Response:
+        if request.url.path.startswith(PREFIX) and isinstance(exc, RequestValidationError):
+            lines = validation_messages(exc.errors())
+            return problem(request, InvalidInput(*lines), "Please check the form")
+        answer = api_invalid(request, exc)
+        return await answer if inspect.isawaitable(answer) else answer
+
+    app.add_exception_handler(AppError, app_error)
+    app.add_exception_handler(RequestValidationError, invalid)
 
     @app.exception_handler(NotSignedIn)
     async def _to_sign_in(request: Request, exc: NotSignedIn) -> Response:
