@@ -19,7 +19,19 @@ from collections.abc import Awaitable, Callable
 from datetime import datetime, timedelta
 from typing import Any, NamedTuple
 
-from sqlalchemy import ColumnElement, bindparam, delete, func, literal_column, select, tuple_
+from sqlalchemy import (
+    ColumnElement,
+    Select,
+    String,
+    bindparam,
+    cast,
+    delete,
+    func,
+    literal_column,
+    select,
+    tuple_,
+)
+from sqlalchemy.types import UserDefinedType
 
 from tessera.db import Database, Rows, table_of
 from tessera.errors import InvalidInput
@@ -93,16 +105,42 @@ _AFTER = (
     .limit(bindparam("limit"))
 )
 _AFTER_FINAL = _AFTER.where(_CHANGES.c.txid < _HORIZON)
-_END_PG = select(_HORIZON - 1)
+
+
+# The same, each change saying whether a snapshot (an endpoint's start) saw it committed.
+class _Snapshot(UserDefinedType[str]):
+    """PostgreSQL's ``pg_snapshot``, sent as its text."""
+
+    cache_ok = True
+
+    def get_col_spec(self, **_: Any) -> str:
+        return "pg_snapshot"
+
+
+_SEEN = func.pg_visible_in_snapshot(
+    literal_column("(changes.txid::text)::xid8"),
+    cast(bindparam("snapshot", type_=String()), _Snapshot()),
+)
+_AFTER_FINAL_SEEN = _AFTER_FINAL.add_columns(_SEEN.label("seen"))
+_END_PG: Select[int, str] = select(
+    (_HORIZON - 1).label("txid"),
+    literal_column("pg_current_snapshot()::text", type_=String()).label("snapshot"),
+)
 _END_SQLITE = select(func.coalesce(func.max(_CHANGES.c.seq), 0))
 
 
-async def read_after(rows: Rows, project_id: uuid.UUID, after: Place, limit: int) -> list[Any]:
-    """Up to ``limit`` of the project's changes after ``after``, in commit order."""
-    statement = _AFTER_FINAL if rows.on_postgresql else _AFTER
-    return await rows.all(
-        statement, project_id=project_id, txid=after.txid, seq=after.seq, limit=limit
-    )
+async def read_after(
+    rows: Rows, project_id: uuid.UUID, after: Place, limit: int, *, seen_by: str | None = None
+) -> list[Any]:
+    """Up to ``limit`` of the project's changes after ``after``, in commit order. With
+    ``seen_by`` (a snapshot from ``end``; PostgreSQL), each row's ``seen`` says whether that
+    snapshot saw it committed."""
+    places = {"project_id": project_id, "txid": after.txid, "seq": after.seq, "limit": limit}
+    if not rows.on_postgresql:
+        return await rows.all(_AFTER, **places)
+    if seen_by is None:
+        return await rows.all(_AFTER_FINAL, **places)
+    return await rows.all(_AFTER_FINAL_SEEN, **places, snapshot=seen_by)
 
 
 def place_of(row: Any) -> Place:
@@ -115,12 +153,16 @@ async def read_page(rows: Rows, project_id: uuid.UUID, after: Place, limit: int)
     return ChangeList(events=[ChangeRead.of(row) for row in found], cursor=last.cursor())
 
 
-async def end(rows: Rows) -> Place:
-    """The place after every change written so far, and before any change of a transaction
-    still running (a new webhook endpoint starts there)."""
+async def end(rows: Rows) -> tuple[Place, str | None]:
+    """Where a reader starts to see only what commits from now on (a new webhook endpoint):
+    a place, and on PostgreSQL the snapshot that tells the changes above that place which were
+    already committed (``read_after(seen_by=...)``). On SQLite the place after the last change
+    is enough."""
     if rows.on_postgresql:
-        return Place(await rows.scalar(_END_PG), MAX_SEQ)
-    return Place(0, await rows.scalar(_END_SQLITE))
+        row = await rows.first(_END_PG)
+        assert row is not None
+        return Place(row[0], MAX_SEQ), row[1]
+    return Place(0, await rows.scalar(_END_SQLITE)), None
 
 
 _DELIVERIES = table_of(WebhookDelivery)

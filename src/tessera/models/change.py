@@ -71,6 +71,10 @@ class WebhookEndpoint(IdMixin, Base):
     # The last change delivered (or passed over: not one of event_types).
     after_txid: Mapped[int] = mapped_column(BigInteger)
     after_seq: Mapped[int] = mapped_column(BigInteger)
+    # PostgreSQL: the snapshot of the transaction that created the endpoint. A change that it
+    # saw committed (above the start place, from a transaction younger than the oldest then
+    # running) is passed over: it came before the endpoint.
+    start_snapshot: Mapped[str | None] = mapped_column(Text)
     next_attempt_at: Mapped[datetime] = mapped_column(UTCDateTime)
     failures: Mapped[int] = mapped_column(Integer, default=0)  # in a row, on the next change
     failing_since: Mapped[datetime | None] = mapped_column(UTCDateTime)

@@ -3,7 +3,8 @@ registered and again at every delivery, which then connects to the very address 
 host that resolves elsewhere the second time, DNS rebinding, gains nothing).
 
 Refused: loopback, private, link-local (the cloud metadata service at 169.254.169.254),
-shared, reserved, multicast and unspecified addresses, IPv4 or IPv6, and IPv4 inside IPv6.
+shared, reserved, multicast and unspecified addresses, IPv4 or IPv6, and IPv4 inside IPv6 by
+any translation (mapped, compatible, NAT64, 6to4, Teredo), judged by the IPv4 address.
 ``TESSERA_WEBHOOKS_ALLOW_PRIVATE=true`` (development, tests) allows http and every address.
 """
 
@@ -62,10 +63,36 @@ def _form_problem(url: str, *, allow_private: bool) -> str | None:
     return None
 
 
+# IPv6 prefixes that carry an IPv4 address in their low 32 bits (NAT64, RFC 6052), and a
+# NAT64 prefix for local use (RFC 8215) that Python calls global.
+_NAT64 = ipaddress.ip_network("64:ff9b::/96")
+_LOCAL_NAT64 = ipaddress.ip_network("64:ff9b:1::/48")
+
+
+def _ipv4_inside(ip: ipaddress.IPv6Address) -> ipaddress.IPv4Address | None:
+    """The IPv4 address an IPv6 address stands for, by any of the translations that reach one
+    (mapped, compatible, NAT64, 6to4, Teredo's client), or None."""
+    if ip.ipv4_mapped is not None:
+        return ip.ipv4_mapped
+    if ip in _NAT64 or (ip.packed[:12] == bytes(12) and int(ip) > 1):  # ::a.b.c.d
+        return ipaddress.IPv4Address(ip.packed[12:])
+    if ip.sixtofour is not None:
+        return ip.sixtofour
+    if ip.teredo is not None:
+        return ip.teredo[1]
+    return None
+
+
 def _allowed(address: str) -> bool:
-    ip = ipaddress.ip_address(address.split("%", 1)[0])
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        ip = ip.ipv4_mapped
+    ip: ipaddress.IPv4Address | ipaddress.IPv6Address = ipaddress.ip_address(
+        address.split("%", 1)[0]
+    )
+    if isinstance(ip, ipaddress.IPv6Address):
+        if ip in _LOCAL_NAT64:
+            return False
+        inside = _ipv4_inside(ip)
+        if inside is not None:
+            ip = inside
     return ip.is_global and not ip.is_multicast
 
 

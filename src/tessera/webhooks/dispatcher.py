@@ -28,6 +28,7 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from functools import partial
 from typing import Any
 
 import httpx
@@ -262,12 +263,18 @@ class Dispatcher:
     async def _deliver(self, endpoint: Any) -> int:
         """Send the endpoint its changes in order until one is not accepted; then it waits."""
         place = Place(endpoint.after_txid, endpoint.after_seq)
-        changes = await self.database.read(feed.read_after, endpoint.project_id, place, BATCH)
+        changes = await self.database.read(
+            partial(feed.read_after, seen_by=endpoint.start_snapshot),
+            endpoint.project_id,
+            place,
+            BATCH,
+        )
         types = set(endpoint.event_types) if endpoint.event_types is not None else None
         secret = open_secret(self.box, endpoint)
         sent = 0
         for change in changes:
-            if types is not None and change.type not in types:
+            before_start = getattr(change, "seen", False)  # committed before the endpoint
+            if before_start or (types is not None and change.type not in types):
                 place = feed.place_of(change)  # passed over, recorded with the next write
                 continue
             outcome = await self.send(endpoint.url, secret, change)

@@ -99,7 +99,7 @@ async def create_webhook(
     sealed = box.seal(secret.encode(), aad=secret_aad(endpoint_id))
     now = utcnow()
     async with database.transaction() as tx:
-        start = await feed.end(tx)
+        start, snapshot = await feed.end(tx)
         [endpoint] = await tx.insert(
             WebhookEndpoint,
             [
@@ -114,6 +114,7 @@ async def create_webhook(
                     "enabled": True,
                     "after_txid": start.txid,
                     "after_seq": start.seq,
+                    "start_snapshot": snapshot,
                     "next_attempt_at": now,
                     "failures": 0,
                     "created_at": now,
@@ -195,6 +196,8 @@ async def update_webhook(
             }
         elif sent.get("enabled") is False and endpoint.enabled:
             values |= {"enabled": False, "disabled_reason": "disabled through the API"}
+        if all(values[name] == getattr(endpoint, name) for name in _UPDATE_FIELDS):
+            return WebhookRead.of(endpoint)  # no change: nothing written, updated_at stays
         updated = await tx.first(_UPDATE, **values, id=endpoint.id, updated_at=now)
         await tx.commit()
     return WebhookRead.of(updated)

@@ -66,6 +66,7 @@ def upgrade() -> None:
         sa.Column("disabled_reason", sa.String(length=255), nullable=True),
         sa.Column("after_txid", sa.BigInteger(), nullable=False),
         sa.Column("after_seq", sa.BigInteger(), nullable=False),
+        sa.Column("start_snapshot", sa.Text(), nullable=True),
         sa.Column("next_attempt_at", sa.DateTime(timezone=True), nullable=False),
         sa.Column("failures", sa.Integer(), nullable=False),
         sa.Column("failing_since", sa.DateTime(timezone=True), nullable=True),
