@@ -1,5 +1,125 @@
-"""The console's jobs pages."""
+"""The chain job queue: counts by status and kind, the newest jobs, and a failed job retried.
+An operator sees every project's jobs; a project owner only their project's (another
+project's job is 404, as one that does not exist)."""
 
-from fastapi import APIRouter
+import uuid
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Query, Request
+from fastapi.responses import HTMLResponse, Response
+from sqlalchemy import bindparam, func, select
+
+from tessera.console.accounts import ConsoleUser
+from tessera.console.web import PageNotFound, PosterDep, UserDep, back_to, page, problem, project_of
+from tessera.db import Rows, table_of
+from tessera.errors import AppError, InvalidInput
+from tessera.jobs import service as jobs
+from tessera.models import Job, JobStatus, Project
 
 router = APIRouter(prefix="/console", include_in_schema=False)
+
+NEWEST = 50
+
+_JOBS, _PROJECTS = table_of(Job), table_of(Project)
+_NEWEST = (
+    select(_JOBS, _PROJECTS.c.name.label("project_name"))
+    .join(_PROJECTS, _PROJECTS.c.id == _JOBS.c.project_id)
+    .order_by(_JOBS.c.created_at.desc(), _JOBS.c.id.desc())
+    .limit(NEWEST)
+)
+_COUNTS = select(_JOBS.c.kind, _JOBS.c.status, func.count().label("count")).group_by(
+    _JOBS.c.kind, _JOBS.c.status
+)
+_OF_PROJECT = _JOBS.c.project_id == bindparam("project_id")
+_OF_STATUS = _JOBS.c.status == bindparam("status")
+# Operator or owner, any status or one: each statement built once.
+_LISTS = {
+    (mine, status): _NEWEST.where(
+        *([_OF_PROJECT] if mine else []), *([_OF_STATUS] if status else [])
+    )
+    for mine in (False, True)
+    for status in (False, True)
+}
+_COUNTS_OF = {False: _COUNTS, True: _COUNTS.where(_OF_PROJECT)}
+_PROJECT_OF_JOB = select(_JOBS.c.project_id).where(_JOBS.c.id == bindparam("id"))
+
+
+async def _queue(rows: Rows, project_id: uuid.UUID | None, status: str | None) -> Any:
+    """Counts by kind and status, and the newest jobs (of one project, of one status)."""
+    values: dict[str, Any] = {}
+    if project_id is not None:
+        values["project_id"] = project_id
+    counts = await rows.all(_COUNTS_OF[project_id is not None], **values)
+    if status is not None:
+        values["status"] = status
+    newest = await rows.all(_LISTS[project_id is not None, status is not None], **values)
+    return counts, newest
+
+
+def _status(value: str) -> JobStatus | None:
+    if not value:
+        return None
+    try:
+        return JobStatus(value)
+    except ValueError:
+        known = ", ".join(s.value for s in JobStatus)
+        raise InvalidInput(f"status: one of {known}") from None
+
+
+@router.get("/jobs", response_class=HTMLResponse)
+async def jobs_page(
+    request: Request, user: UserDep, status: Annotated[str, Query(max_length=1000)] = ""
+) -> Response:
+    try:
+        shown = _status(status)
+    except AppError as error:
+        return problem(request, error)
+    database = request.app.state.database
+    mine = None if user.is_operator else user.project_id
+    counts, newest = await database.read(_queue, mine, shown)
+    # A project owner's nav names their project.
+    project = None if mine is None else await project_of(database, user, mine)
+    by_kind: dict[str, dict[str, int]] = {}
+    for row in counts:
+        by_kind.setdefault(row.kind, {})[row.status] = row.count
+    totals = {s.value: sum(kind.get(s.value, 0) for kind in by_kind.values()) for s in JobStatus}
+    return page(
+        request,
+        "jobs.html",
+        {
+            "project": project,
+            "statuses": [s.value for s in JobStatus],
+            "status": shown.value if shown else "",
+            "by_kind": sorted(by_kind.items()),
+            "totals": totals,
+            "jobs": newest,
+            "newest": NEWEST,
+        },
+    )
+
+
+async def _check_visible(request: Request, user: ConsoleUser, job_id: uuid.UUID) -> None:
+    project_id = await request.app.state.database.read(_project_of_job, job_id)
+    if project_id is None or not user.may_see(project_id):
+        raise PageNotFound
+
+
+async def _project_of_job(rows: Rows, job_id: uuid.UUID) -> uuid.UUID | None:
+    project_id: uuid.UUID | None = await rows.scalar(_PROJECT_OF_JOB, id=job_id)
+    return project_id
+
+
+@router.post("/jobs/{job_id}/retry", response_class=HTMLResponse)
+async def retry_job(request: Request, user: PosterDep, job_id: uuid.UUID) -> Response:
+    # Imported here: tessera.main imports this module.
+    from tessera.jobs.worker import JobContext
+    from tessera.main import job_handlers
+
+    state = request.app.state
+    try:
+        await _check_visible(request, user, job_id)
+        context = JobContext(state.database, state.box, state.chains)
+        await jobs.retry_job(context, job_handlers(), job_id=job_id)
+    except AppError as error:
+        return problem(request, error, "The job was not retried")
+    return back_to("/console/jobs", "Job queued again.")

@@ -53,7 +53,11 @@ async def _reputations(rows: Rows, project_id: uuid.UUID, ids: list[uuid.UUID]) 
 
 @router.get("/projects/{project_id}/users", response_class=HTMLResponse)
 async def users_page(
-    request: Request, user: UserDep, project_id: uuid.UUID, q: Search = "", page_number: PageNumber = 1
+    request: Request,
+    user: UserDep,
+    project_id: uuid.UUID,
+    q: Search = "",
+    page_number: PageNumber = 1,
 ) -> Response:
     database = request.app.state.database
     try:
