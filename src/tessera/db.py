@@ -31,6 +31,7 @@ from sqlalchemy import (
     Dialect,
     Executable,
     Select,
+    String,
     Table,
     bindparam,
     event,
@@ -48,9 +49,12 @@ from sqlalchemy.ext.asyncio import (
     async_sessionmaker,
     create_async_engine,
 )
+from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.orm import DeclarativeBase
 from sqlalchemy.orm.interfaces import ORMOption
 from sqlalchemy.sql import visitors
+from sqlalchemy.sql.compiler import SQLCompiler
+from sqlalchemy.sql.functions import FunctionElement
 from sqlalchemy.util.concurrency import await_
 
 from tessera.errors import NotFound
@@ -667,3 +671,23 @@ async def serialize(session: AsyncSession, key: int) -> None:
     """
     if session.get_bind().dialect.name == "postgresql":
         await session.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": key})
+
+
+class UtcDay(FunctionElement[str]):
+    """A timestamp's day in UTC as ``YYYY-MM-DD`` text, on SQLite (which stores UTC text) and
+    on PostgreSQL (``timestamptz``)."""
+
+    type = String()
+    name = "utc_day"
+    inherit_cache = True
+
+
+@compiles(UtcDay, "sqlite")
+def _utc_day_on_sqlite(element: UtcDay, compiler: SQLCompiler, **kw: Any) -> str:
+    return f"date({compiler.process(element.clauses, **kw)})"
+
+
+@compiles(UtcDay, "postgresql")
+def _utc_day_on_postgresql(element: UtcDay, compiler: SQLCompiler, **kw: Any) -> str:
+    column = compiler.process(element.clauses, **kw)
+    return f"to_char({column} AT TIME ZONE 'UTC', 'YYYY-MM-DD')"
