@@ -92,6 +92,14 @@ _CLAIM = {
     True: _claim_statement(_CHANGES.c.txid < feed._HORIZON),
     False: _claim_statement(_CHANGES.c.txid >= 0),
 }
+# Whether there is anything to do, read before any write: an idle round takes no write lock
+# (SQLite has one writer) and no row lock.
+_ANY_DUE = {
+    True: select(_ENDPOINTS.c.id)
+    .where(_DUE, _PENDING_CHANGE.where(_CHANGES.c.txid < feed._HORIZON))
+    .limit(1),
+    False: select(_ENDPOINTS.c.id).where(_DUE, _PENDING_CHANGE).limit(1),
+}
 _MINE = and_(_ENDPOINTS.c.id == bindparam("id"), _ENDPOINTS.c.leased_by == bindparam("me"))
 _ACCEPTED = (
     update(_ENDPOINTS)
@@ -124,6 +132,9 @@ _RELEASE = (
     .values(
         after_txid=bindparam("txid"), after_seq=bindparam("seq"), leased_by=None, leased_until=None
     )
+)
+_ANY_REPLAY = (
+    select(_DELIVERIES.c.id).where(_DELIVERIES.c.status == DeliveryStatus.PENDING).limit(1)
 )
 _TAKE_REPLAYS = (
     update(_DELIVERIES)
@@ -243,8 +254,14 @@ class Dispatcher:
     async def deliver_due(self) -> int:
         """One round: the replays asked for, and every due endpoint's pending changes (the
         endpoints at once, each in order); how many requests were sent."""
-        sent = await self._replays()
-        endpoints = await self._claim()
+
+        async def due(rows: Rows) -> tuple[bool, bool]:
+            endpoint = await rows.first(_ANY_DUE[rows.on_postgresql], now=utcnow())
+            return await rows.first(_ANY_REPLAY) is not None, endpoint is not None
+
+        replays, endpoints_due = await self.database.read(due)
+        sent = await self._replays() if replays else 0
+        endpoints = await self._claim() if endpoints_due else []
         counts = await asyncio.gather(*(self._deliver(endpoint) for endpoint in endpoints))
         return sent + sum(counts)
 
