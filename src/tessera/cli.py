@@ -121,6 +121,9 @@ def serve(
     host, port = host or settings.host, port or settings.port
     typer.echo(f"Tessera API at http://{host}:{port}/v1 (docs: http://{host}:{port}/docs)")
     typer.echo("Credentials: `tessera project create --name NAME` prints an API key and a client.")
+    typer.echo(
+        f"Console: http://{host}:{port}/console (first `tessera operator create --email EMAIL`)"
+    )
     server.run(settings, host=host, port=port, workers=workers)
 
 
