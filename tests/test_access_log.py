@@ -153,7 +153,7 @@ class TestFormats:
         assert configuration["loggers"] == {"tessera.access": {"level": "INFO"}}
 
 
-ECHOED = ("Tessera API at ", "Credentials: ")  # `tessera serve` prints these on stdout
+ECHOED = ("Tessera API at ", "Credentials: ", "Console: ")  # `tessera serve` prints these
 
 
 def test_every_worker_process_writes_json_lines(tmp_path):

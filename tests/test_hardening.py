@@ -88,6 +88,17 @@ class TestNulCharacter:
         product = await create_product(client, tenant, name="C:\\u0000")
         assert product["name"] == "C:\\u0000"
 
+    async def test_in_an_unknown_field_name_is_named_escaped(self, client, tenant):
+        response = await client.post(
+            "/v1/webhooks",
+            headers=tenant.w,
+            json={"url": "https://93.184.216.34/h", "a\u0000b": 1},
+        )
+        assert response.status_code == 400
+        # The name as six characters of text (backslash, u, 0000), not a NUL.
+        assert response.json() == {"errors": ["a\\u0000b: unknown field"]}
+        assert "\x00" not in response.json()["errors"][0]
+
     async def test_in_client_credentials_is_400(self, client, tenant):
         response = await client.post(
             "/v1/auth/token", json={"client_id": "a\u0000", "client_secret": "b"}

@@ -364,7 +364,9 @@ def validation_messages(errors: Sequence[Any]) -> list[str]:
     """One readable "field: why" line per problem, from pydantic/FastAPI error dicts."""
     lines = []
     for error in errors:
-        loc = [str(part) for part in error.get("loc", ())]
+        # A field name comes from the request: shown, but never with a NUL (no JSON text of
+        # Tessera's carries one, as the OpenAPI promises).
+        loc = [str(part).replace("\x00", "\\u0000") for part in error.get("loc", ())]
         if loc and loc[0] in {"body", "query", "path", "header"}:
             loc = loc[1:]
         message = str(error.get("msg", "invalid value")).removeprefix("Value error, ")

@@ -64,4 +64,4 @@ async def record(
     if isinstance(tx, AsyncSession):
         await tx.execute(insert(Change), rows)
     else:
-        await tx.insert(Change, rows)
+        tx.stage(Change, rows)  # written with the transaction's other changes, at its commit

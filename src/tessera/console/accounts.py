@@ -96,11 +96,7 @@ class ConsoleUser:
 
     def principal(self, project: Any) -> Principal:
         """The project's write credential, as the API's use-cases take it."""
-        who = (
-            f"console:{self.operator_id}"
-            if self.is_operator
-            else f"console:key:{self.token_hash[:8]}"
-        )
+        who = f"console:operator:{self.operator_id}" if self.is_operator else "console:owner"
         return Principal(
             project_id=project.id,
             can_write=True,
