@@ -104,8 +104,8 @@ async def redeem_product_item(
     database: DatabaseDep, principal: Writer, id: uuid.UUID, body: RedeemRequest
 ) -> ProductItemRead:
     """Redeem an item once; a repeated ``nonce`` returns the first result and counts once."""
-    item, redemption = await service.redeem_item(database, principal, product_id=id, body=body)
-    return ProductItemRead.of(item, as_of=redemption)
+    _, redeemed = await service.redeem_item(database, principal, product_id=id, body=body)
+    return redeemed
 
 
 @router.post(

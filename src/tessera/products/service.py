@@ -192,11 +192,12 @@ _TRANSFERRED = (
 
 async def redeem_item(
     database: Database, principal: Principal, *, product_id: uuid.UUID, body: RedeemRequest
-) -> tuple[Any, Any | None]:
-    """Redeem an item once more, up to the product's ``redemption_quantity``.
+) -> tuple[Any, ProductItemRead]:
+    """Redeem an item once more, up to the product's ``redemption_quantity``: the item's row,
+    and the item as the API shows it after the redemption.
 
-    With a ``nonce``, a repeat of the same (item, nonce) counts once and returns the redemption
-    recorded the first time (the second element of the result). The product is share-locked, so
+    With a ``nonce``, a repeat of the same (item, nonce) counts once and shows the item as the
+    redemption recorded the first time left it. The product is share-locked, so
     that its ``redemption_quantity`` cannot be lowered under a redemption (``update_product``).
     """
     async with database.transaction() as tx:
@@ -206,7 +207,7 @@ async def redeem_item(
         if body.nonce is not None:
             earlier = await tx.first(_REDEMPTION, item_id=item.id, nonce=body.nonce)
             if earlier is not None:
-                return item, earlier
+                return item, ProductItemRead.of(item, as_of=earlier)
         rules.check_redeemable(product, item)
         now = utcnow()
         item.redemption_count += 1  # the item is locked
@@ -218,7 +219,7 @@ async def redeem_item(
             redeemed_at=item.redeemed_at,
             updated_at=now,
         )
-        [redemption] = await tx.insert(
+        await tx.insert(
             Redemption,
             [
                 {
@@ -232,7 +233,7 @@ async def redeem_item(
         redeemed = ProductItemRead.of(item)
         await record(tx, principal.project_id, EventType.ITEM_REDEEMED, [redeemed])
         await tx.commit()
-    return item, redemption
+    return item, redeemed
 
 
 _WALLETS = table_of(UserWallet)
