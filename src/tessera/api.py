@@ -7,7 +7,7 @@ from fastapi import APIRouter, Depends, FastAPI, Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from tessera import API_VERSION, __build__
-from tessera.auth.dependencies import SECURITY_SCHEMES, authenticate, rate_limited
+from tessera.auth.dependencies import SECURITY_SCHEMES
 from tessera.changes.router import router as changes_router
 from tessera.claims.router import router as claim_links_router
 from tessera.errors import responses
@@ -94,15 +94,11 @@ class VersionAnswer:
         await self.app(scope, receive, send)
 
 
-def include_v1(app: FastAPI, *, rate_limits: bool = False) -> None:
-    """Every project route, under /v1. Each authenticates at router level (routes add Writer
-    where they change state), then takes its credential's rate limit when ``rate_limits`` are
-    set; unknown query parameters are refused after the credential is checked (401 comes
-    first). Each domain router is included into the app itself, not into a /v1 router first:
-    one level less of router matching on every request."""
-    checks = [Depends(authenticate), Depends(known_query_only)]
-    if rate_limits:
-        checks.insert(1, Depends(rate_limited))
+def include_v1(app: FastAPI) -> None:
+    """Every project route, under /v1 (``project_router``: each checks the credential, its
+    rate limit, then unknown query parameters first). The routes are added to the app's own
+    list, not included as routers: FastAPI routes an included router's requests by trying its
+    routes twice, and tessera.routing indexes the app's list."""
     domains = (
         wallets_router,  # before users: /users/wallets/... are not /users/{...} lookups
         users_router,
@@ -115,15 +111,10 @@ def include_v1(app: FastAPI, *, rate_limits: bool = False) -> None:
         webhooks_router,
     )
     for domain in (legacy_router, *domains):  # legacy first: its concrete paths win
-        app.include_router(
-            domain,
-            prefix="/v1",
-            dependencies=checks,
-            responses=responses(429) if rate_limits else None,
-        )
+        app.router.routes.extend(domain.routes)
 
 
-def document(app: FastAPI) -> None:
+def document(app: FastAPI, *, rate_limits: bool = False) -> None:
     """Complete the generated OpenAPI with what is enforced outside the route signatures.
 
     - Both credential schemes on every operation but the open ones: ``authenticate`` reads the
@@ -133,6 +124,7 @@ def document(app: FastAPI) -> None:
       string that has no pattern, format or fixed values of its own.
     - Links from what creates an object to what reads or uses it (``LINKS``), so that a client
       generator, or a stateful fuzzer, can follow them.
+    - The 429 of every project operation while ``rate_limits`` are set.
     """
     generate = app.openapi
 
@@ -147,6 +139,8 @@ def document(app: FastAPI) -> None:
                     operation["security"] = [{name: []} for name in SECURITY_SCHEMES]
                     if method.upper() in WRITE_METHODS:
                         _idempotent(operation)
+                    if rate_limits:
+                        _answers(operation, {"429": responses(429)[429]["description"]})
         _refuse_nul(schema)
         _link(schema)
         return schema
@@ -171,10 +165,18 @@ IDEMPOTENCY_KEY = {
 def _idempotent(operation: dict[str, Any]) -> None:
     """Every project write takes an ``Idempotency-Key`` (tessera.idempotency)."""
     operation.setdefault("parameters", []).append(IDEMPOTENCY_KEY)
-    for status, (description, _) in {
-        "409": ("A request with this Idempotency-Key is still running.", None),
-        "422": ("The Idempotency-Key was sent before with another request.", None),
-    }.items():
+    _answers(
+        operation,
+        {
+            "409": "A request with this Idempotency-Key is still running.",
+            "422": "The Idempotency-Key was sent before with another request.",
+        },
+    )
+
+
+def _answers(operation: dict[str, Any], descriptions: dict[str, str]) -> None:
+    """Document error answers (``ErrorMessage``) the operation does not document yet."""
+    for status, description in descriptions.items():
         if status not in operation["responses"]:
             operation["responses"][status] = {
                 "description": description,

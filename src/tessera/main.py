@@ -9,7 +9,7 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 from fastapi.staticfiles import StaticFiles
 
-from tessera import API_VERSION
+from tessera import API_VERSION, routing
 from tessera.api import VersionAnswer, document, include_v1, version_router
 from tessera.auth.dependencies import Authenticator
 from tessera.auth.rate_limits import RateLimiter
@@ -155,7 +155,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(health_router)
     app.include_router(metrics_router)
     app.include_router(auth_router)
-    include_v1(app, rate_limits=bool(settings.rate_limit_read or settings.rate_limit_write))
+    include_v1(app)
     app.include_router(claims_router)
     app.include_router(claim_pages.router)
     app.include_router(console_router)
@@ -165,5 +165,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(docs_router)
     app.mount(ASSETS, StaticFiles(packages=[SWAGGER_UI]), name="docs_assets")
     document_deliveries(app)
-    document(app)
+    document(app, rate_limits=app.state.rate_limiter.on)
+    routing.install(app.router)
     return app

@@ -192,7 +192,12 @@ def _query_names(route: APIRoute) -> frozenset[str]:
 
 
 async def known_query_only(request: Request) -> None:
-    """Refuse query parameters the route does not declare (400 naming each)."""
+    """Refuse query parameters the route does not declare (400 naming each): the dependency of
+    the open routes (project routes check it in ``authenticate``)."""
+    refuse_unknown_query(request)
+
+
+def refuse_unknown_query(request: Request) -> None:
     if not request.scope["query_string"]:
         return
     route = request.scope.get("route")

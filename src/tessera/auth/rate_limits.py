@@ -50,6 +50,7 @@ class _Bucket:
 class RateLimiter:
     def __init__(self, *, read: float, write: float) -> None:
         self.rates = {False: read, True: write}
+        self.on = bool(read or write)
         self._memory: dict[str, _Bucket] = {}
 
     async def admit(self, database: Database, principal: Principal, *, write: bool) -> None:

@@ -1,16 +1,16 @@
 from typing import Annotated
 
-from fastapi import APIRouter, Query
+from fastapi import Query
 from pydantic import Field
 
-from tessera.auth.dependencies import Reader
+from tessera.auth.dependencies import Reader, project_router
 from tessera.changes import feed
 from tessera.changes.feed import ChangeList, Place
 from tessera.db import DatabaseDep
 from tessera.errors import responses
 from tessera.schemas import SnakeInput
 
-router = APIRouter(prefix="/changes", tags=["changes"])
+router = project_router("/changes", tags=["changes"])
 
 
 class ChangesQuery(SnakeInput):

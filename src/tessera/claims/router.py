@@ -5,7 +5,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Query, Request, Response
 
-from tessera.auth.dependencies import Reader, Writer
+from tessera.auth.dependencies import Reader, Writer, project_router
 from tessera.claims import service
 from tessera.claims.schemas import (
     ClaimLinkCreate,
@@ -38,7 +38,7 @@ async def admit_claim(request: Request, token: str) -> None:
 
 PublicUrl = Annotated[str, Depends(public_url)]
 
-router = APIRouter(prefix="/products/{id}/claim-links", tags=["claims"])
+router = project_router("/products/{id}/claim-links", tags=["claims"])
 
 
 @router.post(

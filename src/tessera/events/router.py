@@ -1,9 +1,9 @@
 import uuid
 from typing import Annotated
 
-from fastapi import APIRouter, Path, Query, Response
+from fastapi import Path, Query, Response
 
-from tessera.auth.dependencies import Reader, Writer
+from tessera.auth.dependencies import Reader, Writer, project_router
 from tessera.db import DatabaseDep, SessionDep
 from tessera.errors import responses
 from tessera.events import service
@@ -19,7 +19,7 @@ from tessera.events.schemas import (
 )
 from tessera.schemas import PageParams, Pagination
 
-router = APIRouter(prefix="/events", tags=["events"])
+router = project_router("/events", tags=["events"])
 
 
 @router.post(

@@ -2,9 +2,7 @@
 against them moves to Tessera by changing its base URL. Each is a thin alias of today's
 use-case, with the older request and answer shapes; the rules are today's."""
 
-from fastapi import APIRouter
-
-from tessera.auth.dependencies import Writer
+from tessera.auth.dependencies import Writer, project_router
 from tessera.chain.registry import ChainsDep
 from tessera.config import SettingsDep
 from tessera.crypto import BoxDep
@@ -25,7 +23,7 @@ from tessera.products import service as products
 from tessera.products.schemas import ItemsIssue, RedeemRequest
 from tessera.users import service as users
 
-router = APIRouter(tags=["older calls (Mufi)"])
+router = project_router("", tags=["older calls (Mufi)"])
 concrete_paths_own_their_methods(router, "/products/create")  # not GET /products/{id}
 
 

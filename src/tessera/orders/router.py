@@ -1,15 +1,15 @@
 import uuid
 from typing import Annotated
 
-from fastapi import APIRouter, Query
+from fastapi import Query
 
-from tessera.auth.dependencies import Reader, Writer
+from tessera.auth.dependencies import Reader, Writer, project_router
 from tessera.db import DatabaseDep
 from tessera.errors import responses
 from tessera.orders import service
 from tessera.orders.schemas import OrderCreate, OrderFilter, OrderList, OrderRead
 
-router = APIRouter(prefix="/orders", tags=["orders"])
+router = project_router("/orders", tags=["orders"])
 
 
 @router.post(

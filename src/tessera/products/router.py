@@ -1,9 +1,9 @@
 import uuid
 from typing import Annotated
 
-from fastapi import APIRouter, Query
+from fastapi import Query
 
-from tessera.auth.dependencies import Reader, Writer
+from tessera.auth.dependencies import Reader, Writer, project_router
 from tessera.chain.registry import ChainsDep
 from tessera.db import DatabaseDep
 from tessera.errors import responses
@@ -26,7 +26,7 @@ from tessera.products.schemas import (
 )
 from tessera.schemas import PageParams
 
-router = APIRouter(prefix="/products", tags=["products"])
+router = project_router("/products", tags=["products"])
 
 
 @router.post(

@@ -1,6 +1,4 @@
-from fastapi import APIRouter
-
-from tessera.auth.dependencies import Reader
+from tessera.auth.dependencies import Reader, project_router
 from tessera.chain.registry import ChainsDep
 from tessera.config import Chain
 from tessera.db import SessionDep
@@ -9,7 +7,7 @@ from tessera.projects import service
 from tessera.projects.schemas import ProjectWalletRead
 from tessera.wallets.schemas import WalletBalance
 
-router = APIRouter(prefix="/projects", tags=["projects"])
+router = project_router("/projects", tags=["projects"])
 
 
 @router.get("/wallets", response_model=list[ProjectWalletRead], responses=responses(401))

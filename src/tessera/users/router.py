@@ -1,6 +1,6 @@
-from fastapi import APIRouter, Body
+from fastapi import Body
 
-from tessera.auth.dependencies import Reader, Writer
+from tessera.auth.dependencies import Reader, Writer, project_router
 from tessera.chain.registry import ChainsDep
 from tessera.config import SettingsDep
 from tessera.crypto import BoxDep
@@ -25,7 +25,7 @@ from tessera.users.schemas import (
 )
 from tessera.wallets.schemas import WalletBalance
 
-router = APIRouter(prefix="/users", tags=["users"])
+router = project_router("/users", tags=["users"])
 
 
 @router.post(

@@ -2,9 +2,9 @@
 
 import uuid
 
-from fastapi import APIRouter, Response
+from fastapi import Response
 
-from tessera.auth.dependencies import Writer
+from tessera.auth.dependencies import Writer, project_router
 from tessera.config import SettingsDep
 from tessera.db import DatabaseDep
 from tessera.errors import concrete_paths_own_their_methods, responses
@@ -17,7 +17,7 @@ from tessera.wallets.schemas import (
     WalletLinkRequest,
 )
 
-router = APIRouter(prefix="/users/wallets", tags=["users"])
+router = project_router("/users/wallets", tags=["users"])
 concrete_paths_own_their_methods(router, "/challenge", "/receiving")  # not /{wallet_id}
 
 

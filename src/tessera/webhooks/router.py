@@ -1,9 +1,9 @@
 import uuid
 from typing import Annotated
 
-from fastapi import APIRouter, FastAPI, Header, Query, Response
+from fastapi import FastAPI, Header, Query, Response
 
-from tessera.auth.dependencies import Reader, Writer
+from tessera.auth.dependencies import Reader, Writer, project_router
 from tessera.changes.feed import ChangeRead
 from tessera.config import SettingsDep
 from tessera.crypto import BoxDep
@@ -21,7 +21,7 @@ from tessera.webhooks.schemas import (
     WebhookUpdate,
 )
 
-router = APIRouter(prefix="/webhooks", tags=["webhooks"])
+router = project_router("/webhooks", tags=["webhooks"])
 
 
 @router.post("", status_code=201, response_model=WebhookCreated, responses=responses(400, 401, 403))
