@@ -16,7 +16,15 @@ import sqlite3
 import time
 import uuid
 from collections import namedtuple
-from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Iterator, Sequence
+from collections.abc import (
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Generator,
+    Iterable,
+    Iterator,
+    Sequence,
+)
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from types import SimpleNamespace
@@ -219,13 +227,13 @@ class Rows:
         args = compiled.arguments(params)
         if isinstance(self._connection, sqlite3.Connection):
             raw = self._connection.execute(compiled.sql, args).fetchall()
-            results = compiled.results or compiled.describe(None)
+            if compiled.converters is None:
+                compiled.describe(None)
         else:  # asyncpg caches the prepared statement on each connection
-            results = compiled.results or compiled.describe(
-                await self._connection.prepare(compiled.sql)
-            )
+            if compiled.converters is None:
+                compiled.describe(await self._connection.prepare(compiled.sql))
             raw = await self._connection.fetch(compiled.sql, *args)
-        return [compiled.make(_converted(values, results)) for values in raw]
+        return compiled.rows(raw)
 
     async def first(self, statement: Executable, **params: Any) -> Any | None:
         rows = await self.all(statement, **params)
@@ -390,11 +398,6 @@ def _sizes(params: dict[str, Any]) -> tuple[int, ...]:
 Processor = Callable[[Any], Any] | None
 
 
-def _converted(values: Sequence[Any], processors: Sequence[Processor]) -> Iterator[Any]:
-    for value, process in zip(values, processors, strict=True):
-        yield value if process is None or value is None else process(value)
-
-
 @dataclass(slots=True)
 class _Compiled:
     """A statement compiled for one dialect (and for given lengths of its list parameters)."""
@@ -406,7 +409,8 @@ class _Compiled:
     columns: tuple[Any, ...]  # the selected (or returned) columns' types, for this dialect
     make: Callable[[Any], Any]
     dialect: Dialect
-    results: tuple[Processor, ...] | None = None  # once the driver has described the columns
+    # (column index, conversion) of the columns that have one, once the driver described them
+    converters: tuple[tuple[int, Callable[[Any], Any]], ...] | None = None
 
     @classmethod
     def of(cls, statement: Any, sizes: tuple[int, ...], dialect: Dialect) -> "_Compiled":
@@ -436,16 +440,32 @@ class _Compiled:
         types = tuple(c.type.dialect_impl(dialect) for c in columns)
         return cls(compiled.string, tuple(params), types, _row_type("Row", keys)._make, dialect)
 
-    def describe(self, prepared: Any) -> tuple[Processor, ...]:
+    def describe(self, prepared: Any) -> None:
         """How each column's value is converted, as SQLAlchemy would: some conversions depend
         on the type the driver reports (asyncpg's numerics), so they are chosen on first use,
         from the driver's description of the statement (``prepared``; sqlite3 has none)."""
         oids = [a.type.oid for a in prepared.get_attributes()] if prepared else None
-        self.results = tuple(
+        processors = (
             kind.result_processor(self.dialect, oids[i] if oids else None)
             for i, kind in enumerate(self.columns)
         )
-        return self.results
+        self.converters = tuple((i, p) for i, p in enumerate(processors) if p is not None)
+
+    def rows(self, raw: Iterable[Sequence[Any]]) -> list[Any]:
+        """The driver's rows as named tuples, converted: only the columns that have a
+        conversion are touched (most of a row's text and numbers have none)."""
+        make, converters = self.make, self.converters
+        if not converters:
+            return [make(values) for values in raw]
+        rows = []
+        for row in raw:
+            values = list(row)
+            for i, process in converters:
+                value = values[i]
+                if value is not None:
+                    values[i] = process(value)
+            rows.append(make(values))
+        return rows
 
     def arguments(self, values: dict[str, Any]) -> list[Any]:
         arguments = []
