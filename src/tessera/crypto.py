@@ -6,7 +6,6 @@ values stay readable. The associated data binds a ciphertext to its row (a walle
 onto another wallet does not open).
 """
 
-import hashlib
 import hmac
 import os
 import secrets
@@ -44,7 +43,7 @@ class SecretBox:
 
 def keyed_hash(hash_key: bytes, value: str) -> str:
     """HMAC-SHA256 of a credential: a leaked table alone cannot be used to check guesses."""
-    return hmac.new(hash_key, value.encode(), hashlib.sha256).hexdigest()
+    return hmac.digest(hash_key, value.encode(), "sha256").hex()
 
 
 def hashes_match(expected: str, actual: str) -> bool:

@@ -129,6 +129,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         lifespan=lifespan,
         docs_url=None,  # tessera.docs serves it, with Swagger UI from the package, not a CDN
         redoc_url=None,
+        telemetry={
+            "tracing": settings.opentelemetry,
+            "metrics": settings.opentelemetry,
+            "logs": settings.opentelemetry,
+        },
     )
     box = SecretBox(settings.key_ring)
     app.state.settings = settings

@@ -278,6 +278,17 @@ class TestSales:
         )
         assert [s["order_number"] for s in paged.json()["sales"]] == ["WEB-2"]
         assert paged.json()["pagination"] == {"page": 2, "limit": 1, "total": 2}
+        # Past the last sale: no sale, and still the number of sales.
+        past = await client.get(
+            f"/v1/products/{product['id']}/sales", headers=tenant.r, params={"page": 3, "limit": 1}
+        )
+        assert past.json() == {"sales": [], "pagination": {"page": 3, "limit": 1, "total": 2}}
+        other = await client.get(f"/v1/products/{other_product['id']}/sales", headers=tenant.r)
+        assert [s["order_number"] for s in other.json()["sales"]] == ["WEB-2"]
+        assert other.json()["pagination"]["total"] == 1
+        never_sold = await create_product(client, tenant)
+        unsold = await client.get(f"/v1/products/{never_sold['id']}/sales", headers=tenant.r)
+        assert unsold.json() == {"sales": [], "pagination": {"page": 1, "limit": 20, "total": 0}}
 
     @pytest.mark.parametrize("params", [{"page": 0}, {"limit": 0}, {"limit": 101}])
     async def test_bounds_are_400(self, client, tenant, params):
@@ -289,6 +300,9 @@ class TestSales:
 
     async def test_another_projects_product_is_404(self, client, tenant, other):
         theirs = await create_product(client, other)
+        buyer = await create_user(client, other)
+        sold = await create_order(client, other, buyer["id"], (theirs["id"], 1))
+        assert sold.status_code == 201
         response = await client.get(f"/v1/products/{theirs['id']}/sales", headers=tenant.r)
         assert response.status_code == 404
         response = await client.get(f"/v1/products/{uuid.uuid4()}/sales", headers=tenant.r)

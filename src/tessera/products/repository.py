@@ -27,6 +27,13 @@ _PRODUCTS, _EVENTS = Product.__table__, Event.__table__
 _PRODUCT = select(_PRODUCTS).where(
     _PRODUCTS.c.project_id == bindparam("project_id"), _PRODUCTS.c.id == bindparam("id")
 )
+# The product and its event (the event's columns as ``event__<key>``), one statement.
+_EVENT_KEYS = tuple(_EVENTS.c.keys())
+_PRODUCT_AND_EVENT = (
+    select(_PRODUCTS, *(_EVENTS.c[key].label(f"event__{key}") for key in _EVENT_KEYS))
+    .outerjoin(_EVENTS, _EVENTS.c.id == _PRODUCTS.c.event_id)
+    .where(_PRODUCTS.c.project_id == bindparam("project_id"), _PRODUCTS.c.id == bindparam("id"))
+)
 _PRODUCT_PAGE = (
     select(_PRODUCTS)
     .where(_PRODUCTS.c.project_id == bindparam("project_id"))
@@ -48,11 +55,14 @@ _PRODUCT_NAME = select(_PRODUCTS.c.name).where(
 )
 _LINES, _ORDERS, _USERS = OrderItem.__table__, Order.__table__, User.__table__
 _SALES_TOTAL = select(func.count()).where(_LINES.c.product_id == bindparam("id"))
+# A page of the product's sales with its name and the number of sales (counted before the
+# page's LIMIT), in one statement; the product of another project has none.
 _SALES_PAGE = (
     select(
         _LINES.c.id,
         _ORDERS.c.order_number,
         _ORDERS.c.status.label("order_status"),
+        _PRODUCTS.c.name.label("product_name"),
         _LINES.c.quantity,
         _LINES.c.unit_price,
         _USERS.c.id.label("user_id"),
@@ -60,10 +70,15 @@ _SALES_PAGE = (
         _USERS.c.first_name.label("user_first_name"),
         _USERS.c.last_name.label("user_last_name"),
         _LINES.c.created_at,
+        func.count().over().label("total"),
     )
     .join(_ORDERS, _LINES.c.order_id == _ORDERS.c.id)
     .join(_USERS, _ORDERS.c.user_id == _USERS.c.id)
-    .where(_LINES.c.product_id == bindparam("id"))
+    .join(_PRODUCTS, _PRODUCTS.c.id == _LINES.c.product_id)
+    .where(
+        _LINES.c.product_id == bindparam("id"),
+        _PRODUCTS.c.project_id == bindparam("project_id"),
+    )
     .order_by(_LINES.c.created_at, _LINES.c.id)
     .limit(bindparam("limit"))
     .offset(bindparam("offset"))
@@ -105,9 +120,15 @@ async def _with_events(rows: Rows, products: list[Any]) -> list[SimpleNamespace]
 async def read_product(
     rows: Rows, project_id: uuid.UUID, product_id: uuid.UUID
 ) -> SimpleNamespace | None:
-    """The product with its event (a read for ``Database.read``), or None."""
-    row = await rows.first(_PRODUCT, project_id=project_id, id=product_id)
-    return None if row is None else (await _with_events(rows, [row]))[0]
+    """The product with its event (a read for ``Database.read``), or None. One statement: a
+    page of products reads their events apart (``_with_events``), each event once."""
+    row = await rows.first(_PRODUCT_AND_EVENT, project_id=project_id, id=product_id)
+    if row is None:
+        return None
+    event = None
+    if row.event__id is not None:
+        event = SimpleNamespace(**{key: getattr(row, f"event__{key}") for key in _EVENT_KEYS})
+    return joined(row, event=event)
 
 
 async def read_products(
@@ -125,13 +146,17 @@ async def read_sales(
 ) -> SaleList | None:
     """A page of the product's order lines (oldest first) with their order's status and buyer,
     or None when the project has no such product."""
-    name = await rows.scalar(_PRODUCT_NAME, project_id=project_id, id=product_id)
-    if name is None:
-        return None
-    total = await rows.scalar(_SALES_TOTAL, id=product_id)
-    page = await rows.all(_SALES_PAGE, id=product_id, limit=paging.limit, offset=paging.offset)
+    page = await rows.all(
+        _SALES_PAGE, project_id=project_id, id=product_id, limit=paging.limit, offset=paging.offset
+    )
+    if page:
+        total = page[0].total
+    else:  # no such product, no sale yet, or a page past the last sale
+        if await rows.scalar(_PRODUCT_NAME, project_id=project_id, id=product_id) is None:
+            return None
+        total = await rows.scalar(_SALES_TOTAL, id=product_id)
     return SaleList(
-        sales=[SaleRead.model_validate({**row._asdict(), "product_name": name}) for row in page],
+        sales=[SaleRead.model_validate(row) for row in page],
         pagination=Pagination(page=paging.page, limit=paging.limit, total=total),
     )
 
