@@ -55,8 +55,8 @@ _PRODUCT_NAME = select(_PRODUCTS.c.name).where(
 )
 _LINES, _ORDERS, _USERS = OrderItem.__table__, Order.__table__, User.__table__
 _SALES_TOTAL = select(func.count()).where(_LINES.c.product_id == bindparam("id"))
-# A page of the product's sales with its name and the number of sales (counted before the
-# page's LIMIT), in one statement; the product of another project has none.
+# A page of the product's sales with its name; the product of another project has none. (The
+# number of sales as ``count() OVER ()`` here made the page join every sale: twice as slow.)
 _SALES_PAGE = (
     select(
         _LINES.c.id,
@@ -70,7 +70,6 @@ _SALES_PAGE = (
         _USERS.c.first_name.label("user_first_name"),
         _USERS.c.last_name.label("user_last_name"),
         _LINES.c.created_at,
-        func.count().over().label("total"),
     )
     .join(_ORDERS, _LINES.c.order_id == _ORDERS.c.id)
     .join(_USERS, _ORDERS.c.user_id == _USERS.c.id)
@@ -149,12 +148,10 @@ async def read_sales(
     page = await rows.all(
         _SALES_PAGE, project_id=project_id, id=product_id, limit=paging.limit, offset=paging.offset
     )
-    if page:
-        total = page[0].total
-    else:  # no such product, no sale yet, or a page past the last sale
-        if await rows.scalar(_PRODUCT_NAME, project_id=project_id, id=product_id) is None:
-            return None
-        total = await rows.scalar(_SALES_TOTAL, id=product_id)
+    # An empty page: no such product, no sale yet, or a page past the last sale.
+    if not page and await rows.scalar(_PRODUCT_NAME, project_id=project_id, id=product_id) is None:
+        return None
+    total = await rows.scalar(_SALES_TOTAL, id=product_id)
     return SaleList(
         sales=[SaleRead.model_validate(row) for row in page],
         pagination=Pagination(page=paging.page, limit=paging.limit, total=total),
