@@ -40,6 +40,7 @@ WARMUP = 2  # seconds of load before each measured run, not counted
 REPEAT = 3  # calls of each single-request extra (the median is shown)
 SOAK_CONNECTIONS = 200
 SOAK_SECONDS = int(os.environ.get("SOAK_SECONDS", "60"))
+SCALE_USERS = 100_000  # from here a run is a scale run: the deep-offset page too
 
 
 def wanted(name: str) -> bool:
@@ -175,7 +176,7 @@ def extras(bench: Bench, server: servers.Server) -> list[dict]:
     rows = []
     if wanted(FETCH_1000.name):
         rows.append(one_connection(bench, server, FETCH_1000))
-    if USERS >= 100_000 and wanted(EXTRAS[1]):
+    if USERS >= SCALE_USERS and wanted(EXTRAS[1]):
         last_page = f'{{"limit":1000,"offset":{USERS - 1000}}}'
         name = f"users/fetch limit=1000 offset={USERS - 1000} (1 conn)"
         rows.append(
@@ -295,7 +296,9 @@ def main() -> None:
         json.dumps({"machine": info, "settings": settings, "rows": rows}, indent=2)
     )
     (folder / "results.md").write_text(text)
-    shutil.copyfile(folder / "results.md", HERE / "results" / "latest.md")
+    # The scale run (USERS=1000000) is kept beside the default run's table, not over it.
+    latest = "latest-scale.md" if USERS >= SCALE_USERS else "latest.md"
+    shutil.copyfile(folder / "results.md", HERE / "results" / latest)
     print("\n" + text + f"\nRaw wrk output, server logs and seed data: {folder}")
 
 
