@@ -96,3 +96,20 @@ async def test_a_route_added_after_the_app_started_is_found(settings):
     # Indexed again on that request, not only found by FastAPI's routing behind the index.
     candidates = app.router.middleware_stack.candidates("/v1/late")
     assert candidates is not None and any(getattr(r, "path", "") == "/v1/late" for r in candidates)
+
+
+@pytest.mark.parametrize(
+    "extra", [{"fastapi.telemetry": object()}, {"root_path": "/behind-a-proxy"}]
+)
+async def test_fastapi_routes_under_its_telemetry_and_under_a_root_path(app, monkeypatch, extra):
+    """FastAPI's routing names the route of a telemetry span and strips a root path: the index
+    leaves both to it."""
+    routed: list[str] = []
+
+    async def fastapi_routing(scope: dict, receive: object, send: object) -> None:
+        routed.append(scope["path"])
+
+    monkeypatch.setattr(app.router, "app", fastapi_routing)
+    index = RouteIndex(app.router)
+    await index(_scope("GET", "/v1/users/count") | extra, None, None)  # type: ignore[arg-type]
+    assert routed == ["/v1/users/count"]

@@ -22,6 +22,8 @@ from starlette.types import Receive, Scope, Send
 
 Prefix = tuple[str, ...]
 
+TELEMETRY = "fastapi.telemetry"  # the scope key FastAPI sets while its OpenTelemetry is on
+
 PREFIX_SEGMENTS = 2
 
 
@@ -76,7 +78,9 @@ class RouteIndex:
         return None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and not scope.get("root_path"):
+        # Under FastAPI's OpenTelemetry (TESSERA_OPENTELEMETRY) its routing names each span's
+        # route, so it routes; so it does under a root path, which it strips before matching.
+        if scope["type"] == "http" and not scope.get("root_path") and TELEMETRY not in scope:
             if len(self.router.routes) != self._indexed:  # routes added since
                 self.buckets = self._buckets(self.router.routes)
                 self._indexed = len(self.router.routes)
