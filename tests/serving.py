@@ -12,6 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 
+import asyncpg
 import httpx
 from sqlalchemy.engine import make_url
 
@@ -27,11 +28,9 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-async def recreate_postgres_database(base_url: str, name: str) -> None:
-    import asyncpg
-
+async def _connect(base_url: str) -> asyncpg.Connection:
     url = make_url(base_url)
-    conn = await asyncpg.connect(
+    return await asyncpg.connect(
         user=url.username,
         password=url.password,
         host=url.host or "127.0.0.1",
@@ -39,8 +38,33 @@ async def recreate_postgres_database(base_url: str, name: str) -> None:
         database=url.database or "postgres",
         timeout=10,
     )
+
+
+async def _drop(conn: asyncpg.Connection, name: str) -> None:
+    """DROP ... WITH (FORCE) ends the other sessions on the database, but not an autovacuum
+    worker (the superuser's: "must be a member of the role whose process is being terminated"),
+    which a test that made and dropped many tables can start there. It is done in moments."""
+    for _ in range(100):
+        try:
+            await conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+            return
+        except asyncpg.exceptions.InsufficientPrivilegeError:
+            await asyncio.sleep(0.1)
+    await conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+async def drop_postgres_database(base_url: str, name: str) -> None:
+    conn = await _connect(base_url)
     try:
-        await conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        await _drop(conn, name)
+    finally:
+        await conn.close()
+
+
+async def recreate_postgres_database(base_url: str, name: str) -> None:
+    conn = await _connect(base_url)
+    try:
+        await _drop(conn, name)
         await conn.execute(f'CREATE DATABASE "{name}"')
     finally:
         await conn.close()

@@ -33,8 +33,7 @@ from tessera.models import WorkerHeartbeat
 from tessera.models.base import utcnow
 from tests.conftest import BACKEND, _worker
 from tests.jobs.memory_chain import MemoryChain
-from tests.serving import fresh_database
-from tests.test_migrations import _drop_postgres_database
+from tests.serving import drop_postgres_database, fresh_database
 
 HEAD = ScriptDirectory(str(migrations.HERE)).get_current_head()
 assert HEAD is not None
@@ -237,7 +236,7 @@ class TestReadiness:
         finally:
             if BACKEND == "postgresql":
                 base = os.environ["TESSERA_TEST_DATABASE_URL"]
-                await _drop_postgres_database(base, make_url(url).database or "")
+                await drop_postgres_database(base, make_url(url).database or "")
 
     async def test_refuses_unknown_query_parameters(self, client):
         response = await client.get("/v1/health/ready?verbose=1")

@@ -23,16 +23,7 @@ from sqlalchemy.ext.asyncio import create_async_engine
 from tessera import migrations
 from tessera.models import Base
 from tests.conftest import BACKEND, _worker
-from tests.serving import recreate_postgres_database
-
-
-async def _drop_postgres_database(base_url: str, name: str) -> None:
-    engine = create_async_engine(base_url, isolation_level="AUTOCOMMIT")
-    try:
-        async with engine.connect() as connection:
-            await connection.exec_driver_sql(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-    finally:
-        await engine.dispose()
+from tests.serving import drop_postgres_database, recreate_postgres_database
 
 
 @pytest.fixture
@@ -48,7 +39,7 @@ async def empty_database_url(tmp_path) -> AsyncIterator[str]:
         try:
             yield make_url(base).set(database=name).render_as_string(hide_password=False)
         finally:
-            await _drop_postgres_database(base, name)
+            await drop_postgres_database(base, name)
     else:
         pytest.fail(f"unknown TESSERA_TEST_BACKEND {BACKEND!r}")
 
