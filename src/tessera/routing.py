@@ -1,12 +1,12 @@
 """Routing by index: the app's routes tried in their order, but only those that can match.
 
 FastAPI tries every route of the app in order until one matches the whole request, and each
-try is a regular expression and a few calls: with 150 routes, a request for a route near the
-end spent more time being routed than being answered. ``RouteIndex`` keeps the rule (the first
-route in order that matches the path and the method wins) and narrows the routes it is tried on
-by the path's first two segments: a route whose template starts with other literal segments
-cannot match the path. The routes that remain are tried in the app's order, exactly as FastAPI
-would try them.
+try is a regular expression and a few calls: among Tessera's 105 routes, a request for a route
+near the end spent more time being routed than being answered. ``RouteIndex`` keeps the rule
+(the first route in order that matches the path and the method wins) and narrows the routes it
+is tried on by the path's first two segments: a route whose template starts with other literal
+segments cannot match the path. The routes that remain are tried in the app's order, exactly as
+FastAPI would try them.
 
 Whatever the narrowed routes do not fully match (a 404, a 405, a redirect to the slashed path,
 a WebSocket, the lifespan) goes to FastAPI's own routing over every route, so those answers do
