@@ -496,6 +496,12 @@ def table_of(model: type[DeclarativeBase]) -> Table:
     return table
 
 
+def part(row: Any, prefix: str, keys: Iterable[str], **known: object) -> SimpleNamespace:
+    """The row of a joined table within ``row``, whose statement selected its columns as
+    ``<prefix><key>`` (``products.c.name.label("product_name")``), plus ``known`` values."""
+    return SimpleNamespace(**known, **{key: getattr(row, prefix + key) for key in keys})
+
+
 def joined(row: Any, **related: object) -> SimpleNamespace:
     """A row read with ``Rows``, with its related rows attached as attributes, so that schemas
     built ``from_attributes`` read it as they read an ORM object."""

@@ -1,12 +1,11 @@
 """Order queries."""
 
 import uuid
-from types import SimpleNamespace
 from typing import Any
 
 from sqlalchemy import bindparam, func, select
 
-from tessera.db import AnySelect, Rows, Transaction, joined, lock_for_update
+from tessera.db import AnySelect, Rows, Transaction, joined, lock_for_update, part
 from tessera.errors import OrderNotFound
 from tessera.models import Order, OrderItem, Product, ProductItem, User
 from tessera.orders.schemas import OrderFilter, OrderList, OrderRead, OrderSummary
@@ -64,23 +63,17 @@ async def read_order(rows: Rows, project_id: uuid.UUID, order_id: uuid.UUID) -> 
     if not found:
         return None
     head = found[0]
-    order = SimpleNamespace(**{key: getattr(head, key) for key in _ORDERS.c.keys()})
-    lines = [
-        SimpleNamespace(**{key: getattr(row, f"line_{key}") for key in _LINE_KEYS}) for row in found
-    ]
+    order = part(head, "", _ORDERS.c.keys())
+    lines = [part(row, "line_", _LINE_KEYS) for row in found]
     products = {
-        row.line_product_id: SimpleNamespace(
-            id=row.line_product_id, **{key: getattr(row, f"product_{key}") for key in _PRODUCT_KEYS}
-        )
+        row.line_product_id: part(row, "product_", _PRODUCT_KEYS, id=row.line_product_id)
         for row in found
     }
     items = [
         joined(
             item,
             product=products[item.product_id],
-            owner=SimpleNamespace(
-                id=item.owner_id, **{key: getattr(item, f"owner_{key}") for key in _OWNER_KEYS}
-            ),
+            owner=part(item, "owner_", _OWNER_KEYS, id=item.owner_id),
         )
         for item in await rows.all(_ITEMS_AND_OWNERS, id=order_id)
     ]

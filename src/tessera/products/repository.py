@@ -7,7 +7,7 @@ from typing import Any
 
 from sqlalchemy import and_, bindparam, func, select
 
-from tessera.db import AnySelect, Rows, joined
+from tessera.db import AnySelect, Rows, joined, part
 from tessera.errors import ProductItemNotFound, ProductNotFound
 from tessera.models import Event, ItemTransfer, Order, OrderItem, Product, ProductItem, User
 from tessera.products.schemas import (
@@ -124,9 +124,7 @@ async def read_product(
     row = await rows.first(_PRODUCT_AND_EVENT, project_id=project_id, id=product_id)
     if row is None:
         return None
-    event = None
-    if row.event__id is not None:
-        event = SimpleNamespace(**{key: getattr(row, f"event__{key}") for key in _EVENT_KEYS})
+    event = part(row, "event__", _EVENT_KEYS) if row.event__id is not None else None
     return joined(row, event=event)
 
 
@@ -166,7 +164,7 @@ _ITEMS_AND_OWNERS = _ITEMS.join(_USERS, _USERS.c.id == _ITEMS.c.owner_id)
 
 def _owner(row: Any, prefix: str) -> dict[str, Any]:
     """The ``ItemOwner`` fields of a row that selected them under ``prefix``."""
-    return {key: getattr(row, prefix + key) for key in _OWNER_KEYS}
+    return vars(part(row, prefix, _OWNER_KEYS))
 
 
 def _items_of_product(by_owner_id: bool, by_owner_email: bool) -> tuple[AnySelect, AnySelect]:
