@@ -97,6 +97,24 @@ class Person:
     failed: list[str] = field(default_factory=list)
     console_errors: list[str] = field(default_factory=list)
 
+    def listen(self) -> None:
+        """Record what the tab fetches, what fails and what it complains about."""
+        self.page.on("request", lambda request: self.requests.append(request.url))
+        self.page.on("response", self.saw)
+        self.page.on("console", self.complained)
+        self.page.on("pageerror", lambda error: self.console_errors.append(str(error)))
+
+    def check_served_alone(self, server_url: str, stylesheet: str) -> None:
+        """Every page loaded its stylesheet (and icon) from the server alone, and the browser
+        found nothing to complain about: no CSP violation, no failed load, no script error."""
+        home = urlsplit(server_url)
+        assert self.requests, "no request recorded"
+        elsewhere = [u for u in self.requests if urlsplit(u)[:2] != (home.scheme, home.netloc)]
+        assert elsewhere == []
+        assert any(url.endswith(stylesheet) for url in self.requests)
+        assert self.failed == []
+        assert self.console_errors == []
+
     def saw(self, response: Response) -> None:
         # A page's own 4xx is its answer; a stylesheet or icon that fails is a broken page.
         if response.request.resource_type != "document" and not response.ok:
@@ -112,21 +130,10 @@ class Person:
 async def person(browser: Browser, server: Server) -> AsyncIterator[Person]:
     context = await browser.new_context(viewport=VIEWPORT)
     visit = Person(await context.new_page())
-    visit.page.on("request", lambda request: visit.requests.append(request.url))
-    visit.page.on("response", visit.saw)
-    visit.page.on("console", visit.complained)
-    visit.page.on("pageerror", lambda error: visit.console_errors.append(str(error)))
+    visit.listen()
     yield visit
     await context.close()
-    # Every page loaded its stylesheet (and icon) from the server alone, and the browser found
-    # nothing to complain about: no CSP violation, no failed load.
-    home = urlsplit(server.url)
-    assert visit.requests, "no request recorded"
-    elsewhere = [url for url in visit.requests if urlsplit(url)[:2] != (home.scheme, home.netloc)]
-    assert elsewhere == []
-    assert any(url.endswith("/static/tessera.css") for url in visit.requests)
-    assert visit.failed == []
-    assert visit.console_errors == []
+    visit.check_served_alone(server.url, "/static/tessera.css")
 
 
 async def screenshot(page: Page, name: str) -> bytes:
