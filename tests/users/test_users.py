@@ -60,6 +60,9 @@ class TestCreateUsers:
         assert response.status_code == 201
         users = response.json()["users"]
         assert len(users) == 1500 and len({u["wallets"][0]["address"] for u in users}) == 1500
+        # Time-ordered ids (models.base.new_id): a batch adds to the end of the id indexes.
+        ids = [uuid.UUID(u["id"]) for u in users]
+        assert {i.version for i in ids} == {7} and ids == sorted(ids)
         listed = await client.post("/v1/users/fetch", headers=tenant.r, json={"limit": 3})
         assert [u["email"] for u in listed.json()["users"]] == [
             f"bulk{i}@example.com" for i in range(3)

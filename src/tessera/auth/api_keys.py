@@ -20,7 +20,7 @@ from tessera.crypto import hashes_match, keyed_hash
 from tessera.db import Database, get_in_project
 from tessera.errors import ApiKeyNotFound, CredentialInvalid
 from tessera.models import ApiKey, Project
-from tessera.models.base import utcnow
+from tessera.models.base import new_id, utcnow
 
 log = logging.getLogger("tessera.auth")
 
@@ -47,7 +47,7 @@ async def create_api_key(
     prefix = secrets.token_hex(6)
     plaintext = f"{KEY_SCHEME}_{prefix}_{secrets.token_urlsafe(32)}"
     row = ApiKey(
-        id=uuid.uuid4(),
+        id=new_id(),
         project_id=project_id,
         prefix=prefix,
         key_hash=keyed_hash(hash_key, plaintext),

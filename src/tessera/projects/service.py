@@ -13,6 +13,7 @@ from tessera.chain.registry import Chains
 from tessera.config import Chain
 from tessera.crypto import SecretBox
 from tessera.models import ApiKey, IdentityBinding, OAuthClient, Project, ProjectWallet
+from tessera.models.base import new_id
 from tessera.projects import repository
 from tessera.projects.schemas import ApiKeyCreated, ClientCreated, ProjectCreated
 from tessera.wallets.schemas import WalletBalance
@@ -23,7 +24,7 @@ async def create_project(
     session: AsyncSession, *, name: str, box: SecretBox, hash_key: bytes, ss58_prefix: int
 ) -> ProjectCreated:
     """A project with its custodial project wallet, a ``write`` API key and a token client."""
-    project = Project(id=uuid.uuid4(), name=name)
+    project = Project(id=new_id(), name=name)
     session.add(project)
     key = new_custodial_key(box, ss58_prefix=ss58_prefix)
     session.add(ProjectWallet(project_id=project.id, **key.columns()))

@@ -18,7 +18,7 @@ from tessera.crypto import SecretBox
 from tessera.db import Database, Transaction
 from tessera.errors import EmailTaken, InvalidInput, ReferenceIdTaken, UserNotFound
 from tessera.models import User, UserWallet
-from tessera.models.base import utcnow
+from tessera.models.base import new_id, utcnow
 from tessera.products import repository as products
 from tessera.products.schemas import ItemList
 from tessera.users import repository
@@ -86,7 +86,7 @@ def new_user(
 ) -> NewUser:
     """The rows of a new user and its custodial Polkadot wallet (the key made here), for a
     project's ``insert_users`` or ``find_or_create_user``."""
-    user_id = uuid.uuid4()
+    user_id = new_id()
     row = {
         "id": user_id,
         "email": user.email,

@@ -13,7 +13,7 @@ from tessera.crypto import Sealed, SecretBox
 from tessera.db import Database, Rows, lock_for_update, table_of
 from tessera.errors import DeliveryNotFound, WebhookNotFound
 from tessera.models import WebhookDelivery, WebhookEndpoint
-from tessera.models.base import utcnow
+from tessera.models.base import new_id, utcnow
 from tessera.schemas import PageParams, Pagination
 from tessera.webhooks.addresses import check_reachable, check_url
 from tessera.webhooks.schemas import (
@@ -94,7 +94,7 @@ async def create_webhook(
     is in this answer only (Tessera keeps it sealed, to sign)."""
     url = check_url(body.url, allow_private=allow_private)
     await check_reachable(url, allow_private=allow_private)
-    endpoint_id = uuid.uuid4()
+    endpoint_id = new_id()
     secret = SECRET_PREFIX + base64.b64encode(secrets.token_bytes(SECRET_BYTES)).decode()
     sealed = box.seal(secret.encode(), aad=secret_aad(endpoint_id))
     now = utcnow()
