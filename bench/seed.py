@@ -36,6 +36,7 @@ from tessera.db import Database
 from tessera.events import service as events
 from tessera.events.schemas import EventCreate
 from tessera.models import Project, User, UserWallet
+from tessera.models import base as models_base
 from tessera.models.base import utcnow
 from tessera.orders import service as orders
 from tessera.orders.schemas import OrderCreate
@@ -153,16 +154,21 @@ async def insert_users(database, project_id: uuid.UUID, users: int, pool) -> lis
     ids: list[str] = []
     activated = 0
     start_time = utcnow()
+    # Ids and numbers as Tessera writes them (a tree without them, for an A/B run, gets
+    # random ids and no numbers).
+    new_id = getattr(models_base, "new_id", uuid.uuid4)
+    numbered = "number" in User.__table__.c
     for chunk, keys in enumerate(pool.imap(_keys, sizes)):
         user_rows, wallet_rows = [], []
         for offset, key in enumerate(keys):
             n = chunk * CHUNK + offset
             at = start_time + timedelta(microseconds=n)  # listing order = creation order
-            user_id = uuid.uuid4()
+            user_id = new_id()
             active = n % 10 == 0
             activated += active
             user_rows.append(
-                {
+                ({"number": n + 1} if numbered else {})
+                | {
                     "id": user_id,
                     "project_id": project_id,
                     "email": f"user{n}@bench.example",
@@ -178,7 +184,7 @@ async def insert_users(database, project_id: uuid.UUID, users: int, pool) -> lis
             )
             wallet_rows.append(
                 {
-                    "id": uuid.uuid4(),
+                    "id": new_id(),
                     "user_id": user_id,
                     "project_id": project_id,
                     "created_at": at,

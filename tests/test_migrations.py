@@ -94,7 +94,10 @@ class TestMigrations:
         assert await _inspect(empty_database_url, _differences) == []
         assert (await _inspect(empty_database_url, _state))[1] == HEAD
 
-    async def test_the_user_counters_start_from_the_users_already_there(self, empty_database_url):
+    async def test_counters_and_numbers_start_from_the_users_already_there(
+        self, empty_database_url
+    ):
+        """0005 counts a project's users; 0015 numbers them in the order they were listed."""
         await _upgrade(empty_database_url, "0004")
 
         # Raw rows as each driver takes them: SQLite stores text, asyncpg wants typed values.
@@ -105,7 +108,11 @@ class TestMigrations:
 
         project = value(uuid.uuid4())
         now = value(datetime(2026, 1, 1, tzinfo=UTC))
-        users = [(uuid.uuid4(), active) for active in (True, False, True)]
+        # Created a second apart, the later one first in the table.
+        users = [
+            (uuid.uuid4(), active, value(datetime(2026, 1, 1, 0, 0, second, tzinfo=UTC)))
+            for second, active in ((3, True), (1, False), (2, True))
+        ]
 
         def seed(connection: Connection) -> None:
             connection.execute(
@@ -115,19 +122,19 @@ class TestMigrations:
                 ),
                 {"id": project, "now": now},
             )
-            for user_id, active in users:
+            for user_id, active, created in users:
                 connection.execute(
                     text(
                         "INSERT INTO users (id, project_id, email, is_activated, reputation, "
                         "created_at, updated_at) VALUES (:id, :project, :email, :active, 0, "
-                        ":now, :now)"
+                        ":created, :created)"
                     ),
                     {
                         "id": value(user_id),
                         "project": project,
                         "email": f"{user_id}@example.com",
                         "active": active,
-                        "now": now,
+                        "created": created,
                     },
                 )
             connection.commit()
@@ -140,3 +147,10 @@ class TestMigrations:
             return tuple(row.one())
 
         assert await _inspect(empty_database_url, counters) == (3, 2)
+
+        def numbers(connection: Connection) -> list[str]:
+            rows = connection.execute(text("SELECT email FROM users ORDER BY number"))
+            return list(rows.scalars())
+
+        by_creation = [f"{user_id}@example.com" for user_id, _, _ in (users[1], users[2], users[0])]
+        assert await _inspect(empty_database_url, numbers) == by_creation

@@ -10,7 +10,13 @@ from sqlalchemy import func, select, update
 from tessera.claims.limiter import ClaimLimiter
 from tessera.models import Claim, ClaimLink, Product, Project
 from tests.claims.conftest import claimable, from_address
-from tests.factories import create_claim_link, create_event, create_user, row_counts
+from tests.factories import (
+    create_claim_link,
+    create_event,
+    create_user,
+    create_users,
+    row_counts,
+)
 
 
 async def expire(database, link_id: str) -> None:
@@ -257,6 +263,7 @@ class TestConcurrentClaims:
         assert (claims, counted, issued) == (10, 10, 10)
 
     async def test_one_new_email_on_many_links_at_once_is_one_user(self, client, tenant, limiter):
+        await create_users(client, tenant, 3)
         product = (await claimable(client, tenant))[0]
         links = [await create_claim_link(client, tenant, product["id"]) for _ in range(10)]
         responses = await asyncio.gather(
@@ -268,6 +275,10 @@ class TestConcurrentClaims:
             "/v1/users/fetch", headers=tenant.r, json={"email": "same@example.com"}
         )
         assert fetched.json()["total"] == 1
+        # Counted and numbered once: the fourth user, on the page after the first three.
+        page = await client.post("/v1/users/fetch", headers=tenant.r, json={"offset": 3})
+        assert page.json()["total"] == 4
+        assert [u["email"] for u in page.json()["users"]] == ["same@example.com"]
 
 
 class TestRateLimits:

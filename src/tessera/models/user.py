@@ -19,12 +19,16 @@ class User(IdMixin, TimestampMixin, Base):
     __table_args__ = (
         UniqueConstraint("project_id", "email"),
         UniqueConstraint("project_id", "reference_id"),
-        Index("ix_users_project_created", "project_id", "created_at", "id"),
+        UniqueConstraint("project_id", "number"),
     )
 
     project_id: Mapped[uuid.UUID] = mapped_column(
         Uuid, ForeignKey("projects.id", ondelete="CASCADE")
     )
+    # 1, 2, 3... in the order the project's users were created (the project's ``user_count``
+    # when it was): users/fetch reads a page as the users numbered after its offset. Users
+    # leave only with their project, so the numbers have no gaps.
+    number: Mapped[int] = mapped_column(BigInteger)
     email: Mapped[str] = mapped_column(String(320))
     first_name: Mapped[str | None] = mapped_column(String(255))
     last_name: Mapped[str | None] = mapped_column(String(255))

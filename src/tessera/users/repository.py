@@ -75,10 +75,17 @@ def _users_statement(field: str | None) -> Select[*tuple[Any, ...]]:
 
 
 _USERS = {field: _users_statement(field) for field in (None, *COLUMNS)}
+# A page, in the order the users were created. Unfiltered, it is the users numbered after the
+# offset (``User.number``), found through one index whatever the offset; a filter names one
+# user, so its offset skips at most that one.
 _USER_PAGE = {
-    field: statement.order_by(User.created_at, User.id)
+    field: (
+        statement.where(User.number > bindparam("offset"))
+        if field is None
+        else statement.offset(bindparam("offset"))
+    )
+    .order_by(User.number)
     .limit(bindparam("limit"))
-    .offset(bindparam("offset"))
     for field, statement in _USERS.items()
 }
 # The total of an unfiltered listing is the project's counter; a filter names one user.
@@ -129,15 +136,21 @@ _COUNT_CREATED = (
         active_user_count=_PROJECTS.c.active_user_count + bindparam("activated"),
         updated_at=_PROJECTS.c.updated_at,
     )
+    .returning(_PROJECTS.c.user_count)
 )
 
 
 async def count_created(
     tx: Transaction, project_id: uuid.UUID, created: int, *, activated: int = 0
-) -> None:
+) -> int:
     """Add new users (``activated`` of them active already) to the project's counters, in the
-    transaction that creates them."""
-    await tx.execute(_COUNT_CREATED, id=project_id, created=created, activated=activated)
+    transaction that creates them, before it writes them; the first new user's ``number``.
+    On PostgreSQL this locks the project's row until the commit, so the creators of a
+    project's users number them one transaction after the other."""
+    count: int = await tx.scalar(
+        _COUNT_CREATED, id=project_id, created=created, activated=activated
+    )
+    return count - created + 1
 
 
 async def activate(session: AsyncSession, user: User) -> bool:

@@ -106,13 +106,16 @@ def new_user(
 async def insert_users(
     tx: Transaction, project_id: uuid.UUID, users: list[NewUser]
 ) -> list[SimpleNamespace]:
-    """Write new users and their wallets, and count them in the project's counters; the users
-    as written, each with its ``wallets``. A taken email or reference id raises IntegrityError."""
+    """Count new users in the project's counters and write them (numbered in the batch's
+    order) and their wallets; the users as written, each with its ``wallets``. A taken email or
+    reference id raises IntegrityError."""
     owner = {"project_id": project_id}
-    created = await tx.insert(User, [user.row | owner for user in users])
+    activated = sum(1 for user in users if user.row["is_activated"])
+    first = await repository.count_created(tx, project_id, len(users), activated=activated)
+    created = await tx.insert(
+        User, [user.row | owner | {"number": first + i} for i, user in enumerate(users)]
+    )
     written = await tx.insert(UserWallet, [user.wallet | owner for user in users])
-    activated = sum(1 for user in created if user.is_activated)
-    await repository.count_created(tx, project_id, len(created), activated=activated)
     for user, wallet in zip(created, written, strict=True):
         user.wallets = [wallet]
     await record(
@@ -130,11 +133,15 @@ async def find_or_create_user(tx: Transaction, project_id: uuid.UUID, user: NewU
     if found is not None:
         return found
     owner = {"project_id": project_id}
-    created = await tx.insert_new(User, user.row | owner, unique=("project_id", "email"))
-    if created is None:
+    activated = int(user.row["is_activated"])
+    number = await repository.count_created(tx, project_id, 1, activated=activated)
+    created = await tx.insert_new(
+        User, user.row | owner | {"number": number}, unique=("project_id", "email")
+    )
+    if created is None:  # not counted after all
+        await repository.count_created(tx, project_id, -1, activated=-activated)
         return await repository.get_user_row(tx, project_id, ref)
     created.wallets = await tx.insert(UserWallet, [user.wallet | owner])
-    await repository.count_created(tx, project_id, 1, activated=int(created.is_activated))
     await record(tx, project_id, EventType.USER_CREATED, [UserRead.model_validate(created)])
     return created
 
