@@ -28,6 +28,7 @@ from tessera.config import Settings
 from tessera.crypto import SecretBox, keyed_hash
 from tessera.db import Database, writes
 from tessera.errors import CredentialInvalid, CredentialMissing, WritePermissionRequired
+from tessera.handlers import PlainRoute
 from tessera.models.base import utcnow
 from tessera.schemas import refuse_unknown_query
 
@@ -233,4 +234,9 @@ def project_router(prefix: str, *, tags: list[str]) -> APIRouter:
     ``authenticate`` first (routes add Writer where they change state). tessera.api adds its
     routes to the app as they are; tests/test_security.py proves that every route but the open
     ones refuses a request without a credential."""
-    return APIRouter(prefix=f"/v1{prefix}", tags=list(tags), dependencies=[Depends(authenticate)])
+    return APIRouter(
+        prefix=f"/v1{prefix}",
+        tags=list(tags),
+        dependencies=[Depends(authenticate)],
+        route_class=PlainRoute,
+    )

@@ -1,0 +1,126 @@
+"""Plain routes (tessera.handlers) answer every request as FastAPI's general handler does: the
+same status, headers and body, for answers and for each kind of refusal."""
+
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import pytest
+from fastapi import FastAPI
+from fastapi.routing import APIRoute, request_response
+
+from tessera.handlers import PlainRoute
+from tests.factories import create_event, create_order, create_product, create_user
+
+SECRET = "tsk_unknown_0000000000000000000000000000000000000000000"
+
+
+@contextmanager
+def general_handling(app: FastAPI) -> Iterator[int]:
+    """Every plain route of ``app`` handled by FastAPI's general handler meanwhile; how many."""
+    plain = [
+        route
+        for route in app.router.routes
+        if isinstance(route, PlainRoute) and route.get_route_handler().__name__ == "handle"
+    ]
+    for route in plain:
+        route.app = request_response(APIRoute.get_route_handler(route))
+    try:
+        yield len(plain)
+    finally:
+        for route in plain:
+            route.app = request_response(route.get_route_handler())
+
+
+def test_the_hot_routes_are_plain(app):
+    plain = {
+        (method, route.path)
+        for route in app.router.routes
+        if isinstance(route, PlainRoute) and route.get_route_handler().__name__ == "handle"
+        for method in route.methods
+    }
+    assert {
+        ("POST", "/v1/users/profile"),
+        ("GET", "/v1/users/count"),
+        ("GET", "/v1/events/{IdOrReferenceId}"),
+        ("GET", "/v1/products/{id}"),
+        ("GET", "/v1/products"),
+        ("GET", "/v1/orders/{id}"),
+        ("POST", "/v1/orders"),
+        ("POST", "/v1/products/{id}/items"),
+    } <= plain
+
+
+async def test_both_handlers_answer_alike(app, client, tenant):
+    user = await create_user(client, tenant)
+    event = await create_event(client, tenant)
+    product = await create_product(client, tenant, event_id=event["id"], price="5.00")
+    order = (await create_order(client, tenant, user["id"], (product["id"], 1))).json()
+    json_type = {"content-type": "application/json"}
+    requests = [
+        ("POST", "/v1/users/profile", tenant.r, {"json": {"id": user["id"]}}),
+        ("POST", "/v1/users/profile", tenant.r, {"json": {"email": user["email"].upper()}}),
+        ("POST", "/v1/users/profile", tenant.r, {"json": {"id": str(uuid.uuid4())}}),
+        ("POST", "/v1/users/profile", tenant.r, {"json": {"id": "not-an-id"}}),
+        ("POST", "/v1/users/profile", tenant.r, {"json": {"id": user["id"], "extra": 1}}),
+        ("POST", "/v1/users/profile", tenant.r, {"content": b"{", "headers": json_type}),
+        ("POST", "/v1/users/profile", tenant.r, {"content": b"[1]", "headers": json_type}),
+        ("POST", "/v1/users/profile", tenant.r, {"content": b'{"id": 1}'}),
+        (
+            "POST",
+            "/v1/users/profile",
+            tenant.r,
+            {"content": b'{"id": 1}', "headers": {"content-type": "text/plain"}},
+        ),
+        ("POST", "/v1/users/profile", tenant.r, {}),
+        ("POST", "/v1/users/profile", {}, {"json": {"id": user["id"]}}),
+        ("POST", "/v1/users/profile", {"x-api-key": SECRET}, {"json": {"id": user["id"]}}),
+        ("POST", "/v1/users/fetch", tenant.r, {"json": {"limit": 0}}),
+        ("GET", "/v1/users/count", tenant.r, {}),
+        ("GET", "/v1/users/count?surprise=1", tenant.r, {}),
+        ("GET", f"/v1/events/{event['id']}", tenant.r, {}),
+        ("GET", f"/v1/products/{product['id']}", tenant.r, {}),
+        ("GET", "/v1/products/not-a-uuid", tenant.r, {}),
+        ("GET", "/v1/products?limit=2&page=1", tenant.r, {}),
+        ("GET", "/v1/products?limit=1000", tenant.r, {}),
+        ("GET", f"/v1/products/{product['id']}/sales?limit=5", tenant.r, {}),
+        ("GET", f"/v1/orders/{order['id']}", tenant.r, {}),
+        ("GET", f"/v1/orders/{uuid.uuid4()}", tenant.r, {}),
+        ("POST", "/v1/orders", tenant.r, {"json": {}}),
+        ("POST", "/v1/orders", tenant.w, {"json": {"user_id": user["id"], "items": []}}),
+        ("POST", f"/v1/products/{product['id']}/items", tenant.w, {"json": {"users": "x"}}),
+    ]
+
+    async def seen(method, path, credential, options) -> tuple:
+        options = dict(options)
+        headers = credential | options.pop("headers", {})
+        response = await client.request(method, path, headers=headers, **options)
+        kept = {k: v for k, v in response.headers.items() if k != "x-request-id"}
+        return response.status_code, kept, response.content
+
+    plain = [await seen(*request) for request in requests]
+    with general_handling(app) as count:
+        general = [await seen(*request) for request in requests]
+    assert count > 30
+    for request, mine, fastapis in zip(requests, plain, general, strict=True):
+        assert mine == fastapis, request[:2]
+    statuses = {status for status, _, _ in plain}
+    assert {200, 400, 401, 403, 404} <= statuses
+
+
+@pytest.mark.parametrize("write", [False, True])
+async def test_a_write_answers_alike(app, client, tenant, write):
+    """A write through either handler: the same status and the same fields."""
+    product = await create_product(client, tenant)
+    user = await create_user(client, tenant)
+    body = {"users": [user["id"]]}
+    path = f"/v1/products/{product['id']}/items"
+    headers = tenant.w if write else tenant.r
+    mine = await client.post(path, headers=headers, json=body)
+    with general_handling(app):
+        fastapis = await client.post(path, headers=headers, json=body)
+    assert mine.status_code == fastapis.status_code == (201 if write else 403)
+    if write:
+        assert mine.json().keys() == fastapis.json().keys()
+    else:
+        assert mine.json() == fastapis.json()
