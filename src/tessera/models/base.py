@@ -4,7 +4,8 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
 
-from sqlalchemy import DateTime, Dialect, Enum, LargeBinary, MetaData, String, TypeDecorator, Uuid
+import sqlalchemy
+from sqlalchemy import DateTime, Dialect, Enum, LargeBinary, MetaData, String, TypeDecorator
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 from uuid_utils.compat import uuid7
 
@@ -74,6 +75,32 @@ class UTCDateTime(TypeDecorator[datetime]):
         return process
 
 
+class Uuid(sqlalchemy.Uuid[uuid.UUID]):
+    """SQLAlchemy's ``Uuid``, read faster from SQLite, which stores it as 32 hex digits: the
+    ``uuid.UUID`` is made from its number as pickle and pydantic make one (0.28 us instead of
+    the 0.66 us of ``UUID.__init__``, which reads every spelling of a UUID); a page of 20
+    products and their events has 100."""
+
+    def result_processor(self, dialect: Dialect, coltype: Any) -> Callable[[Any], Any] | None:
+        general: Callable[[Any], Any] | None = super().result_processor(  # type: ignore[no-untyped-call]
+            dialect, coltype
+        )
+        if dialect.name != "sqlite" or general is None or not self.as_uuid:
+            return general
+
+        new, set_slot, unknown = uuid.UUID.__new__, object.__setattr__, uuid.SafeUUID.unknown
+
+        def process(value: Any) -> uuid.UUID | None:
+            if value is None or len(value) != 32:
+                return general(value)  # type: ignore[no-any-return]
+            made = new(uuid.UUID)
+            set_slot(made, "int", int(value, 16))
+            set_slot(made, "is_safe", unknown)
+            return made
+
+        return process
+
+
 def text_enum(enum: type[StrEnum], length: int = 16) -> Enum:
     """A status column: stored as its text value in a plain VARCHAR (no database enum type, no
     CHECK constraint), read back as the Python enum."""
@@ -88,6 +115,7 @@ def text_enum(enum: type[StrEnum], length: int = 16) -> Enum:
 
 class Base(DeclarativeBase):
     metadata = MetaData(naming_convention=NAMING)
+    type_annotation_map = {uuid.UUID: Uuid}
 
 
 class IdMixin:

@@ -11,13 +11,12 @@ from sqlalchemy import (
     LargeBinary,
     String,
     Text,
-    Uuid,
 )
 from sqlalchemy.orm import Mapped, mapped_column
 
-from tessera.models.base import Base, IdMixin, UTCDateTime, new_id, utcnow
-
 # A bigint key counted by the database: a bigserial on PostgreSQL, the rowid on SQLite
+from tessera.models.base import Base, IdMixin, UTCDateTime, Uuid, new_id, utcnow
+
 # (``sqlite_autoincrement``: never reused, even after the newest rows are purged).
 Sequence = BigInteger().with_variant(Integer(), "sqlite")
 

@@ -1,10 +1,10 @@
 import uuid
 from datetime import datetime
 
-from sqlalchemy import BigInteger, ForeignKey, Index, String, UniqueConstraint, Uuid
+from sqlalchemy import BigInteger, ForeignKey, Index, String, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
-from tessera.models.base import Base, IdMixin, TimestampMixin, UTCDateTime, utcnow
+from tessera.models.base import Base, IdMixin, TimestampMixin, UTCDateTime, Uuid, utcnow
 
 
 class ClaimLink(IdMixin, TimestampMixin, Base):

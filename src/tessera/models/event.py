@@ -1,9 +1,9 @@
 import uuid
 
-from sqlalchemy import BigInteger, ForeignKey, Index, String, Text, UniqueConstraint, Uuid
+from sqlalchemy import BigInteger, ForeignKey, Index, String, Text, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
-from tessera.models.base import Base, IdMixin, TimestampMixin
+from tessera.models.base import Base, IdMixin, TimestampMixin, Uuid
 from tessera.models.user import User
 
 

@@ -1,10 +1,10 @@
 import uuid
 from datetime import datetime
 
-from sqlalchemy import ForeignKey, Index, Integer, LargeBinary, String, Text, UniqueConstraint, Uuid
+from sqlalchemy import ForeignKey, Index, Integer, LargeBinary, String, Text, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
-from tessera.models.base import Base, IdMixin, UTCDateTime, utcnow
+from tessera.models.base import Base, IdMixin, UTCDateTime, Uuid, utcnow
 
 
 class IdempotencyKey(IdMixin, Base):

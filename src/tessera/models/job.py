@@ -3,10 +3,10 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
-from sqlalchemy import JSON, ForeignKey, Index, String, Text, Uuid
+from sqlalchemy import JSON, ForeignKey, Index, String, Text
 from sqlalchemy.orm import Mapped, mapped_column
 
-from tessera.models.base import Base, IdMixin, TimestampMixin, UTCDateTime, text_enum, utcnow
+from tessera.models.base import Base, IdMixin, TimestampMixin, UTCDateTime, Uuid, text_enum, utcnow
 
 
 class JobStatus(StrEnum):

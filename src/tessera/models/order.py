@@ -3,10 +3,10 @@ from datetime import datetime
 from decimal import Decimal
 from enum import StrEnum
 
-from sqlalchemy import BigInteger, ForeignKey, Index, Numeric, String, UniqueConstraint, Uuid
+from sqlalchemy import BigInteger, ForeignKey, Index, Numeric, String, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
-from tessera.models.base import Base, IdMixin, TimestampMixin, UTCDateTime, text_enum, utcnow
+from tessera.models.base import Base, IdMixin, TimestampMixin, UTCDateTime, Uuid, text_enum, utcnow
 from tessera.models.user import User
 
 

@@ -2,10 +2,10 @@ import uuid
 from datetime import datetime
 from enum import StrEnum
 
-from sqlalchemy import BigInteger, ForeignKey, Index, String, UniqueConstraint, Uuid
+from sqlalchemy import BigInteger, ForeignKey, Index, String, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
-from tessera.models.base import Base, IdMixin, TimestampMixin, UTCDateTime, text_enum, utcnow
+from tessera.models.base import Base, IdMixin, TimestampMixin, UTCDateTime, Uuid, text_enum, utcnow
 from tessera.models.event import Event
 from tessera.models.user import User
 

@@ -2,7 +2,7 @@ import uuid
 from datetime import datetime
 from typing import Literal
 
-from sqlalchemy import BigInteger, ForeignKey, String, Text, UniqueConstraint, Uuid, false
+from sqlalchemy import BigInteger, ForeignKey, String, Text, UniqueConstraint, false
 from sqlalchemy.orm import Mapped, mapped_column
 
 from tessera.models.base import (
@@ -11,6 +11,7 @@ from tessera.models.base import (
     IdMixin,
     TimestampMixin,
     UTCDateTime,
+    Uuid,
     utcnow,
 )
 

@@ -1,7 +1,7 @@
 import uuid
 from datetime import datetime
 
-from sqlalchemy import BigInteger, ForeignKey, Index, LargeBinary, String, UniqueConstraint, Uuid
+from sqlalchemy import BigInteger, ForeignKey, Index, LargeBinary, String, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from tessera.models.base import (
@@ -10,6 +10,7 @@ from tessera.models.base import (
     IdMixin,
     TimestampMixin,
     UTCDateTime,
+    Uuid,
     utcnow,
 )
 
