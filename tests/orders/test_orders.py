@@ -46,9 +46,12 @@ class TestCreateOrder:
         assert {k: v for k, v in fetched.json().items() if k != "product_items"} == {
             k: v for k, v in order.items() if k != "product_items"
         }
-        assert sorted(i["id"] for i in fetched.json()["product_items"]) == sorted(
-            i["id"] for i in order["product_items"]
+        # The same items, each as created, listed by product and number.
+        items = fetched.json()["product_items"]
+        assert sorted(items, key=lambda i: i["id"]) == sorted(
+            order["product_items"], key=lambda i: i["id"]
         )
+        assert [(i["product_id"], i["item_id"]) for i in items] == issued
 
     async def test_user_by_email_or_reference(self, client, tenant):
         product = await create_product(client, tenant)

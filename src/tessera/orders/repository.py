@@ -20,29 +20,27 @@ _ORDER = select(_ORDERS).where(
 )
 _LINES_OF = select(_LINES).where(_LINES.c.order_id == bindparam("id")).order_by(_LINES.c.position)
 _LOCK_ORDER = lock_for_update(_ORDER)
-# An order (every order has a line) with its lines and what the answer shows of their products;
-# then its items with what it shows of their owners.
+# An order (every order has a line) with its lines, what the answer shows of their products,
+# and the items issued for each line with what it shows of their owners: one row per item, or
+# per line without items.
 _LINE_KEYS = ("id", "product_id", "position", "quantity", "unit_price", "created_at")
 _PRODUCT_KEYS = ("name", "type", "redemption_quantity")
+_ITEM_KEYS = tuple(_ITEMS.c.keys())
 _OWNER_KEYS = ("email", "first_name", "last_name")
-_ORDER_AND_LINES = (
+_ORDER_READ = (
     select(
         _ORDERS,
         *(_LINES.c[key].label(f"line_{key}") for key in _LINE_KEYS),
         *(_PRODUCTS.c[key].label(f"product_{key}") for key in _PRODUCT_KEYS),
+        *(_ITEMS.c[key].label(f"item__{key}") for key in _ITEM_KEYS),
+        *(_USERS.c[key].label(f"owner__{key}") for key in _OWNER_KEYS),
     )
     .join(_LINES, _LINES.c.order_id == _ORDERS.c.id)
     .join(_PRODUCTS, _PRODUCTS.c.id == _LINES.c.product_id)
+    .outerjoin(_ITEMS, _ITEMS.c.order_item_id == _LINES.c.id)
+    .outerjoin(_USERS, _USERS.c.id == _ITEMS.c.owner_id)  # every item has its owner
     .where(_ORDERS.c.project_id == bindparam("project_id"), _ORDERS.c.id == bindparam("id"))
-    .order_by(_LINES.c.position)
-)
-_ITEMS_AND_OWNERS = (
-    select(_ITEMS, *(_USERS.c[key].label(f"owner_{key}") for key in _OWNER_KEYS))
-    .join(_USERS, _USERS.c.id == _ITEMS.c.owner_id)
-    .where(
-        _ITEMS.c.order_item_id.in_(select(_LINES.c.id).where(_LINES.c.order_id == bindparam("id")))
-    )
-    .order_by(_ITEMS.c.product_id, _ITEMS.c.item_id)
+    .order_by(_LINES.c.position, _ITEMS.c.item_id)
 )
 
 
@@ -58,26 +56,29 @@ async def lock_order(
 
 async def read_order(rows: Rows, project_id: uuid.UUID, order_id: uuid.UUID) -> OrderRead | None:
     """The order with its lines, their products and the items issued for them, with their
-    owners (a read for ``Database.read``), in two statements; or None."""
-    found = await rows.all(_ORDER_AND_LINES, project_id=project_id, id=order_id)
+    owners (a read for ``Database.read``), in one statement; or None."""
+    found = await rows.all(_ORDER_READ, project_id=project_id, id=order_id)
     if not found:
         return None
-    head = found[0]
-    order = part(head, "", _ORDERS.c.keys())
-    lines = [part(row, "line_", _LINE_KEYS) for row in found]
+    order = part(found[0], "", _ORDERS.c.keys())
+    lines = {row.line_id: part(row, "line_", _LINE_KEYS) for row in found}
     products = {
         row.line_product_id: part(row, "product_", _PRODUCT_KEYS, id=row.line_product_id)
         for row in found
     }
     items = [
-        joined(
-            item,
-            product=products[item.product_id],
-            owner=part(item, "owner_", _OWNER_KEYS, id=item.owner_id),
+        part(
+            row,
+            "item__",
+            _ITEM_KEYS,
+            product=products[row.line_product_id],
+            owner=part(row, "owner__", _OWNER_KEYS, id=row.item__owner_id),
         )
-        for item in await rows.all(_ITEMS_AND_OWNERS, id=order_id)
+        for row in found
+        if row.item__id is not None
     ]
-    return OrderRead.of(order, lines, products, items)
+    items.sort(key=lambda item: (item.product_id, item.item_id))  # as the answer lists them
+    return OrderRead.of(order, list(lines.values()), products, items)
 
 
 def _orders_of_project(
