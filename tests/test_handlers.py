@@ -6,23 +6,29 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 import pytest
-from fastapi import FastAPI
+from fastapi import FastAPI, Request, Response
 from fastapi.routing import APIRoute, request_response
 
-from tessera.handlers import PlainRoute
+from tessera.handlers import PlainRoute, plain_handler
+from tessera.routing import TELEMETRY
 from tests.factories import create_event, create_order, create_product, create_user
 
 SECRET = "tsk_unknown_0000000000000000000000000000000000000000000"
 
 
-@contextmanager
-def general_handling(app: FastAPI) -> Iterator[int]:
-    """Every plain route of ``app`` handled by FastAPI's general handler meanwhile; how many."""
-    plain = [
+def plain_routes(app: FastAPI) -> list[PlainRoute]:
+    """The routes of ``app`` that the plain handler answers (the others fall back)."""
+    return [
         route
         for route in app.router.routes
         if isinstance(route, PlainRoute) and route.get_route_handler().__name__ == "handle"
     ]
+
+
+@contextmanager
+def general_handling(app: FastAPI) -> Iterator[int]:
+    """Every plain route of ``app`` handled by FastAPI's general handler meanwhile; how many."""
+    plain = plain_routes(app)
     for route in plain:
         route.app = request_response(APIRoute.get_route_handler(route))
     try:
@@ -33,12 +39,7 @@ def general_handling(app: FastAPI) -> Iterator[int]:
 
 
 def test_the_hot_routes_are_plain(app):
-    plain = {
-        (method, route.path)
-        for route in app.router.routes
-        if isinstance(route, PlainRoute) and route.get_route_handler().__name__ == "handle"
-        for method in route.methods
-    }
+    plain = {(method, route.path) for route in plain_routes(app) for method in route.methods}
     assert {
         ("POST", "/v1/users/profile"),
         ("GET", "/v1/users/count"),
@@ -74,6 +75,10 @@ async def test_both_handlers_answer_alike(app, client, tenant):
         ),
         ("POST", "/v1/users/profile", tenant.r, {}),
         ("POST", "/v1/users/profile", {}, {"json": {"id": user["id"]}}),
+        # Which refusal wins: the credential before the parameters, the JSON before both.
+        ("POST", "/v1/users/profile", {}, {"json": {"id": "not-an-id"}}),
+        ("POST", "/v1/users/profile", {}, {"content": b"{", "headers": json_type}),
+        ("GET", "/v1/products/not-a-uuid?surprise=1", {}, {}),
         ("POST", "/v1/users/profile", {"x-api-key": SECRET}, {"json": {"id": user["id"]}}),
         ("POST", "/v1/users/fetch", tenant.r, {"json": {"limit": 0}}),
         ("GET", "/v1/users/count", tenant.r, {}),
@@ -124,3 +129,18 @@ async def test_a_write_answers_alike(app, client, tenant, write):
         assert mine.json().keys() == fastapis.json().keys()
     else:
         assert mine.json() == fastapis.json()
+
+
+async def test_opentelemetry_takes_the_general_handler(app):
+    """While FastAPI's OpenTelemetry is on (its key in the scope), a plain route's requests go
+    to FastAPI's general handler, which names the spans."""
+    route = next(r for r in plain_routes(app) if r.path == "/v1/users/count")
+    answered = Response(b"general")
+
+    async def general(request: Request) -> Response:
+        return answered
+
+    handle = plain_handler(route, general)
+    assert handle is not None
+    scope = {"type": "http", "method": "GET", "path": route.path, "headers": [], "app": app}
+    assert await handle(Request(scope | {TELEMETRY: object()})) is answered
