@@ -1,5 +1,6 @@
 """``Database.transaction``: the raw-driver write path of the hot use-cases, on both backends."""
 
+import asyncio
 import uuid
 
 import pytest
@@ -8,6 +9,7 @@ from sqlalchemy.exc import IntegrityError
 
 from tessera.db import table_of
 from tessera.models import Attendee, Job, JobStatus, User
+from tests.conftest import BACKEND
 from tests.factories import create_event, create_user, row_counts
 
 JOBS = table_of(Job)
@@ -72,3 +74,31 @@ class TestTransaction:
         async with database.transaction() as tx:
             with pytest.raises(ValueError, match="updated_at"):
                 await tx.execute(statement, id=uuid.uuid4())
+
+
+@pytest.mark.skipif(BACKEND != "postgresql", reason="SQLite has one writer: no two wait at once")
+async def test_one_waiter_lets_one_transaction_of_the_process_wait_for_a_row(database):
+    """The second transaction waits for a hot row only once the first one has it; another row
+    is not held up; and nothing is kept once nobody waits."""
+    entered: list[str] = []
+    first_inside, first_done = asyncio.Event(), asyncio.Event()
+
+    async def wait_for(key: str, name: str, *, hold: bool = False) -> None:
+        async with database.transaction() as tx:
+            async with tx.one_waiter(key):
+                entered.append(name)
+                if hold:
+                    first_inside.set()
+                    await first_done.wait()
+
+    first = asyncio.create_task(wait_for("product A", "first", hold=True))
+    await first_inside.wait()
+    second = asyncio.create_task(wait_for("product A", "second"))
+    await wait_for("product B", "other")
+    await asyncio.sleep(0.05)
+    assert entered == ["first", "other"]
+    first_done.set()
+    await asyncio.gather(first, second)
+    assert entered == ["first", "other", "second"]
+    del first, second
+    assert len(database._waiters) == 0

@@ -15,12 +15,14 @@ import asyncio
 import sqlite3
 import time
 import uuid
+import weakref
 from collections import namedtuple
 from collections.abc import (
     AsyncIterator,
     Awaitable,
     Callable,
     Generator,
+    Hashable,
     Iterable,
     Iterator,
     Sequence,
@@ -103,6 +105,10 @@ class Database:
         self._readers = async_sessionmaker(self.engine, expire_on_commit=False)
         self._writers = async_sessionmaker(self.write_engine, expire_on_commit=False)
         self._compiled: dict[tuple[Executable, tuple[int, ...]], _Compiled] = {}
+        # One lock per hot row being waited for (``Transaction.one_waiter``), gone once unused.
+        self._waiters: weakref.WeakValueDictionary[Hashable, asyncio.Lock] = (
+            weakref.WeakValueDictionary()
+        )
 
     async def read(self, query: Callable[..., Awaitable[T]], *args: object) -> T:
         """Run a read-only ``query(rows, *args)`` with the raw driver.
@@ -149,6 +155,13 @@ class Database:
             finally:
                 if driver.is_in_transaction():  # not committed
                     await transaction.rollback()
+
+    def waiter_lock(self, key: Hashable) -> asyncio.Lock:
+        """The lock of this process's waiters for the row named ``key``."""
+        lock = self._waiters.get(key)
+        if lock is None:
+            lock = self._waiters[key] = asyncio.Lock()
+        return lock
 
     @asynccontextmanager
     async def _driver(self) -> AsyncIterator[asyncpg.Connection]:
@@ -264,6 +277,22 @@ class Transaction(Rows):
         super().__init__(database, connection)
         self._commit = commit
         self._staged: dict[type[DeclarativeBase], list[dict[str, Any]]] = {}
+
+    @asynccontextmanager
+    async def one_waiter(self, key: Hashable) -> AsyncIterator[None]:
+        """Run the statement that locks a hot row (named ``key``: a product its issuers bump)
+        as the only transaction of this process waiting for it; the next one is let in once
+        this one holds the lock, and waits for it in the database while this one commits.
+
+        On PostgreSQL, every waiter for a row lock wakes at each commit and the waiters fight
+        over the lock manager: with 32 issuers of one product the hand-over took half the row's
+        time (``bench``, issue 1 item: 760 -> 1,150 per second with one waiter). The row lock
+        still does the locking, across processes too. SQLite has one writer already."""
+        if not self.on_postgresql:
+            yield
+            return
+        async with self._database.waiter_lock(key):
+            yield
 
     def stage(self, model: type[DeclarativeBase], rows: Sequence[dict[str, Any]]) -> None:
         """Rows of ``model`` to insert just before the commit, with every row staged for that

@@ -160,10 +160,11 @@ async def check_recipients(
 
 # On PostgreSQL the bump and the items' insert are one statement, so that issuers of one
 # product hold its row lock for this round trip and the commit's (and the per-account count's,
-# if the product has a limit) and no more: the lock is what they queue on. The items are numbered
-# from the bumped counter; checks that fail afterwards roll the whole statement back. (The
-# per-account count must be a statement of its own, after this one: a subquery here would read
-# the snapshot taken before the lock was granted, without the items of the issuer just before.)
+# if the product has a limit) and no more: the lock is what they queue on, one of each process
+# at a time (``Transaction.one_waiter``). The items are numbered from the bumped counter; checks
+# that fail afterwards roll the whole statement back. (The per-account count must be a statement
+# of its own, after this one: a subquery here would read the snapshot taken before the lock was
+# granted, without the items of the issuer just before.)
 _COLUMNS = ", ".join(column.name for column in _PRODUCTS.c)
 
 
@@ -227,18 +228,19 @@ async def _bump_and_insert(
             if new_line is None
             else {name: new_line[name] for name in ("order_id", "position", "unit_price")}
         )
-        bumped = await tx.first(
-            _ISSUE_AND_INSERT[new_line is not None],
-            project_id=project_id,
-            id=product_id,
-            count=count,
-            ids=tuple(ids),  # an array: a tuple, not a list to expand
-            owners=tuple(user.id for user in recipients),
-            order_item_id=order_item_id,
-            queued=NftStatus.QUEUED.value,
-            now=now,
-            **line,
-        )
+        async with tx.one_waiter(("product", product_id)):
+            bumped = await tx.first(
+                _ISSUE_AND_INSERT[new_line is not None],
+                project_id=project_id,
+                id=product_id,
+                count=count,
+                ids=tuple(ids),  # an array: a tuple, not a list to expand
+                owners=tuple(user.id for user in recipients),
+                order_item_id=order_item_id,
+                queued=NftStatus.QUEUED.value,
+                now=now,
+                **line,
+            )
     else:
         bumped = await tx.first(_ISSUE, project_id=project_id, id=product_id, count=count)
         if bumped is not None and new_line is not None:
