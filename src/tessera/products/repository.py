@@ -9,6 +9,7 @@ from sqlalchemy import and_, bindparam, func, select
 
 from tessera.db import AnySelect, Rows, joined, part
 from tessera.errors import ProductItemNotFound, ProductNotFound
+from tessera.events.schemas import EventRead
 from tessera.models import Event, ItemTransfer, Order, OrderItem, Product, ProductItem, User
 from tessera.products.schemas import (
     ItemFilter,
@@ -55,10 +56,12 @@ _PRODUCT_NAME = select(_PRODUCTS.c.name).where(
 )
 _LINES, _ORDERS, _USERS = OrderItem.__table__, Order.__table__, User.__table__
 _SALES_TOTAL = select(func.count()).where(_LINES.c.product_id == bindparam("id"))
-# A page of the product's sales with its name; the product of another project has none. (The
-# number of sales as ``count() OVER ()`` here made the page join every sale: twice as slow.)
+# A page of the product's sales with its name, and on each line the number of sales (a scalar
+# subquery, counted once: one round trip, one snapshot); the product of another project has none.
+# (The number as ``count() OVER ()`` made the page join every sale: twice as slow.)
 _SALES_PAGE = (
     select(
+        _SALES_TOTAL.scalar_subquery().label("total"),
         _LINES.c.id,
         _ORDERS.c.order_number,
         _ORDERS.c.status.label("order_status"),
@@ -110,9 +113,11 @@ async def product_of_item(
 
 
 async def _with_events(rows: Rows, products: list[Any]) -> list[SimpleNamespace]:
-    """Products as ``ProductRead`` reads them: each with its event (or None)."""
+    """Products as ``ProductRead`` reads them: each with its event (or None), an ``EventRead``
+    validated once however many products share it."""
     ids = list({row.event_id for row in products if row.event_id is not None})
-    events = {event.id: event for event in await rows.all(_EVENTS_BY_ID, ids=ids)} if ids else {}
+    found = await rows.all(_EVENTS_BY_ID, ids=ids) if ids else []
+    events = {event.id: EventRead.model_validate(event) for event in found}
     return [joined(row, event=events.get(row.event_id)) for row in products]
 
 
@@ -146,10 +151,12 @@ async def read_sales(
     page = await rows.all(
         _SALES_PAGE, project_id=project_id, id=product_id, limit=paging.limit, offset=paging.offset
     )
-    # An empty page: no such product, no sale yet, or a page past the last sale.
-    if not page and await rows.scalar(_PRODUCT_NAME, project_id=project_id, id=product_id) is None:
-        return None
-    total = await rows.scalar(_SALES_TOTAL, id=product_id)
+    if page:
+        total = page[0].total
+    else:  # no such product, no sale yet, or a page past the last sale
+        if await rows.scalar(_PRODUCT_NAME, project_id=project_id, id=product_id) is None:
+            return None
+        total = await rows.scalar(_SALES_TOTAL, id=product_id)
     return SaleList(
         sales=[SaleRead.model_validate(row) for row in page],
         pagination=Pagination(page=paging.page, limit=paging.limit, total=total),
