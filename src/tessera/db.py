@@ -74,8 +74,14 @@ SQLITE_BUSY_RETRY_SECONDS = 0.005
 
 T = TypeVar("T")
 AnySelect = Select[*tuple[Any, ...]]
-# namedtuple, for fields known only at run time (a statement's columns)
-_row_type: Callable[[str, list[str]], Any] = namedtuple
+
+
+def _row_type(name: str, keys: list[str]) -> Any:
+    """The named tuple of a statement's columns, known only at run time; its rows take other
+    attributes too (``attach``)."""
+    return type(name, (namedtuple(name, keys),), {})  # no __slots__: a __dict__ when needed
+
+
 READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 
 
@@ -533,8 +539,16 @@ def part(row: Any, prefix: str, keys: Iterable[str], **known: object) -> SimpleN
 
 def joined(row: Any, **related: object) -> SimpleNamespace:
     """A row read with ``Rows``, with its related rows attached as attributes, so that schemas
-    built ``from_attributes`` read it as they read an ORM object."""
+    built ``from_attributes`` read it as they read an ORM object: a copy that the caller may
+    change (a row's columns are read-only)."""
     return SimpleNamespace(**row._asdict(), **related)
+
+
+def attach(row: Any, **related: object) -> Any:
+    """``joined`` without the copy (1.5 us a row of 30 columns): the row read with ``Rows``
+    itself, with ``related`` as new attributes, for a read that only renders it."""
+    row.__dict__.update(related)
+    return row
 
 
 def _sqlite_connection(url: URL, *, busy_timeout_ms: int) -> sqlite3.Connection:

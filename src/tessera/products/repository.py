@@ -1,13 +1,12 @@
 """Product, item and sales queries (the locks are in ``products.rules``)."""
 
 import uuid
-from collections.abc import Collection
-from types import SimpleNamespace
+from collections.abc import Collection, Sequence
 from typing import Any
 
 from sqlalchemy import and_, bindparam, func, select
 
-from tessera.db import AnySelect, Rows, joined, part
+from tessera.db import AnySelect, Rows, attach, joined, part
 from tessera.errors import ProductItemNotFound, ProductNotFound
 from tessera.events.schemas import EventRead
 from tessera.models import Event, ItemTransfer, Order, OrderItem, Product, ProductItem, User
@@ -28,17 +27,17 @@ _PRODUCTS, _EVENTS = Product.__table__, Event.__table__
 _PRODUCT = select(_PRODUCTS).where(
     _PRODUCTS.c.project_id == bindparam("project_id"), _PRODUCTS.c.id == bindparam("id")
 )
-# The product and its event (the event's columns as ``event__<key>``), one statement.
+# Products with their events (the event's columns as ``event__<key>``): one statement for one
+# product or a page of them. (A page's events read apart cost PostgreSQL a second round trip.)
 _EVENT_KEYS = tuple(_EVENTS.c.keys())
-_PRODUCT_AND_EVENT = (
+_PRODUCTS_AND_EVENTS = (
     select(_PRODUCTS, *(_EVENTS.c[key].label(f"event__{key}") for key in _EVENT_KEYS))
     .outerjoin(_EVENTS, _EVENTS.c.id == _PRODUCTS.c.event_id)
-    .where(_PRODUCTS.c.project_id == bindparam("project_id"), _PRODUCTS.c.id == bindparam("id"))
-)
-_PRODUCT_PAGE = (
-    select(_PRODUCTS)
     .where(_PRODUCTS.c.project_id == bindparam("project_id"))
-    .order_by(_PRODUCTS.c.created_at, _PRODUCTS.c.id)
+)
+_PRODUCT_AND_EVENT = _PRODUCTS_AND_EVENTS.where(_PRODUCTS.c.id == bindparam("id"))
+_PRODUCT_PAGE = (
+    _PRODUCTS_AND_EVENTS.order_by(_PRODUCTS.c.created_at, _PRODUCTS.c.id)
     .limit(bindparam("limit"))
     .offset(bindparam("offset"))
 )
@@ -50,7 +49,6 @@ _ITEMS = ProductItem.__table__
 _PRODUCT_OF_ITEM = select(_ITEMS.c.product_id).where(
     _ITEMS.c.project_id == bindparam("project_id"), _ITEMS.c.id == bindparam("id")
 )
-_EVENTS_BY_ID = select(_EVENTS).where(_EVENTS.c.id.in_(bindparam("ids", expanding=True)))
 _PRODUCT_NAME = select(_PRODUCTS.c.name).where(
     _PRODUCTS.c.project_id == bindparam("project_id"), _PRODUCTS.c.id == bindparam("id")
 )
@@ -112,35 +110,29 @@ async def product_of_item(
     return product_id
 
 
-async def _with_events(rows: Rows, products: list[Any]) -> list[SimpleNamespace]:
-    """Products as ``ProductRead`` reads them: each with its event (or None), an ``EventRead``
-    validated once however many products share it."""
-    ids = list({row.event_id for row in products if row.event_id is not None})
-    found = await rows.all(_EVENTS_BY_ID, ids=ids) if ids else []
-    events = {event.id: EventRead.model_validate(event) for event in found}
-    return [joined(row, event=events.get(row.event_id)) for row in products]
+def _with_events(page: Sequence[Any]) -> list[Any]:
+    """Products read with their events (``_PRODUCTS_AND_EVENTS``) as ``ProductRead`` reads
+    them: each with its event (or None), an ``EventRead`` validated once however many products
+    share it."""
+    events: dict[uuid.UUID, EventRead] = {}
+    for row in page:
+        if row.event__id is not None and row.event__id not in events:
+            events[row.event__id] = EventRead.model_validate(part(row, "event__", _EVENT_KEYS))
+    return [attach(row, event=events.get(row.event__id)) for row in page]
 
 
-async def read_product(
-    rows: Rows, project_id: uuid.UUID, product_id: uuid.UUID
-) -> SimpleNamespace | None:
-    """The product with its event (a read for ``Database.read``), or None. One statement: a
-    page of products reads their events apart (``_with_events``), each event once."""
+async def read_product(rows: Rows, project_id: uuid.UUID, product_id: uuid.UUID) -> Any | None:
+    """The product with its event (a read for ``Database.read``), or None."""
     row = await rows.first(_PRODUCT_AND_EVENT, project_id=project_id, id=product_id)
-    if row is None:
-        return None
-    event = part(row, "event__", _EVENT_KEYS) if row.event__id is not None else None
-    return joined(row, event=event)
+    return None if row is None else _with_events([row])[0]
 
 
-async def read_products(
-    rows: Rows, project_id: uuid.UUID, paging: PageParams
-) -> list[SimpleNamespace]:
+async def read_products(rows: Rows, project_id: uuid.UUID, paging: PageParams) -> list[Any]:
     """A page of the project's products, oldest first, with their events."""
     page = await rows.all(
         _PRODUCT_PAGE, project_id=project_id, limit=paging.limit, offset=paging.offset
     )
-    return await _with_events(rows, page)
+    return _with_events(page)
 
 
 async def read_sales(
@@ -260,7 +252,7 @@ async def read_product_items(
     found = await rows.all(page, **filters, limit=query.limit, offset=query.offset)
     return ItemList(
         items=[
-            ProductItemRead.of(joined(row, product=product, owner=_owner(row, "owner_")))
+            ProductItemRead.of(attach(row, product=product, owner=_owner(row, "owner_")))
             for row in found
         ],
         pagination=Pagination(page=query.page, limit=query.limit, total=count),
@@ -281,7 +273,7 @@ async def read_holdings(
     products = await products_by_id(rows, project_id, ids) if ids else {}
     return ItemList(
         items=[
-            ProductItemRead.of(joined(row, product=products[row.product_id], owner=user))
+            ProductItemRead.of(attach(row, product=products[row.product_id], owner=user))
             for row in found
         ],
         pagination=Pagination(page=paging.page, limit=paging.limit, total=count),
