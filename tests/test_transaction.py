@@ -4,10 +4,11 @@ import asyncio
 import uuid
 
 import pytest
-from sqlalchemy import bindparam, select, update
+from sqlalchemy import bindparam, func, select, update
 from sqlalchemy.exc import IntegrityError
+from sqlalchemy.util.concurrency import greenlet_spawn
 
-from tessera.db import table_of
+from tessera.db import Database, table_of
 from tessera.models import Attendee, Job, JobStatus, User
 from tests.conftest import BACKEND
 from tests.factories import create_event, create_user, row_counts
@@ -102,3 +103,69 @@ async def test_one_waiter_lets_one_transaction_of_the_process_wait_for_a_row(dat
     assert entered == ["first", "other", "second"]
     del first, second
     assert len(database._waiters) == 0
+
+
+def _backend_pid(rows):
+    return rows.scalar(select(func.pg_backend_pid()))
+
+
+@pytest.mark.skipif(BACKEND != "postgresql", reason="PostgreSQL's pool")
+class TestPooledConnections:
+    """``Database._driver`` takes an idle pooled connection without a greenlet, and the pool's
+    usual way whenever that needs I/O: a wait, a new connection, one to recycle, an overflow."""
+
+    @pytest.fixture
+    async def small(self, database):
+        def make(**sizes):
+            made.append(Database(database.url.render_as_string(hide_password=False), **sizes))
+            return made[-1]
+
+        made: list[Database] = []
+        yield make
+        for one in made:
+            await one.engine.dispose()
+
+    async def test_readers_beyond_the_pool_wait_for_its_connection(self, small):
+        db = small(pool_size=1, max_overflow=0)
+        gate = asyncio.Event()
+
+        async def hold(rows):
+            await gate.wait()
+            return await _backend_pid(rows)
+
+        readers = [asyncio.create_task(db.read(hold)) for _ in range(4)]
+        await asyncio.sleep(0.05)
+        assert db.engine.sync_engine.pool.checkedout() == 1
+        gate.set()
+        pids = await asyncio.gather(*readers)
+        assert len(set(pids)) == 1
+        assert db.engine.sync_engine.pool.checkedin() == 1
+
+    async def test_a_connection_due_for_recycling_is_replaced(self, small):
+        db = small(pool_size=1, max_overflow=0)
+        first = await db.read(_backend_pid)
+        assert await db.read(_backend_pid) == first  # the same idle connection, reused
+        pooled = await db.engine.raw_connection()
+        pooled.invalidate(soft=True)  # recycle it at its next checkout
+        await greenlet_spawn(pooled.close)
+        second = await db.read(_backend_pid)
+        assert second != first
+        assert await db.read(_backend_pid) == second
+
+    async def test_an_overflow_connection_is_closed_on_its_way_back(self, small):
+        db = small(pool_size=1, max_overflow=1)
+        gate = asyncio.Event()
+
+        async def hold(rows):
+            await gate.wait()
+            return await _backend_pid(rows)
+
+        readers = [asyncio.create_task(db.read(hold)) for _ in range(2)]
+        await asyncio.sleep(0.05)
+        pool = db.engine.sync_engine.pool
+        assert pool.checkedout() == 2 and pool.overflow() == 1
+        gate.set()
+        assert len(set(await asyncio.gather(*readers))) == 2
+        assert (pool.checkedout(), pool.checkedin(), pool.overflow()) == (0, 1, 0)
+        async with db.transaction() as tx:  # and what is left works, for writes too
+            assert await _backend_pid(tx) in await asyncio.gather(*readers)
