@@ -76,6 +76,10 @@ SQLITE_BUSY_RETRY_SECONDS = 0.005
 
 T = TypeVar("T")
 AnySelect = Select[*tuple[Any, ...]]
+# A row read with ``Rows``: its columns, and what the read attached (``attach``), as attributes.
+# Schemas read it ``from_attributes``; a route renders it through its response model
+# (``tessera.render``) without building the model.
+Row = Any
 
 
 def _row_type(name: str, keys: list[str]) -> Any:

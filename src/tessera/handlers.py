@@ -10,11 +10,13 @@ A route whose dependencies are all *plain* (coroutine functions that take at mos
 and other plain dependencies) and whose parameters are path, query and JSON body parameters is
 handled here with FastAPI's own pieces, in FastAPI's order: the dependencies first, each once
 a request; then the path, query and body parameters, validated by FastAPI, their errors
-raised together as its ``RequestValidationError``; then the endpoint, its answer validated and
-encoded by FastAPI's ``serialize_response``. Any other route (a generator dependency such as a
-session, a form, a header, cookie or ``Response`` parameter, a streaming or custom response
-class), a dependency override, and every request while FastAPI's OpenTelemetry is on, goes to
-FastAPI's general handler. tests/test_handlers.py proves that both handlers answer alike.
+raised together as its ``RequestValidationError``; then the endpoint, its answer rendered once
+through the route's response model (``tessera.render``), or, for a model that cannot be
+rendered so, validated and encoded by FastAPI's ``serialize_response``. Any other route (a
+generator dependency such as a session, a form, a header, cookie or ``Response`` parameter, a
+streaming or custom response class), a dependency override, and every request while FastAPI's
+OpenTelemetry is on, goes to FastAPI's general handler. tests/test_handlers.py proves that
+both handlers answer alike.
 """
 
 import inspect
@@ -33,6 +35,7 @@ from fastapi.routing import APIRoute, serialize_response
 from fastapi.utils import is_body_allowed_for_status_code
 from pydantic_core import PydanticUndefined as Undefined
 
+from tessera.render import Renderer
 from tessera.routing import TELEMETRY
 
 Handler = Callable[[Request], Coroutine[Any, Any, Response]]
@@ -133,6 +136,7 @@ def plain_handler(route: APIRoute, general: Handler) -> Handler | None:
         strict_content_type = strict_content_type.value
     request_name = dependant.request_param_name
     overrides = route.dependency_overrides_provider
+    renderer = _renderer(route)
 
     async def handle(request: Request) -> Response:
         if TELEMETRY in request.scope or (overrides and overrides.dependency_overrides):
@@ -163,23 +167,41 @@ def plain_handler(route: APIRoute, general: Handler) -> Handler | None:
         answer = await call(**values)
         if isinstance(answer, Response):
             return answer
-        content = await serialize_response(
-            field=response_field,
-            response_content=answer,
-            include=route.response_model_include,
-            exclude=route.response_model_exclude,
-            by_alias=route.response_model_by_alias,
-            exclude_unset=route.response_model_exclude_unset,
-            exclude_defaults=route.response_model_exclude_defaults,
-            exclude_none=route.response_model_exclude_none,
-            dump_json=True,
-        )
+        if renderer is not None and not renderer.validated(answer):
+            content = renderer.render(answer)
+        else:
+            content = await serialize_response(
+                field=response_field,
+                response_content=answer,
+                include=route.response_model_include,
+                exclude=route.response_model_exclude,
+                by_alias=route.response_model_by_alias,
+                exclude_unset=route.response_model_exclude_unset,
+                exclude_defaults=route.response_model_exclude_defaults,
+                exclude_none=route.response_model_exclude_none,
+                dump_json=True,
+            )
         response = Response(content, status_code=status_code or 200, media_type="application/json")
         if not is_body_allowed_for_status_code(response.status_code):
             response.body = b""
         return response
 
     return handle
+
+
+def _renderer(route: APIRoute) -> Renderer | None:
+    """The route's response model compiled for rendering, when the route leaves FastAPI's
+    options of the answer (include, exclude, aliases) as they are."""
+    if (
+        route.response_model_include is not None
+        or route.response_model_exclude is not None
+        or not route.response_model_by_alias
+        or route.response_model_exclude_unset
+        or route.response_model_exclude_defaults
+        or route.response_model_exclude_none
+    ):
+        return None
+    return Renderer.of(route.response_model)
 
 
 async def _json_body(request: Request, strict_content_type: bool) -> Any:

@@ -374,7 +374,9 @@ async def product_page(
     database: Database = request.app.state.database
     project = await project_of(database, user, project_id)
     principal = user.principal(project)
-    product = await service.get_product(database, principal, product_id=product_id)
+    product = ProductRead.model_validate(
+        await service.get_product(database, principal, product_id=product_id)
+    )
     items = await service.list_items(
         database,
         principal,
@@ -412,7 +414,9 @@ async def update_product(
     state = request.app.state
     project = await project_of(state.database, user, project_id)
     principal = user.principal(project)
-    stored = await service.get_product(state.database, principal, product_id=product_id)
+    stored = ProductRead.model_validate(
+        await service.get_product(state.database, principal, product_id=product_id)
+    )
     body = changes_of(stored, form)
     await service.update_product(
         state.database, principal, product_id=product_id, body=body, chains=state.chains

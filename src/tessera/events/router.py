@@ -4,7 +4,7 @@ from typing import Annotated
 from fastapi import Path, Query, Response
 
 from tessera.auth.dependencies import Reader, Writer, project_router
-from tessera.db import DatabaseDep, SessionDep
+from tessera.db import DatabaseDep, Row, SessionDep
 from tessera.errors import responses
 from tessera.events import service
 from tessera.events.schemas import (
@@ -79,7 +79,7 @@ async def get_event(
     database: DatabaseDep,
     principal: Reader,
     id_or_reference: Annotated[str, Path(alias="IdOrReferenceId", min_length=1, max_length=255)],
-) -> EventRead:
+) -> Row:
     """An event by its id or by the caller's ``reference_id``."""
     return await service.get_event(database, principal, id_or_reference=id_or_reference)
 

@@ -9,7 +9,7 @@ from sqlalchemy.orm import joinedload
 
 from tessera.auth.principal import Principal
 from tessera.changes.outbox import EventType, record
-from tessera.db import Database, joined, table_of
+from tessera.db import Database, Row, joined, table_of
 from tessera.errors import (
     EventDatesOutOfOrder,
     EventInUse,
@@ -22,7 +22,6 @@ from tessera.events.schemas import (
     AttendeeRegister,
     AttendeeRegistered,
     EventCreate,
-    EventRead,
     EventUpdate,
 )
 from tessera.models import Attendee, Event, OrderItem, Product
@@ -101,11 +100,12 @@ async def update_event(session: AsyncSession, principal: Principal, *, body: Eve
     return await _commit_event(session, event)
 
 
-async def get_event(database: Database, principal: Principal, *, id_or_reference: str) -> EventRead:
+async def get_event(database: Database, principal: Principal, *, id_or_reference: str) -> Row:
+    """The project's event by id or reference id, as a row that ``EventRead`` reads."""
     row = await database.read(repository.read_event, principal.project_id, id_or_reference)
     if row is None:
         raise EventNotFound
-    return EventRead.model_validate(row)
+    return row
 
 
 async def list_events(

@@ -2,21 +2,19 @@
 
 import uuid
 from collections.abc import Collection, Sequence
+from types import SimpleNamespace
 from typing import Any
 
 from sqlalchemy import and_, bindparam, func, select
 
-from tessera.db import AnySelect, Rows, attach, joined, part
+from tessera.db import AnySelect, Row, Rows, attach, joined, part
 from tessera.errors import ProductItemNotFound, ProductNotFound
-from tessera.events.schemas import EventRead
 from tessera.models import Event, ItemTransfer, Order, OrderItem, Product, ProductItem, User
 from tessera.products.schemas import (
     ItemFilter,
     ItemList,
     ItemTransferList,
     ProductItemRead,
-    SaleList,
-    SaleRead,
 )
 from tessera.schemas import PageParams, Pagination
 from tessera.users.repository import get_user_row
@@ -112,12 +110,11 @@ async def product_of_item(
 
 def _with_events(page: Sequence[Any]) -> list[Any]:
     """Products read with their events (``_PRODUCTS_AND_EVENTS``) as ``ProductRead`` reads
-    them: each with its event (or None), an ``EventRead`` validated once however many products
-    share it."""
-    events: dict[uuid.UUID, EventRead] = {}
+    them: each with its event (or None), one row however many products share it."""
+    events: dict[uuid.UUID, Any] = {}
     for row in page:
         if row.event__id is not None and row.event__id not in events:
-            events[row.event__id] = EventRead.model_validate(part(row, "event__", _EVENT_KEYS))
+            events[row.event__id] = part(row, "event__", _EVENT_KEYS)
     return [attach(row, event=events.get(row.event__id)) for row in page]
 
 
@@ -137,9 +134,9 @@ async def read_products(rows: Rows, project_id: uuid.UUID, paging: PageParams) -
 
 async def read_sales(
     rows: Rows, project_id: uuid.UUID, product_id: uuid.UUID, paging: PageParams
-) -> SaleList | None:
+) -> Row | None:
     """A page of the product's order lines (oldest first) with their order's status and buyer,
-    or None when the project has no such product."""
+    as ``SaleList`` reads it, or None when the project has no such product."""
     page = await rows.all(
         _SALES_PAGE, project_id=project_id, id=product_id, limit=paging.limit, offset=paging.offset
     )
@@ -149,9 +146,8 @@ async def read_sales(
         if await rows.scalar(_PRODUCT_NAME, project_id=project_id, id=product_id) is None:
             return None
         total = await rows.scalar(_SALES_TOTAL, id=product_id)
-    return SaleList(
-        sales=[SaleRead.model_validate(row) for row in page],
-        pagination=Pagination(page=paging.page, limit=paging.limit, total=total),
+    return SimpleNamespace(
+        sales=page, pagination=Pagination(page=paging.page, limit=paging.limit, total=total)
     )
 
 

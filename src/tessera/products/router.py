@@ -5,7 +5,7 @@ from fastapi import Query
 
 from tessera.auth.dependencies import Reader, Writer, project_router
 from tessera.chain.registry import ChainsDep
-from tessera.db import DatabaseDep
+from tessera.db import DatabaseDep, Row
 from tessera.errors import responses
 from tessera.products import service
 from tessera.products.schemas import (
@@ -45,13 +45,13 @@ async def create_product(
 @router.get("", response_model=list[ProductRead], responses=responses(400, 401))
 async def list_products(
     database: DatabaseDep, principal: Reader, paging: Annotated[PageParams, Query()]
-) -> list[ProductRead]:
+) -> list[Row]:
     """The project's products, oldest first (``page`` from 1, ``limit`` 1-100, default 20)."""
     return await service.list_products(database, principal, paging=paging)
 
 
 @router.get("/{id}", response_model=ProductRead, responses=responses(400, 401, 404))
-async def get_product(database: DatabaseDep, principal: Reader, id: uuid.UUID) -> ProductRead:
+async def get_product(database: DatabaseDep, principal: Reader, id: uuid.UUID) -> Row:
     """One product with its event."""
     return await service.get_product(database, principal, product_id=id)
 
@@ -76,7 +76,7 @@ async def list_product_sales(
     principal: Reader,
     id: uuid.UUID,
     paging: Annotated[PageParams, Query()],
-) -> SaleList:
+) -> Row:
     """Order lines of the product, oldest first, with order status and unit price at order time."""
     return await service.list_sales(database, principal, product_id=id, paging=paging)
 

@@ -11,7 +11,7 @@ from tessera.chain.gateway import ChainGateway, Deposits
 from tessera.chain.keys import USER_CONTROLLED, ss58_address
 from tessera.chain.registry import Chains
 from tessera.changes.outbox import EventType, record
-from tessera.db import Database, Transaction, joined, table_of
+from tessera.db import Database, Row, Transaction, joined, table_of
 from tessera.errors import (
     InsufficientCollectionBalance,
     InvalidInput,
@@ -35,7 +35,6 @@ from tessera.products.schemas import (
     ProductRead,
     ProductUpdate,
     RedeemRequest,
-    SaleList,
     TransferItem,
     TransferRead,
     TransferRequest,
@@ -120,24 +119,24 @@ async def _require_collection_balance(
 
 async def list_products(
     database: Database, principal: Principal, *, paging: PageParams
-) -> list[ProductRead]:
-    rows = await database.read(repository.read_products, principal.project_id, paging)
-    return [ProductRead.model_validate(row) for row in rows]
+) -> list[Row]:
+    """A page of the project's products, oldest first, as rows that ``ProductRead`` reads."""
+    return await database.read(repository.read_products, principal.project_id, paging)
 
 
-async def get_product(
-    database: Database, principal: Principal, *, product_id: uuid.UUID
-) -> ProductRead:
+async def get_product(database: Database, principal: Principal, *, product_id: uuid.UUID) -> Row:
+    """The project's product with its event, as a row that ``ProductRead`` reads."""
     row = await database.read(repository.read_product, principal.project_id, product_id)
     if row is None:
         raise ProductNotFound
-    return ProductRead.model_validate(row)
+    return row
 
 
 async def list_sales(
     database: Database, principal: Principal, *, product_id: uuid.UUID, paging: PageParams
-) -> SaleList:
-    """Order lines of a product (oldest first) with their order's status and buyer."""
+) -> Row:
+    """Order lines of a product (oldest first) with their order's status and buyer, as
+    ``SaleList`` reads them."""
     sales = await database.read(repository.read_sales, principal.project_id, product_id, paging)
     if sales is None:
         raise ProductNotFound

@@ -8,12 +8,12 @@ from sqlalchemy import ColumnElement, Select, bindparam, func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import selectinload
 
-from tessera.db import Rows, Transaction, table_of
+from tessera.db import Row, Rows, Transaction, attach, part, table_of
 from tessera.errors import ReputationWouldBeNegative, UserNotFound
 from tessera.models import Project, ReputationEntry, User, UserWallet
 from tessera.models.base import utcnow
 from tessera.schemas import PageParams, Pagination
-from tessera.users.schemas import ReputationHistory, UserRead, UserRef
+from tessera.users.schemas import ReputationHistory, UserRef
 
 COLUMNS = {"email": User.email, "reference_id": User.reference_id, "id": User.id}
 
@@ -56,17 +56,14 @@ def _profile_statement(field: str) -> Select[*tuple[Any, ...]]:
 _PROFILE = {field: _profile_statement(field) for field in COLUMNS}
 
 
-async def read_profile(rows: Rows, project_id: uuid.UUID, ref: UserRef) -> UserRead | None:
-    """A user and its wallets, oldest first, in one statement (a read for ``Database.read``)."""
+async def read_profile(rows: Rows, project_id: uuid.UUID, ref: UserRef) -> Row | None:
+    """A user and its wallets, oldest first, in one statement (a read for ``Database.read``),
+    as a row that ``UserRead`` reads."""
     found = await rows.all(_PROFILE[ref.field], project_id=project_id, value=ref.value)
     if not found:
         return None
-    width = len(USER_FIELDS)
-    user: dict[str, Any] = dict(zip(_USER_KEYS, found[0][:width], strict=True))
-    user["wallets"] = [
-        dict(zip(_WALLET_KEYS, row[width:], strict=True)) for row in found if row[width] is not None
-    ]
-    return UserRead.model_validate(user)
+    wallets = [part(row, "wallet_", _WALLET_KEYS) for row in found if row.wallet_id is not None]
+    return attach(found[0], wallets=wallets)
 
 
 def _users_statement(field: str | None) -> Select[*tuple[Any, ...]]:
@@ -107,20 +104,18 @@ _ACTIVE_USERS = select(Project.active_user_count).where(Project.id == bindparam(
 
 async def read_users(
     rows: Rows, project_id: uuid.UUID, ref: UserRef | None, limit: int, offset: int
-) -> tuple[list[dict[str, Any]], int]:
-    """A page of the project's users (oldest first) with their wallets, and the total."""
+) -> tuple[list[Row], int]:
+    """A page of the project's users (oldest first) with their wallets, as rows that
+    ``UserListItem`` reads, and the total."""
     field = None if ref is None else ref.field
     values = {"project_id": project_id, "value": None if ref is None else ref.value}
     total = await rows.scalar(_USER_TOTAL[field], **values) or 0
     page = await rows.all(_USER_PAGE[field], **values, limit=limit, offset=offset)
-    users = [dict(zip(_USER_KEYS, row, strict=True)) for row in page]
-    wallets: dict[uuid.UUID, list[dict[str, Any]]] = {user["id"]: [] for user in users}
-    if users:
-        for row in await rows.all(_WALLETS_OF, user_ids=list(wallets)):
-            wallets[row[0]].append(dict(zip(_SUMMARY_KEYS, row[1:], strict=True)))
-    for user in users:
-        user["wallets"] = wallets[user["id"]]
-    return users, total
+    wallets: dict[uuid.UUID, list[Row]] = {user.id: [] for user in page}
+    if page:
+        for wallet in await rows.all(_WALLETS_OF, user_ids=list(wallets)):
+            wallets[wallet.user_id].append(wallet)
+    return [attach(user, wallets=wallets[user.id]) for user in page], total
 
 
 async def count_active_users(rows: Rows, project_id: uuid.UUID) -> int:

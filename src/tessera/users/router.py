@@ -4,7 +4,7 @@ from tessera.auth.dependencies import Reader, Writer, project_router
 from tessera.chain.registry import ChainsDep
 from tessera.config import SettingsDep
 from tessera.crypto import BoxDep
-from tessera.db import DatabaseDep, SessionDep, reads_only
+from tessera.db import DatabaseDep, Row, SessionDep, reads_only
 from tessera.errors import responses
 from tessera.products.schemas import ItemList
 from tessera.users import service
@@ -54,7 +54,7 @@ async def create_users(
 
 @router.post("/profile", response_model=UserRead, responses=responses(400, 401, 404))
 @reads_only
-async def fetch_user(database: DatabaseDep, principal: Reader, body: UserLookup) -> UserRead:
+async def fetch_user(database: DatabaseDep, principal: Reader, body: UserLookup) -> Row:
     """One user with its wallets, by email, referenceId or id (in that priority)."""
     return await service.get_profile(database, principal, lookup=body)
 
@@ -63,7 +63,7 @@ async def fetch_user(database: DatabaseDep, principal: Reader, body: UserLookup)
 @reads_only
 async def fetch_users(
     database: DatabaseDep, principal: Reader, body: UserFetch | None = None
-) -> UserList:
+) -> Row:
     """The project's users, oldest first (``limit`` 1-1000, default 10; ``offset`` default 0)."""
     return await service.fetch_users(database, principal, query=body or UserFetch())
 

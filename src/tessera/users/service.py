@@ -15,7 +15,7 @@ from tessera.chain.keys import new_custodial_key
 from tessera.chain.registry import Chains
 from tessera.changes.outbox import EventType, record
 from tessera.crypto import SecretBox
-from tessera.db import Database, Transaction
+from tessera.db import Database, Row, Transaction
 from tessera.errors import EmailTaken, InvalidInput, ReferenceIdTaken, UserNotFound
 from tessera.models import User, UserWallet
 from tessera.models.base import new_id, utcnow
@@ -28,7 +28,6 @@ from tessera.users.schemas import (
     ReputationHistory,
     UserCreate,
     UserFetch,
-    UserList,
     UserLookup,
     UserPageLookup,
     UserRead,
@@ -183,19 +182,21 @@ async def _reject_taken(tx: Transaction, project_id: uuid.UUID, users: list[User
             raise ReferenceIdTaken(f"referenceId already used in this project: {listed}")
 
 
-async def get_profile(database: Database, principal: Principal, *, lookup: UserLookup) -> UserRead:
+async def get_profile(database: Database, principal: Principal, *, lookup: UserLookup) -> Row:
+    """The user with its wallets, as a row that ``UserRead`` reads."""
     profile = await database.read(repository.read_profile, principal.project_id, lookup.ref())
     if profile is None:
         raise UserNotFound
     return profile
 
 
-async def fetch_users(database: Database, principal: Principal, *, query: UserFetch) -> UserList:
-    """A page of the project's users (oldest first), optionally narrowed to one identifier."""
+async def fetch_users(database: Database, principal: Principal, *, query: UserFetch) -> Row:
+    """A page of the project's users (oldest first), optionally narrowed to one identifier, as
+    ``UserList`` reads it."""
     users, total = await database.read(
         repository.read_users, principal.project_id, query.ref_or_none(), query.limit, query.offset
     )
-    return UserList.model_validate({"users": users, "total": total})
+    return SimpleNamespace(users=users, total=total)
 
 
 async def count_active_users(database: Database, principal: Principal) -> int:

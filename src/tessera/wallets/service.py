@@ -20,7 +20,7 @@ from tessera.chain.keys import (
 )
 from tessera.chain.registry import Chains
 from tessera.config import CHAINS, Chain
-from tessera.db import Database, Rows, table_of
+from tessera.db import Database, Rows, attach, table_of
 from tessera.errors import ChallengeUnusable, WalletInUse, WalletNotFound, WalletTaken
 from tessera.models import ProductItem, User, UserWallet, WalletChallenge
 from tessera.models.base import CustodialKeyMixin, utcnow
@@ -227,6 +227,8 @@ async def _user_wallets(
         assert profile is not None  # the user was just found
         chosen = await rows.scalar(_RECEIVING_OF, id=user_id)
         first_custodial = next(w.id for w in profile.wallets if w.custody == CUSTODIAL)
-        return UserWallets(**dict(profile), receiving_wallet_id=chosen or first_custodial)
+        return UserWallets.model_validate(
+            attach(profile, receiving_wallet_id=chosen or first_custodial)
+        )
 
     return await database.read(read)
