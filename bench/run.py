@@ -296,9 +296,13 @@ def main() -> None:
         json.dumps({"machine": info, "settings": settings, "rows": rows}, indent=2)
     )
     (folder / "results.md").write_text(text)
-    # The scale run (USERS=1000000) is kept beside the default run's table, not over it.
-    latest = "latest-scale.md" if USERS >= SCALE_USERS else "latest.md"
-    shutil.copyfile(folder / "results.md", HERE / "results" / latest)
+    # The scale run (USERS=1000000) is kept beside the default run's table, not over it; a run
+    # of some scenarios, or of one backend outside the scale run, replaces neither.
+    scale = USERS >= SCALE_USERS
+    whole = not ONLY and (scale or {"sqlite", "postgresql"} <= set(BACKENDS))
+    if whole:
+        latest = "latest-scale.md" if scale else "latest.md"
+        shutil.copyfile(folder / "results.md", HERE / "results" / latest)
     print("\n" + text + f"\nRaw wrk output, server logs and seed data: {folder}")
 
 
