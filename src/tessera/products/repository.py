@@ -15,6 +15,7 @@ from tessera.products.schemas import (
     ItemList,
     ItemTransferList,
     ProductItemRead,
+    ProductRead,
 )
 from tessera.schemas import PageParams, Pagination
 from tessera.users.repository import get_user_row
@@ -25,19 +26,36 @@ _PRODUCTS, _EVENTS = Product.__table__, Event.__table__
 _PRODUCT = select(_PRODUCTS).where(
     _PRODUCTS.c.project_id == bindparam("project_id"), _PRODUCTS.c.id == bindparam("id")
 )
-# Products with their events (the event's columns as ``event__<key>``): one statement for one
-# product or a page of them. (A page's events read apart cost PostgreSQL a second round trip.)
+# Products as ``ProductRead`` reads them: the columns it reads, with their events (the event's
+# columns as ``event__<key>``) in the same statement for one product, and on PostgreSQL for a
+# page, where reading the page's events apart would cost a second round trip. On SQLite, where a
+# statement costs none, a page reads its events apart, each once: its rows then carry 21
+# columns instead of 32, mostly repeated or empty (a page of 20 in process: 96 -> 78 us).
+_PRODUCT_READ = [c for c in _PRODUCTS.c if c.key in ProductRead.model_fields]
 _EVENT_KEYS = tuple(_EVENTS.c.keys())
 _PRODUCTS_AND_EVENTS = (
-    select(_PRODUCTS, *(_EVENTS.c[key].label(f"event__{key}") for key in _EVENT_KEYS))
+    select(*_PRODUCT_READ, *(_EVENTS.c[key].label(f"event__{key}") for key in _EVENT_KEYS))
     .outerjoin(_EVENTS, _EVENTS.c.id == _PRODUCTS.c.event_id)
     .where(_PRODUCTS.c.project_id == bindparam("project_id"))
 )
 _PRODUCT_AND_EVENT = _PRODUCTS_AND_EVENTS.where(_PRODUCTS.c.id == bindparam("id"))
-_PRODUCT_PAGE = (
-    _PRODUCTS_AND_EVENTS.order_by(_PRODUCTS.c.created_at, _PRODUCTS.c.id)
-    .limit(bindparam("limit"))
-    .offset(bindparam("offset"))
+
+
+def _page(statement: AnySelect) -> AnySelect:
+    return (
+        statement.order_by(_PRODUCTS.c.created_at, _PRODUCTS.c.id)
+        .limit(bindparam("limit"))
+        .offset(bindparam("offset"))
+    )
+
+
+_PRODUCT_PAGE_AND_EVENTS = _page(_PRODUCTS_AND_EVENTS)
+_PRODUCT_PAGE = _page(
+    select(*_PRODUCT_READ).where(_PRODUCTS.c.project_id == bindparam("project_id"))
+)
+_EVENTS_IN = select(_EVENTS).where(
+    _EVENTS.c.project_id == bindparam("project_id"),
+    _EVENTS.c.id.in_(bindparam("ids", expanding=True)),
 )
 _PRODUCTS_IN = select(_PRODUCTS).where(
     _PRODUCTS.c.project_id == bindparam("project_id"),
@@ -124,12 +142,17 @@ async def read_product(rows: Rows, project_id: uuid.UUID, product_id: uuid.UUID)
     return None if row is None else _with_events([row])[0]
 
 
-async def read_products(rows: Rows, project_id: uuid.UUID, paging: PageParams) -> list[Any]:
-    """A page of the project's products, oldest first, with their events."""
-    page = await rows.all(
-        _PRODUCT_PAGE, project_id=project_id, limit=paging.limit, offset=paging.offset
-    )
-    return _with_events(page)
+async def read_products(rows: Rows, project_id: uuid.UUID, paging: PageParams) -> list[Row]:
+    """A page of the project's products, oldest first, with their events (see
+    ``_PRODUCT_READ``)."""
+    page_of = {"project_id": project_id, "limit": paging.limit, "offset": paging.offset}
+    if rows.on_postgresql:
+        return _with_events(await rows.all(_PRODUCT_PAGE_AND_EVENTS, **page_of))
+    page = await rows.all(_PRODUCT_PAGE, **page_of)
+    ids = list({product.event_id for product in page if product.event_id is not None})
+    found = await rows.all(_EVENTS_IN, project_id=project_id, ids=ids) if ids else []
+    events = {event.id: event for event in found}
+    return [attach(product, event=events.get(product.event_id)) for product in page]
 
 
 async def read_sales(
