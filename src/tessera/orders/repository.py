@@ -5,10 +5,10 @@ from typing import Any
 
 from sqlalchemy import bindparam, func, select
 
-from tessera.db import AnySelect, Rows, Transaction, joined, lock_for_update, part
+from tessera.db import AnySelect, Row, Rows, Transaction, joined, lock_for_update, part
 from tessera.errors import OrderNotFound
 from tessera.models import Order, OrderItem, Product, ProductItem, User
-from tessera.orders.schemas import OrderFilter, OrderList, OrderRead, OrderSummary
+from tessera.orders.schemas import OrderFilter, OrderList, OrderSummary, order_view
 from tessera.products.repository import products_by_id
 from tessera.schemas import Pagination
 
@@ -54,9 +54,10 @@ async def lock_order(
     return joined(order), await tx.all(_LINES_OF, id=order_id)
 
 
-async def read_order(rows: Rows, project_id: uuid.UUID, order_id: uuid.UUID) -> OrderRead | None:
+async def read_order(rows: Rows, project_id: uuid.UUID, order_id: uuid.UUID) -> Row | None:
     """The order with its lines, their products and the items issued for them, with their
-    owners (a read for ``Database.read``), in one statement; or None."""
+    owners (a read for ``Database.read``), in one statement, as ``OrderRead`` reads it; or
+    None."""
     found = await rows.all(_ORDER_READ, project_id=project_id, id=order_id)
     if not found:
         return None
@@ -78,7 +79,7 @@ async def read_order(rows: Rows, project_id: uuid.UUID, order_id: uuid.UUID) -> 
         if row.item__id is not None
     ]
     items.sort(key=lambda item: (item.product_id, item.item_id))  # as the answer lists them
-    return OrderRead.of(order, list(lines.values()), products, items)
+    return order_view(order, list(lines.values()), products, items)
 
 
 def _orders_of_project(

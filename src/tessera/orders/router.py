@@ -4,7 +4,7 @@ from typing import Annotated
 from fastapi import Query
 
 from tessera.auth.dependencies import Reader, Writer, project_router
-from tessera.db import DatabaseDep
+from tessera.db import DatabaseDep, Row
 from tessera.errors import responses
 from tessera.orders import service
 from tessera.orders.schemas import OrderCreate, OrderFilter, OrderList, OrderRead
@@ -31,7 +31,7 @@ async def list_orders(
 
 
 @router.get("/{id}", response_model=OrderRead, responses=responses(400, 401, 404))
-async def get_order(database: DatabaseDep, principal: Reader, id: uuid.UUID) -> OrderRead:
+async def get_order(database: DatabaseDep, principal: Reader, id: uuid.UUID) -> Row:
     """One order with its lines and issued items."""
     return await service.get_order(database, principal, order_id=id)
 

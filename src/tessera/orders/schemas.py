@@ -2,12 +2,13 @@ import uuid
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from decimal import Decimal
+from types import SimpleNamespace
 from typing import Annotated, Any, Literal, Self
 
 from pydantic import Field, StrictInt, StringConstraints, model_validator
 
 from tessera.models import Order, OrderItem, OrderStatus, Product, ProductItem
-from tessera.products.schemas import MAX_ISSUE, ProductItemRead
+from tessera.products.schemas import MAX_ISSUE, ProductItemRead, item_view
 from tessera.schemas import Integral, PageParams, Pagination, SnakeInput, SnakeModel
 from tessera.users.schemas import UserLookup
 
@@ -72,7 +73,7 @@ class OrderSummary(SnakeModel):
     ) -> Self:
         """From ORM objects, or from Core rows with the same attributes (``db.joined``): the
         order, its lines (by position) and their products."""
-        return cls.model_validate(_summary(order, lines, products))
+        return cls.model_validate(order_view(order, lines, products))
 
 
 class OrderRead(OrderSummary):
@@ -88,36 +89,37 @@ class OrderRead(OrderSummary):
     ) -> Self:
         """As ``OrderSummary.of``, with the items issued for the order (none until it is
         completed)."""
-        product_items = [ProductItemRead.of(item) for item in items]
-        return cls.model_validate(
-            _summary(order, lines, products) | {"product_items": product_items}
-        )
+        return cls.model_validate(order_view(order, lines, products, items))
 
 
-def _summary(
+def order_view(
     order: Order | Any,
     lines: Sequence[OrderItem | Any],
     products: Mapping[uuid.UUID, Product | Any],
-) -> dict[str, Any]:
-    return {
-        "id": order.id,
-        "order_number": order.order_number,
-        "status": order.status,
-        "user_id": order.user_id,
-        "total": float(sum((line.unit_price * line.quantity for line in lines), Decimal(0))),
-        "items": [
-            OrderLineRead(
+    items: Sequence[ProductItem | Any] = (),
+) -> SimpleNamespace:
+    """An order as ``OrderRead`` (and ``OrderSummary``) reads it, for a route to render or
+    ``of`` to validate: its lines with their products' names, the total, and its items."""
+    return SimpleNamespace(
+        id=order.id,
+        order_number=order.order_number,
+        status=order.status,
+        user_id=order.user_id,
+        total=float(sum((line.unit_price * line.quantity for line in lines), Decimal(0))),
+        items=[
+            SimpleNamespace(
                 id=line.id,
                 product_id=line.product_id,
                 product_name=products[line.product_id].name,
                 quantity=line.quantity,
-                unit_price=float(line.unit_price),
+                unit_price=line.unit_price,
             )
             for line in lines
         ],
-        "created_at": order.created_at,
-        "updated_at": order.updated_at,
-    }
+        created_at=order.created_at,
+        updated_at=order.updated_at,
+        product_items=[item_view(item) for item in items],
+    )
 
 
 class OrderFilter(PageParams):

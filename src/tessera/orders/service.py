@@ -11,7 +11,7 @@ from sqlalchemy.exc import IntegrityError
 
 from tessera.auth.principal import Principal
 from tessera.changes.outbox import EventType, record
-from tessera.db import Database, Rows, Transaction, table_of, with_defaults
+from tessera.db import Database, Row, Rows, Transaction, table_of, with_defaults
 from tessera.errors import (
     OrderNotFound,
     OrderNotPending,
@@ -134,7 +134,8 @@ async def cancel_order(
     return read
 
 
-async def get_order(database: Database, principal: Principal, *, order_id: uuid.UUID) -> OrderRead:
+async def get_order(database: Database, principal: Principal, *, order_id: uuid.UUID) -> Row:
+    """The order as ``OrderRead`` reads it."""
     order = await database.read(repository.read_order, principal.project_id, order_id)
     if order is None:
         raise OrderNotFound

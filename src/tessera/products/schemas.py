@@ -1,5 +1,6 @@
 import uuid
 from datetime import datetime
+from types import SimpleNamespace
 from typing import Annotated, Any, Literal, Self
 
 from pydantic import (
@@ -279,24 +280,6 @@ class ItemNft(SnakeModel):
     block: int | None
     transfer: NftTransfer | None
 
-    @classmethod
-    def of(cls, item: ProductItem | Any) -> Self | None:
-        if item.nft_status is None:
-            return None
-        transfer = None
-        if item.nft_transfer_status is not None:
-            transfer = NftTransfer(
-                status=item.nft_transfer_status,
-                tx_hash=item.nft_transfer_tx_hash,
-                block=item.nft_transfer_block,
-            )
-        return cls(
-            status=item.nft_status,
-            tx_hash=item.nft_tx_hash,
-            block=item.nft_block,
-            transfer=transfer,
-        )
-
 
 class ProductItemRead(SnakeModel):
     id: uuid.UUID
@@ -315,22 +298,43 @@ class ProductItemRead(SnakeModel):
     @classmethod
     def of(cls, item: ProductItem | Any, *, as_of: Redemption | None = None) -> Self:
         """Render an item (product and owner loaded); ``as_of`` replays a recorded redemption."""
-        product = item.product
-        count = as_of.redemption_count if as_of else item.redemption_count
-        return cls(
-            id=item.id,
-            created_at=item.created_at,
-            updated_at=item.updated_at,
-            product_id=item.product_id,
-            item_id=item.item_id,
-            redemption_count=count,
-            redemption_quantity=product.redemption_quantity,
-            is_fully_redeemed=is_fully_redeemed(count, product),
-            redeemed_at=as_of.redeemed_at if as_of else item.redeemed_at,
-            user=ItemOwner.model_validate(item.owner),
-            product=ItemProduct.model_validate(product),
-            nft=ItemNft.of(item),
+        return cls.model_validate(item_view(item, as_of=as_of))
+
+
+def item_view(item: ProductItem | Any, *, as_of: Redemption | None = None) -> SimpleNamespace:
+    """An item (product and owner loaded) as ``ProductItemRead`` reads it, for a route to render
+    or ``ProductItemRead.of`` to validate; ``as_of`` replays a recorded redemption."""
+    product = item.product
+    count = as_of.redemption_count if as_of else item.redemption_count
+    nft = None
+    if item.nft_status is not None:
+        transfer = None
+        if item.nft_transfer_status is not None:
+            transfer = SimpleNamespace(
+                status=item.nft_transfer_status,
+                tx_hash=item.nft_transfer_tx_hash,
+                block=item.nft_transfer_block,
+            )
+        nft = SimpleNamespace(
+            status=item.nft_status,
+            tx_hash=item.nft_tx_hash,
+            block=item.nft_block,
+            transfer=transfer,
         )
+    return SimpleNamespace(
+        id=item.id,
+        created_at=item.created_at,
+        updated_at=item.updated_at,
+        product_id=item.product_id,
+        item_id=item.item_id,
+        redemption_count=count,
+        redemption_quantity=product.redemption_quantity,
+        is_fully_redeemed=is_fully_redeemed(count, product),
+        redeemed_at=as_of.redeemed_at if as_of else item.redeemed_at,
+        user=item.owner,
+        product=product,
+        nft=nft,
+    )
 
 
 class NftFailure(SnakeModel):
