@@ -119,7 +119,9 @@ def markdown(title: str, info: dict, settings: dict, rows: list[dict]) -> str:
         f"- Tessera: {info['tessera_file']} at {info['tessera_commit']}; "
         f"harness at {info['harness_commit']}\n"
         f"- Settings: {knobs}\n"
-        f"- Each run: `wrk -t1` after a 2 s warm-up; 2xx/s counts 2xx answers only; "
-        f"ratio = 2xx/s / the limit's 2xx/s in the same run (see bench/README.md)\n\n"
+        f"- Each scenario: `wrk -t1`, a 2 s warm-up, then ROUNDS runs of DURATION s alternating "
+        f"with its limit's; 2xx/s (2xx answers only), p50 and p99 are the runs' medians; "
+        f"ratio = the scenario's median 2xx/s / its limit's over the same rounds "
+        f"(see bench/README.md)\n\n"
         f"{table(rows)}\n"
     )

@@ -26,7 +26,8 @@ from bench.scenarios import FETCH_1000, PROFILE, SOAK, Scenario, selected
 
 HERE = Path(__file__).resolve().parent
 USERS = int(os.environ.get("USERS", "10000"))
-DURATION = int(os.environ.get("DURATION", "15"))
+DURATION = int(os.environ.get("DURATION", "5"))
+ROUNDS = int(os.environ.get("ROUNDS", "3"))
 DURATION_ONE = int(os.environ.get("DURATION_ONE", "5"))
 CONNECTIONS = int(os.environ.get("CONNECTIONS", "32"))
 BACKENDS = os.environ.get("BACKENDS", "sqlite postgresql").split()
@@ -95,21 +96,46 @@ class Bench:
         self,
         server: servers.Server,
         scenario: Scenario,
+        limit: tuple[servers.Server, Scenario] | None = None,
         name: str | None = None,
         *,
         one_connection: bool = True,
-    ) -> dict:
-        """Warm up, then CONNECTIONS connections for DURATION s, then 1 for DURATION_ONE s."""
+    ) -> tuple[dict, list[dict]]:
+        """ROUNDS runs of CONNECTIONS connections for DURATION s each (after a warm-up),
+        alternating with as many runs of ``limit`` (a server and its scenario, warm already)
+        when given; then 1 connection for DURATION_ONE s. The row gives the medians, and the
+        ratio of the scenario's median to the limit's over the same rounds; the limit's runs
+        are returned for its own row."""
         name = name or scenario.name
         stem = slug(name)
         self.wrk(server, scenario, CONNECTIONS, WARMUP)
-        result = self.wrk(server, scenario, CONNECTIONS, DURATION, f"{stem}.c{CONNECTIONS}")
+        runs, limit_runs = [], []
+        for round_ in range(ROUNDS):
+            turns = [(server, scenario, runs, stem)]
+            if limit is not None:
+                limit_server, limit_scenario = limit
+                limit_stem = f"{slug(limit_scenario.name)}-for-{stem}"
+                turns.append((limit_server, limit_scenario, limit_runs, limit_stem))
+            if round_ % 2:  # the limit first every other round: neither always runs second
+                turns.reverse()
+            for turn_server, turn_scenario, kept, turn_stem in turns:
+                raw = f"{turn_stem}.c{CONNECTIONS}.r{round_ + 1}"
+                kept.append(self.wrk(turn_server, turn_scenario, CONNECTIONS, DURATION, raw))
+        result = _medians(runs)
         if one_connection:
             one = self.wrk(server, scenario, 1, DURATION_ONE, f"{stem}.c1")
             result["p50_ms_1conn"] = one["p50_ms"]
             result["non2xx"] += one["non2xx"]
             result["first_non2xx"] = result["first_non2xx"] or one["first_non2xx"]
-        return self.row(name, result, vs=scenario.limit, target=scenario.target)
+        extra: dict[str, object] = {"vs": scenario.limit, "target": scenario.target}
+        if limit_runs:
+            extra["limit_ok_per_s"] = _medians(limit_runs)["ok_per_s"]
+            per_round = [
+                run["ok_per_s"] / paired["ok_per_s"]
+                for run, paired in zip(runs, limit_runs, strict=True)
+            ]
+            result["notes"] = "ratio per round " + ", ".join(f"{r:.2f}" for r in per_round)
+        return self.row(name, result, **extra), limit_runs
 
     def row(self, name: str, result: dict, **extra: object) -> dict:
         notes = []
@@ -143,25 +169,66 @@ def run_backend(backend: str, folder: Path) -> list[dict]:
     bench = Bench(backend, data, folder)
     tessera_scenarios, limits = selected(ONLY)
     rows = []
-    for limit in limits:
-        with bench.server(limit.app) as server:
-            rows.append(bench.measure(server, limit))
-    if tessera_scenarios or any(map(wanted, EXTRAS)):
-        with bench.server("tessera") as server:
-            rows += [bench.measure(server, scenario) for scenario in tessera_scenarios]
-            rows += extras(bench, server)
+    with bench.server("tessera") as server:
+        # Each scenario's rounds alternate with its limit's, both servers up (the idle one
+        # costs nothing): the machine's drift over a run touches both sides of a ratio alike.
+        for limit in limits:
+            with bench.server(limit.app) as limit_server:
+                rows += measure_group(bench, server, limit_server, limit, tessera_scenarios)
+        rows += extras(bench, server)
+        if backend == "postgresql" and wanted(f"{PROFILE.name}, 2 workers"):
+            rows += two_workers(bench, server)
     add_ratios(rows)
-    if backend == "postgresql" and wanted(f"{PROFILE.name}, 2 workers"):
-        rows += two_workers(bench, rows)
     if SOAK_ON:
         rows += soak(bench)
     return rows
 
 
+def measure_group(
+    bench: Bench,
+    server: servers.Server,
+    limit_server: servers.Server,
+    limit: Scenario,
+    scenarios: list[Scenario],
+) -> list[dict]:
+    """The scenarios compared to ``limit``, then the limit's own row: the medians of all its
+    runs (with the scenarios' rounds), and its one-connection run."""
+    bench.wrk(limit_server, limit, CONNECTIONS, WARMUP)
+    rows, limit_runs = [], []
+    for scenario in scenarios:
+        if scenario.limit == limit.name:
+            row, runs = bench.measure(server, scenario, (limit_server, limit))
+            rows.append(row)
+            limit_runs += runs
+    if not limit_runs:  # the limit alone (SCENARIOS=L2)
+        limit_runs = [
+            bench.wrk(limit_server, limit, CONNECTIONS, DURATION, f"{limit.name}.c{CONNECTIONS}")
+        ]
+    result = _medians(limit_runs)
+    one = bench.wrk(limit_server, limit, 1, DURATION_ONE, f"{limit.name}.c1")
+    result["p50_ms_1conn"] = one["p50_ms"]
+    result["non2xx"] += one["non2xx"]
+    result["first_non2xx"] = result["first_non2xx"] or one["first_non2xx"]
+    return [bench.row(limit.name, result), *rows]
+
+
+def _medians(runs: list[dict]) -> dict:
+    """One result of several runs: the median 2xx/s, p50 and p99, every non-2xx."""
+    return {
+        "runs": [run["ok_per_s"] for run in runs],
+        "requests": sum(run["requests"] for run in runs),
+        "ok_per_s": round(statistics.median(run["ok_per_s"] for run in runs), 1),
+        "p50_ms": statistics.median(run["p50_ms"] for run in runs),
+        "p99_ms": statistics.median(run["p99_ms"] for run in runs),
+        "non2xx": sum(run["non2xx"] for run in runs),
+        "socket_errors": sum(run["socket_errors"] for run in runs),
+        "first_non2xx": next((run["first_non2xx"] for run in runs if run["first_non2xx"]), ""),
+    }
+
+
 def add_ratios(rows: list[dict]) -> None:
-    rates = {row["scenario"]: row.get("ok_per_s") for row in rows}
     for row in rows:
-        limit = rates.get(row.get("vs"))
+        limit = row.get("limit_ok_per_s")
         if limit and row.get("ok_per_s") is not None:
             row["ratio"] = round(row["ok_per_s"] / limit, 3)
             if row.get("target") is not None:
@@ -235,14 +302,15 @@ def timed(bench: Bench, server: servers.Server, name: str, path: str, make_body)
     return bench.row(name, result)
 
 
-def two_workers(bench: Bench, rows: list[dict]) -> list[dict]:
-    one = next((row for row in rows if row["scenario"] == PROFILE.name), None)
+def two_workers(bench: Bench, one_worker: servers.Server) -> list[dict]:
+    """``users/profile`` on ``tessera serve --workers 2``, its rounds alternating with the
+    1-worker server's."""
+    name = f"{PROFILE.name}, 2 workers"
+    vs = f"{PROFILE.name} (1 worker)"
+    bench.wrk(one_worker, PROFILE, CONNECTIONS, WARMUP)
     with bench.server("tessera", workers=2) as server:
-        row = bench.measure(server, PROFILE, f"{PROFILE.name}, 2 workers", one_connection=False)
-    row["vs"] = row["target"] = None
-    if one is not None:
-        row["vs"] = f"{PROFILE.name} (1 worker)"
-        row["ratio"] = round(row["ok_per_s"] / one["ok_per_s"], 3)
+        row, _ = bench.measure(server, PROFILE, (one_worker, PROFILE), name, one_connection=False)
+    row["vs"], row["target"] = vs, None
     return [row]
 
 
@@ -273,6 +341,7 @@ def main() -> None:
     settings = {
         "USERS": USERS,
         "DURATION": DURATION,
+        "ROUNDS": ROUNDS,
         "DURATION_ONE": DURATION_ONE,
         "CONNECTIONS": CONNECTIONS,
         "SERVER": SERVER,
