@@ -4,7 +4,7 @@ answer against the response model from its attributes, then encoding the model b
 Every response model of the app that the renderer compiles is tried on rows generated from the
 model's fields: values of each field's type in the forms rows carry them (a UUID of asyncpg's
 class, a Decimal or an integer for a float, an enum member or its text, timestamps with and
-without microseconds), nested rows, extra columns, and a mapping instead of a row."""
+without microseconds), nested rows, extra columns, and a dict instead of a row."""
 
 import enum
 import types
@@ -79,7 +79,7 @@ def values(annotation: Any) -> st.SearchStrategy[Any]:
 def rows_of(model: type[BaseModel]) -> st.SearchStrategy[Any]:
     """Rows that ``model`` reads: each field (excluded ones too: computed fields use them) as an
     attribute named as the column it would be read from (its validation alias if any), plus a
-    column the model does not have; sometimes a mapping instead."""
+    column the model does not have; sometimes a dict instead."""
     generated = bool(model.model_config.get("alias_generator"))
     fields = {
         name if generated and info.alias_priority == 1 else info.validation_alias or name: values(

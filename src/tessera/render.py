@@ -21,7 +21,7 @@ import enum
 import types
 import typing
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from datetime import date, datetime
 from operator import attrgetter
 from typing import Any
@@ -146,8 +146,8 @@ def _only_constraints(metadata: list[Any]) -> None:
 
 def _model_converter(model: type[BaseModel]) -> Convert:
     """A model as the dict pydantic writes for it, from anything with its fields as attributes
-    (see ``_attribute``), or the model itself; a mapping is validated first, as pydantic reads
-    mappings by alias."""
+    (see ``_attribute``), or the model itself; a dict is validated first, as pydantic reads
+    dicts by alias."""
     decorators = model.__pydantic_decorators__
     if (
         decorators.validators
@@ -176,22 +176,35 @@ def _model_converter(model: type[BaseModel]) -> Convert:
         if get is None or info.exclude_if is not None:
             raise Unsupported(model)
         computed.append((info.alias or name, get, _converter(info.return_type)))
-    values_of = _getter(names)
-    # A model of this class is already validated: its values sit under the fields' names.
-    values_of_model = _getter([name for name, _ in fields])
+    field_names = [name for name, _ in fields]
+    by_attribute = _getter(names)
+    # A model of this class is validated already: its values sit under the fields' names.
+    by_field = _getter(field_names)
+    aliased = names != field_names
     defaults = {
         attribute: info
         for attribute, (_, info) in zip(names, fields, strict=True)
         if not info.is_required()
     }
 
-    def convert(source: Any) -> dict[str, Any]:
-        if isinstance(source, Mapping):
+    def read(source: Any) -> tuple[Any, tuple[Any, ...]]:
+        """The source and its values, the slow way: a dict validated first, a model of this
+        class by its fields' names, a row with a field left to its default."""
+        if isinstance(source, dict):
             source = model.model_validate(source)
-        try:
-            values = values_of_model(source) if isinstance(source, model) else values_of(source)
-        except AttributeError:  # a field left to its default
-            values = tuple(_value(source, name, defaults.get(name)) for name in names)
+        if isinstance(source, model):
+            return source, by_field(source)
+        return source, tuple(_value(source, name, defaults.get(name)) for name in names)
+
+    def convert(source: Any) -> dict[str, Any]:
+        # (A dict's methods would pass for fields named "items" or "values".)
+        if isinstance(source, dict) or (aliased and isinstance(source, model)):
+            source, values = read(source)
+        else:
+            try:
+                values = by_attribute(source)
+            except AttributeError:
+                source, values = read(source)
         out = dict(zip(keys, values, strict=True))
         for key, change in converted:
             value = out[key]
