@@ -16,6 +16,11 @@ $(VENV)/.dev: pyproject.toml
 	$(BIN)/pip install --quiet --disable-pip-version-check -e '.[dev]'
 	touch $(VENV)/.runtime $@
 
+$(VENV)/.bench: pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --disable-pip-version-check -e '.[dev,bench]'
+	touch $(VENV)/.runtime $(VENV)/.dev $@
+
 serve: $(VENV)/.runtime
 	$(BIN)/tessera db upgrade
 	$(BIN)/tessera serve
@@ -55,7 +60,7 @@ devchain: $(VENV)/.runtime
 
 # The benchmark (bench/README.md): Tessera next to bare-ASGI limits on SQLite and PostgreSQL.
 # Not part of `make test`; CI does not run it.
-bench: $(VENV)/.dev
+bench: $(VENV)/.bench
 	@command -v wrk >/dev/null || { if [ "$$(id -u)" = 0 ]; then apt-get install -y wrk; \
 		else sudo apt-get install -y wrk; fi; }
 	@if echo "$${BACKENDS:-postgresql}" | grep -q postgresql; then bench/postgres.sh; fi
