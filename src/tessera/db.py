@@ -813,3 +813,29 @@ def _utc_day_on_sqlite(element: UtcDay, compiler: SQLCompiler, **kw: Any) -> str
 def _utc_day_on_postgresql(element: UtcDay, compiler: SQLCompiler, **kw: Any) -> str:
     column = compiler.process(element.clauses, **kw)
     return f"to_char({column} AT TIME ZONE 'UTC', 'YYYY-MM-DD')"
+
+
+class NotIndexed(FunctionElement[Any]):
+    """A column that SQLite's planner may not look up through an index in this condition
+    (SQLite's unary ``+``); PostgreSQL, which keeps statistics, decides for itself.
+
+    For ``project_id = ? AND id IN (...)``: without statistics SQLite takes the project's index
+    for the more selective side and reads every row of the project to find the few ids (550
+    users of a million: 268 ms), where the primary key finds each id at once (2 ms)."""
+
+    name = "not_indexed"
+    inherit_cache = True
+
+    def __init__(self, column: ColumnElement[Any]) -> None:
+        super().__init__(column)
+        self.type = column.type  # binds compared with it convert as the column's
+
+
+@compiles(NotIndexed, "sqlite")
+def _not_indexed_on_sqlite(element: NotIndexed, compiler: SQLCompiler, **kw: Any) -> str:
+    return f"+{compiler.process(element.clauses, **kw)}"
+
+
+@compiles(NotIndexed)
+def _not_indexed_elsewhere(element: NotIndexed, compiler: SQLCompiler, **kw: Any) -> str:
+    return str(compiler.process(element.clauses, **kw))

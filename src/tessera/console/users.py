@@ -10,7 +10,7 @@ from pydantic import ValidationError
 from sqlalchemy import bindparam, select
 
 from tessera.console.web import UserDep, page, problem, project_of
-from tessera.db import Rows, table_of
+from tessera.db import NotIndexed, Rows, table_of
 from tessera.errors import AppError
 from tessera.models import User
 from tessera.schemas import MAX_LIMIT, MAX_PAGE
@@ -26,7 +26,7 @@ PageNumber = Annotated[int, Query(alias="page", ge=1, le=MAX_PAGE)]
 
 _USERS = table_of(User)
 _REPUTATIONS = select(_USERS.c.id, _USERS.c.reputation).where(
-    _USERS.c.project_id == bindparam("project_id"),
+    NotIndexed(_USERS.c.project_id) == bindparam("project_id"),
     _USERS.c.id.in_(bindparam("ids", expanding=True)),
 )
 

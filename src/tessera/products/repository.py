@@ -7,7 +7,7 @@ from typing import Any
 
 from sqlalchemy import and_, bindparam, func, select
 
-from tessera.db import AnySelect, Row, Rows, attach, joined, part
+from tessera.db import AnySelect, NotIndexed, Row, Rows, attach, joined, part
 from tessera.errors import ProductItemNotFound, ProductNotFound
 from tessera.models import Event, ItemTransfer, Order, OrderItem, Product, ProductItem, User
 from tessera.products.schemas import (
@@ -53,12 +53,13 @@ _PRODUCT_PAGE_AND_EVENTS = _page(_PRODUCTS_AND_EVENTS)
 _PRODUCT_PAGE = _page(
     select(*_PRODUCT_READ).where(_PRODUCTS.c.project_id == bindparam("project_id"))
 )
+# By their ids, through the primary key (``NotIndexed``: not the project's index).
 _EVENTS_IN = select(_EVENTS).where(
-    _EVENTS.c.project_id == bindparam("project_id"),
+    NotIndexed(_EVENTS.c.project_id) == bindparam("project_id"),
     _EVENTS.c.id.in_(bindparam("ids", expanding=True)),
 )
 _PRODUCTS_IN = select(_PRODUCTS).where(
-    _PRODUCTS.c.project_id == bindparam("project_id"),
+    NotIndexed(_PRODUCTS.c.project_id) == bindparam("project_id"),
     _PRODUCTS.c.id.in_(bindparam("ids", expanding=True)),
 )
 _ITEMS = ProductItem.__table__

@@ -8,7 +8,7 @@ from sqlalchemy import ColumnElement, Select, bindparam, func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import selectinload
 
-from tessera.db import Row, Rows, Transaction, attach, part, table_of
+from tessera.db import NotIndexed, Row, Rows, Transaction, attach, part, table_of
 from tessera.errors import ReputationWouldBeNegative, UserNotFound
 from tessera.models import Project, ReputationEntry, User, UserWallet
 from tessera.models.base import utcnow
@@ -194,12 +194,17 @@ _USER_ROW = {
     )
     for field, column in COLUMNS.items()
 }
+# By email the project and the email are one index's; by id the primary key finds each user
+# (``NotIndexed``: not every user of the project read to find them).
 _USERS_IN = {
-    column.key: select(_ROWS).where(
+    "id": select(_ROWS).where(
+        NotIndexed(_ROWS.c.project_id) == bindparam("project_id"),
+        _ROWS.c.id.in_(bindparam("values", expanding=True)),
+    ),
+    "email": select(_ROWS).where(
         _ROWS.c.project_id == bindparam("project_id"),
-        column.in_(bindparam("values", expanding=True)),
-    )
-    for column in (User.id, User.email)
+        _ROWS.c.email.in_(bindparam("values", expanding=True)),
+    ),
 }
 
 
