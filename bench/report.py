@@ -100,7 +100,7 @@ def cells(row: dict) -> list[str]:
         number("p50_ms_1conn"),
         row.get("vs") or "",
         number("ratio"),
-        number("target"),
+        row.get("target") or "",
         "" if met is None else ("yes" if met else "**no**"),
         row.get("notes", ""),
     ]
