@@ -1,4 +1,4 @@
-"""What is measured: the limits, Tessera's scenarios, and the goal of each (issue 8's targets).
+"""What is measured: the limits, Tessera's scenarios, and the goal each is held to.
 
 Paths and bodies may hold ``$ticket``, ``$drinks``, ``$shop`` (filled from the seed data here)
 and the per-request tokens of bench/request.lua (``{user}``, ``{n}``, ...).
