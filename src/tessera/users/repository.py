@@ -38,7 +38,6 @@ USER_FIELDS = (
     User.reference_id,
 )
 WALLET_FIELDS = (UserWallet.id, UserWallet.type, UserWallet.address, UserWallet.custody)
-_USER_KEYS = [column.key for column in USER_FIELDS]
 _WALLET_KEYS = [column.key for column in WALLET_FIELDS]
 
 
@@ -93,7 +92,6 @@ _USER_TOTAL = {
 } | {None: select(Project.user_count).where(Project.id == bindparam("project_id"))}
 # Listings show a wallet without its id (``WalletSummary``).
 _SUMMARY_FIELDS = (UserWallet.type, UserWallet.address, UserWallet.custody)
-_SUMMARY_KEYS = [column.key for column in _SUMMARY_FIELDS]
 _WALLETS_OF = (
     select(UserWallet.user_id, *_SUMMARY_FIELDS)
     .where(UserWallet.user_id.in_(bindparam("user_ids", expanding=True)))
