@@ -17,7 +17,14 @@ from tessera.main import make_worker
 from tessera.models import IdempotencyKey, User
 from tessera.models.base import utcnow
 from tests.conftest import BACKEND
-from tests.factories import create_product, create_user, row_counts, user_body
+from tests.factories import (
+    create_event,
+    create_product,
+    create_user,
+    event_body,
+    row_counts,
+    user_body,
+)
 from tests.serving import fresh_database, serve, settings_env, tessera
 
 
@@ -82,6 +89,29 @@ class TestReplay:
             response = await client.post("/v1/users/create", headers=tenant.w, json=[user_body()])
             assert response.status_code == 201
         assert await count(database, User) == 2
+        assert await records(database) == []
+
+    async def test_a_delete_is_replayed_with_its_empty_answer(self, client, tenant, database):
+        event = await create_event(client, tenant)
+        path = f"/v1/events/{event['id']}"
+        first = await client.delete(path, headers=keyed(tenant, "d"))
+        assert (first.status_code, first.content) == (204, b"")
+        again = await client.delete(path, headers=keyed(tenant, "d"))
+        assert (again.status_code, again.content) == (204, b"")
+        assert again.headers["idempotent-replayed"] == "true"
+        [record] = await records(database)
+        assert (record.status_code, record.body) == (204, b"")
+
+    async def test_a_method_the_path_does_not_answer_is_405_whatever_the_key(
+        self, client, tenant, database
+    ):
+        for key in ("k", "has space"):
+            response = await client.put(
+                "/v1/events/attendees/register", headers=keyed(tenant, key), json={}
+            )
+            assert response.status_code == 405
+            assert response.headers["allow"] == "POST"
+            assert response.json() == {"message": "Method Not Allowed"}
         assert await records(database) == []
 
 
@@ -258,6 +288,25 @@ def test_across_processes(tmp_path: Path) -> None:
             f"{a}/v1/users/fetch", headers={"x-api-key": key}, json={}, timeout=30
         ).json()
         assert fetched["total"] == 1
+
+
+def test_a_delete_retried_the_moment_it_answered(tmp_path: Path) -> None:
+    """A served DELETE answered 204, retried at once on the same connection: the retry gets
+    the kept 204 (the answer is kept before it is sent, so no retry can find it running)."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+    env = settings_env(
+        fresh_database(BACKEND, tmp_path, f"idempotency_delete_{worker}"), worker_in_process=False
+    )
+    key = tessera("project", "create", "--name", "Deletes", env=env)["api_key"]
+    with serve(env, tmp_path / "server.log") as url, httpx.Client(base_url=url) as http:
+        for n in range(20):
+            created = http.post("/v1/events/create", headers={"x-api-key": key}, json=event_body())
+            headers = {"x-api-key": key, "Idempotency-Key": f"delete-{n}"}
+            path = f"/v1/events/{created.json()['id']}"
+            first = http.delete(path, headers=headers)
+            again = http.delete(path, headers=headers)
+            assert (first.status_code, "idempotent-replayed" in first.headers) == (204, False)
+            assert (again.status_code, again.headers.get("idempotent-replayed")) == (204, "true")
 
 
 async def _record(

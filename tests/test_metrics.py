@@ -253,16 +253,29 @@ class TestWebhooks:
         }
 
 
+POOL_GAUGES = ("checked_out", "idle", "size", "overflow", "max_overflow")
+
+
 class TestDatabasePool:
-    async def test_checked_out_and_size(self, client, settings):
+    async def test_connections_and_waits(self, client, tenant, settings):
+        for _ in range(3):
+            assert (await client.get("/v1/products", headers=tenant.r)).status_code == 200
         text = await scrape(client)
-        checked_out = samples(text, "tessera_db_pool_checked_out")
-        size = samples(text, "tessera_db_pool_size")
+        gauges = {name: samples(text, f"tessera_db_pool_{name}") for name in POOL_GAUGES}
+        waits = samples(text, "tessera_db_pool_wait_seconds_count")
         if BACKEND == "sqlite":  # no pool to report
-            assert checked_out == size == {}
-        else:
-            assert size == {(): settings.db_pool_size}
-            assert 0 <= checked_out[()] <= settings.db_pool_size
+            assert gauges == dict.fromkeys(POOL_GAUGES, {}) and waits == {}
+            return
+        assert gauges["size"] == {(): settings.db_pool_size}
+        assert gauges["max_overflow"] == {(): settings.db_max_overflow}
+        assert gauges["overflow"] == {(): 0}
+        in_use, idle = gauges["checked_out"][()], gauges["idle"][()]
+        assert in_use >= 0 and idle >= 1  # the requests' connections, given back
+        assert in_use + idle <= settings.db_pool_size
+        assert waits[()] >= 3  # each request's credential check read, and the reads
+        buckets = samples(text, "tessera_db_pool_wait_seconds_bucket")
+        assert buckets[labels(le="+Inf")] == waits[()]
+        assert 0 <= samples(text, "tessera_db_pool_wait_seconds_sum")[()] < waits[()]
 
 
 @pytest.fixture
@@ -359,3 +372,11 @@ class TestSeveralProcesses:
                 assert samples(text, "tessera_http_requests_total")[key] == sent
                 count = samples(text, "tessera_http_request_duration_seconds_count")
                 assert count[labels(route="/v1/products", method="GET")] == sent
+                # Each process's pool, added up (none on SQLite).
+                size = samples(text, "tessera_db_pool_size")
+                waits = samples(text, "tessera_db_pool_wait_seconds_count")
+                if BACKEND == "sqlite":
+                    assert size == waits == {}
+                else:
+                    assert size == {(): 2 * Settings.model_fields["db_pool_size"].default}
+                    assert waits[()] >= 1

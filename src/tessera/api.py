@@ -12,7 +12,7 @@ from tessera.changes.router import router as changes_router
 from tessera.claims.router import router as claim_links_router
 from tessera.errors import responses
 from tessera.events.router import router as events_router
-from tessera.idempotency import WRITE_METHODS
+from tessera.idempotency import WRITE_METHODS, IdempotentRoute
 from tessera.legacy.router import router as legacy_router
 from tessera.orders.router import router as orders_router
 from tessera.products.router import router as products_router
@@ -133,12 +133,18 @@ def document(app: FastAPI, *, rate_limits: bool = False) -> None:
             return app.openapi_schema
         schema = generate()  # which keeps it as app.openapi_schema
         schema.setdefault("components", {})["securitySchemes"] = SECURITY_SCHEMES
+        keyed = {
+            (method, route.path_format)
+            for route in app.routes
+            if isinstance(route, IdempotentRoute)
+            for method in (route.methods or set()) & WRITE_METHODS
+        }
         for path, operations in schema["paths"].items():
             for method, operation in operations.items():
+                if (method.upper(), path) in keyed:
+                    _idempotent(operation)
                 if (method.upper(), path) not in OPEN_ROUTES:
                     operation["security"] = [{name: []} for name in SECURITY_SCHEMES]
-                    if method.upper() in WRITE_METHODS:
-                        _idempotent(operation)
                     if rate_limits:
                         _answers(operation, {"429": responses(429)[429]["description"]})
         _refuse_nul(schema)
@@ -156,14 +162,15 @@ IDEMPOTENCY_KEY = {
         "Makes the request safe to retry: the first answer is kept with the key for 24 h "
         "(TESSERA_IDEMPOTENCY_TTL_SECONDS) and a retry with the same key and request gets it again "
         "(Idempotent-Replayed: true) without doing anything; the key with another request is 422, "
-        "and while the first request runs, 409."
+        "and while the first request runs, 409. Keys belong to the credential's project (a claim: "
+        "to its claim link). Answers of 429 and 5xx are not kept."
     ),
     "schema": {"type": "string", "minLength": 1, "maxLength": 255, "pattern": "^[!-~]+$"},
 }
 
 
 def _idempotent(operation: dict[str, Any]) -> None:
-    """Every project write takes an ``Idempotency-Key`` (tessera.idempotency)."""
+    """Every write takes an ``Idempotency-Key`` (tessera.idempotency)."""
     operation.setdefault("parameters", []).append(IDEMPOTENCY_KEY)
     _answers(
         operation,

@@ -92,8 +92,18 @@ READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 
 
 class Database:
-    def __init__(self, url: str, *, pool_size: int = 10, max_overflow: int = 20) -> None:
+    def __init__(
+        self,
+        url: str,
+        *,
+        pool_size: int = 10,
+        max_overflow: int = 20,
+        on_pool_wait: Callable[[float], None] | None = None,
+    ) -> None:
         self.url = make_url(url)
+        self.max_overflow = max_overflow
+        # Told how long each use of the pool (PostgreSQL) waited for its connection.
+        self.on_pool_wait = on_pool_wait
         self.is_sqlite = self.url.get_backend_name() == "sqlite"
         if self.is_sqlite:
             self.engine = _sqlite_engine(self.url, begin="BEGIN")
@@ -182,7 +192,10 @@ class Database:
         around it cost 44 us of CPU a request. An idle connection is taken and given back
         without a greenlet (``_pooled_now``): the two cost 50 us of CPU around a statement."""
         pool = self.engine.sync_engine.pool
+        began = time.perf_counter()
         pooled = _pooled_now(pool) or await self.engine.raw_connection()
+        if self.on_pool_wait is not None:
+            self.on_pool_wait(time.perf_counter() - began)
         driver: asyncpg.Connection = pooled.driver_connection
         try:
             yield driver
@@ -218,14 +231,23 @@ class Database:
         """A session for one use-case; the use-case commits, anything uncommitted rolls back."""
         if not write:
             async with self._readers() as session:
+                await self._connected(session)
                 yield session
             return
         if self._write_lock is None:
             async with self._writers() as session:
+                await self._connected(session)
                 yield session
             return
         async with self._write_lock, self._writers() as session:
             yield session
+
+    async def _connected(self, session: AsyncSession) -> None:
+        """On PostgreSQL, the session's connection taken now, to time the pool's wait."""
+        if self.on_pool_wait is not None and not self.is_sqlite:
+            began = time.perf_counter()
+            await session.connection()
+            self.on_pool_wait(time.perf_counter() - began)
 
     async def dispose(self) -> None:
         await self.engine.dispose()

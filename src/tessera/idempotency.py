@@ -1,20 +1,24 @@
 """Idempotent writes: a POST, PUT, PATCH or DELETE sent with ``Idempotency-Key`` is done once.
 
-The first request with a key (in the credential's project) is recorded with a fingerprint of its
-method, path, query and body, then runs; its answer (status, headers, body) is stored with the
-key for ``TESSERA_IDEMPOTENCY_TTL_SECONDS``. A retry with the same key and the same request gets
-that answer again, with ``Idempotent-Replayed: true``, and changes nothing. The same key with
-another request is 422; while the first still runs, 409. The record is in the database, so this
-holds across processes; of many requests sent at once with one key, one runs.
+The first request with a key (in its scope: the write credential's project, or the claim link
+of a public claim) is recorded with a fingerprint of its method, path, query and body, then
+runs; its answer (status, headers, body) is stored with the key for
+``TESSERA_IDEMPOTENCY_TTL_SECONDS`` before it is sent, so that a retry made the moment the first
+answer arrives finds it. A retry with the same key and the same request gets that answer again,
+with ``Idempotent-Replayed: true``, and changes nothing. The same key with another request is
+422; while the first still runs, 409. The record is in the database, so this holds across
+processes; of many requests sent at once with one key, one runs.
 
-An answer of 500 or more is not kept: the request's transaction rolled back, and a retry with
-the key runs again. A request that never finishes (its process died) leaves its key running for
-``RUNNING_SECONDS``; after that a retry runs again. The answer is stored once the use-case has
-committed, so a process dying between the two leaves the key to be taken over that way too: the
-window in which a retry could do the work twice is that moment, not the network's.
+It wraps a route's handler (``idempotent``), so the route has been chosen first: a method the
+path does not answer is a 405, whatever the key. An answer of 500 or more, and a 429, are not
+kept: the request did nothing, and a retry with the key runs again. A request that never
+finishes (its process died) leaves its key running for ``RUNNING_SECONDS``; after that a retry
+runs again. The answer is stored once the use-case has committed, so a process dying between
+the two leaves the key to be taken over that way too: the window in which a retry could do the
+work twice is that moment, not the network's.
 
-A request without a valid write credential is not recorded (it is refused as usual); routes
-without a credential (claims, the token endpoint) ignore the header.
+A request whose scope cannot be told (no valid write credential, an unknown claim link) is not
+recorded: it is answered, or refused, as usual.
 """
 
 import hashlib
@@ -25,18 +29,12 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from fastapi import Request
+from fastapi.routing import APIRoute
 from sqlalchemy import bindparam, delete, select, update
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import Message, Receive, Scope, Send
 
-from tessera.auth.dependencies import authenticate
 from tessera.db import Database, lock_for_update, table_of
-from tessera.errors import (
-    AppError,
-    IdempotencyKeyReused,
-    IdempotencyKeyRunning,
-    InvalidInput,
-)
-from tessera.middleware import send_error
+from tessera.errors import IdempotencyKeyReused, IdempotencyKeyRunning, InvalidInput
 from tessera.models import IdempotencyKey
 from tessera.models.base import utcnow
 
@@ -51,7 +49,9 @@ _NOT_REPLAYED = frozenset({b"content-length", b"x-request-id", b"date", b"server
 _KEYS = table_of(IdempotencyKey)
 _FOUND = lock_for_update(
     select(_KEYS).where(
-        _KEYS.c.project_id == bindparam("project_id"), _KEYS.c.key == bindparam("key")
+        _KEYS.c.project_id == bindparam("project_id"),
+        _KEYS.c.scope == bindparam("scope"),
+        _KEYS.c.key == bindparam("key"),
     )
 )
 _TAKE_OVER = (
@@ -77,10 +77,44 @@ _EXPIRED = delete(_KEYS).where(_KEYS.c.expires_at <= bindparam("now"))
 
 
 @dataclass(frozen=True, slots=True)
+class KeyScope:
+    """Whose keys: a project's (``within`` empty) or one claim link's of it."""
+
+    project_id: uuid.UUID
+    within: str = ""
+
+
+@dataclass(frozen=True, slots=True)
 class Answer:
     status: int
-    headers: list[tuple[bytes, bytes]]
+    headers: list[tuple[str, str]]
     body: bytes
+
+    @classmethod
+    def of(cls, messages: list[Message]) -> "Answer | None":
+        """The answer the app sent, or None for one that is not kept: none at all, an error
+        of the server, a rate limit (the request did nothing; a retry is to run)."""
+        start = next((m for m in messages if m["type"] == "http.response.start"), None)
+        if start is None or start["status"] >= 500 or start["status"] == 429:
+            return None
+        headers = [
+            (name.decode("latin-1"), value.decode("latin-1"))
+            for name, value in start.get("headers", [])
+            if name.lower() not in _NOT_REPLAYED
+        ]
+        body = b"".join(m.get("body", b"") for m in messages if m["type"] == "http.response.body")
+        return cls(start["status"], headers, body)
+
+    def replay(self) -> list[Message]:
+        headers = [(n.encode("latin-1"), v.encode("latin-1")) for n, v in self.headers]
+        headers += [
+            (b"content-length", str(len(self.body)).encode()),
+            (b"idempotent-replayed", b"true"),
+        ]
+        return [
+            {"type": "http.response.start", "status": self.status, "headers": headers},
+            {"type": "http.response.body", "body": self.body},
+        ]
 
 
 class IdempotencyStore:
@@ -88,7 +122,7 @@ class IdempotencyStore:
         self.database = database
         self.ttl = timedelta(seconds=ttl_seconds)
 
-    async def begin(self, project_id: uuid.UUID, key: str, fingerprint: str) -> uuid.UUID | Answer:
+    async def begin(self, scope: KeyScope, key: str, fingerprint: str) -> uuid.UUID | Answer:
         """The record's id when this request is to run; the stored answer of the same request;
         409 while it runs; 422 for a key used with another request."""
         now = utcnow()
@@ -97,15 +131,18 @@ class IdempotencyStore:
             "running_until": now + timedelta(seconds=RUNNING_SECONDS),
             "expires_at": now + self.ttl,
         }
-        row = {"project_id": project_id, "key": key, "created_at": now, **fresh}
+        where = {"project_id": scope.project_id, "scope": scope.within, "key": key}
+        row = {**where, "created_at": now, **fresh}
         found = None
         while found is None:  # the record may be purged between the insert and the read
             async with self.database.transaction() as tx:
-                created = await tx.insert_new(IdempotencyKey, row, unique=("project_id", "key"))
+                created = await tx.insert_new(
+                    IdempotencyKey, row, unique=("project_id", "scope", "key")
+                )
                 if created is not None:
                     await tx.commit()
                     return uuid.UUID(str(created.id))
-                found = await tx.first(_FOUND, project_id=project_id, key=key)
+                found = await tx.first(_FOUND, **where)
                 if found is None:
                     continue
                 abandoned = found.status_code is None and found.running_until <= now
@@ -117,21 +154,16 @@ class IdempotencyStore:
             raise IdempotencyKeyReused
         if found.status_code is None:
             raise IdempotencyKeyRunning
-        headers = [(n.encode("latin-1"), v.encode("latin-1")) for n, v in json.loads(found.headers)]
+        headers = [(name, value) for name, value in json.loads(found.headers)]
         return Answer(found.status_code, headers, found.body or b"")
 
     async def answered(self, record: uuid.UUID, answer: Answer) -> None:
-        headers = [
-            (n.decode("latin-1"), v.decode("latin-1"))
-            for n, v in answer.headers
-            if n.lower() not in _NOT_REPLAYED
-        ]
         async with self.database.transaction() as tx:
             await tx.execute(
                 _ANSWERED,
                 id=record,
                 status=answer.status,
-                headers=json.dumps(headers),
+                headers=json.dumps(answer.headers),
                 body=answer.body,
             )
             await tx.commit()
@@ -157,64 +189,57 @@ def fingerprint(scope: Scope, body: bytes) -> str:
     return digest.hexdigest()
 
 
-class IdempotencyMiddleware:
-    """Pure ASGI: the body is read once here and handed on to the app as it came."""
+class IdempotentRoute(APIRoute):
+    """A route whose writes take an ``Idempotency-Key``, kept in the scope ``key_scope`` names.
 
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
+    It works around the route's whole ASGI app (``handle``, once routing has chosen the route
+    for the request's method): the answer is complete, and every dependency of the route has
+    exited (a session has given back SQLite's one writer), before the answer is kept and sent.
+    """
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        writes = scope["type"] == "http" and scope["method"] in WRITE_METHODS
-        key = _key_of(scope) if writes else None
-        if key is None:
-            await self.app(scope, receive, send)
+    async def key_scope(self, request: Request) -> KeyScope | None:
+        """Whose keys the request's are; None to answer it without recording it."""
+        raise NotImplementedError
+
+    async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
+        key = _key_of(scope) if scope["method"] in WRITE_METHODS else None
+        if key is None or not self.methods or scope["method"] not in self.methods:
+            await super().handle(scope, receive, send)  # no key, or a 405
             return
         if not _KEY.match(key):
-            error = InvalidInput("Idempotency-Key: 1-255 printable ASCII characters, no spaces")
-            await send_error(send, error)
+            raise InvalidInput("Idempotency-Key: 1-255 printable ASCII characters, no spaces")
+        owner = await self.key_scope(Request(scope))
+        if owner is None:
+            await super().handle(scope, receive, send)
             return
-        try:
-            principal = await authenticate(Request(scope))
-        except AppError:
-            principal = None
-        if principal is None or not principal.can_write:  # refused as usual, not recorded
-            await self.app(scope, receive, send)
-            return
-
         messages, body = await _read_body(receive)
         store: IdempotencyStore = scope["app"].state.idempotency
-        try:
-            begun = await store.begin(principal.project_id, key, fingerprint(scope, body))
-        except AppError as error:
-            await send_error(send, error)
-            return
+        begun = await store.begin(owner, key, fingerprint(scope, body))
         if isinstance(begun, Answer):
-            await _replay(send, begun)
+            for message in begun.replay():
+                await send(message)
             return
-
-        answer = Answer(0, [], b"")
-        chunks: list[bytes] = []
 
         async def replay_receive() -> Message:
             return messages.pop(0) if messages else await receive()
 
-        async def capture(message: Message) -> None:
-            nonlocal answer
-            if message["type"] == "http.response.start":
-                answer = Answer(message["status"], list(message.get("headers", [])), b"")
-            elif message["type"] == "http.response.body":
-                chunks.append(message.get("body", b""))
-            await send(message)
+        sent: list[Message] = []
+
+        async def keep(message: Message) -> None:
+            sent.append(message)
 
         try:
-            await self.app(scope, replay_receive, capture)
+            await super().handle(scope, replay_receive, keep)
         except BaseException:
             await store.forget(begun)
             raise
-        if answer.status == 0 or answer.status >= 500:
+        answer = Answer.of(sent)
+        if answer is None:
             await store.forget(begun)
         else:
-            await store.answered(begun, Answer(answer.status, answer.headers, b"".join(chunks)))
+            await store.answered(begun, answer)
+        for message in sent:
+            await send(message)
 
 
 def _key_of(scope: Scope) -> str | None:
@@ -235,13 +260,3 @@ async def _read_body(receive: Receive) -> tuple[list[Message], bytes]:
         if not message.get("more_body", False):
             break
     return messages, b"".join(parts)
-
-
-async def _replay(send: Send, answer: Answer) -> None:
-    headers = [
-        *answer.headers,
-        (b"content-length", str(len(answer.body)).encode()),
-        (b"idempotent-replayed", b"true"),
-    ]
-    await send({"type": "http.response.start", "status": answer.status, "headers": headers})
-    await send({"type": "http.response.body", "body": answer.body})

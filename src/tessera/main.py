@@ -34,9 +34,9 @@ from tessera.docs import router as docs_router
 from tessera.errors import install_error_handlers
 from tessera.health import Readiness
 from tessera.health import router as health_router
-from tessera.idempotency import IdempotencyMiddleware, IdempotencyStore, purge_expired
+from tessera.idempotency import IdempotencyStore, purge_expired
 from tessera.jobs.worker import Handlers, JobContext, Worker
-from tessera.metrics.process import sample_pool_until
+from tessera.metrics.process import observe_pool_wait, sample_pool_until
 from tessera.metrics.router import router as metrics_router
 from tessera.metrics.service import wallet_balance_chore
 from tessera.middleware import RequestContextMiddleware
@@ -92,6 +92,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             settings.database_url,
             pool_size=settings.db_pool_size,
             max_overflow=settings.db_max_overflow,
+            on_pool_wait=observe_pool_wait,
         )
         app.state.database = database
         app.state.readiness = Readiness(settings, database)
@@ -149,7 +150,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     install_error_handlers(app)
     console.install(app)
-    app.add_middleware(IdempotencyMiddleware)  # innermost: it reads bodies within the limit
     app.add_middleware(VersionAnswer)  # inside the request context
     app.add_middleware(
         RequestContextMiddleware,

@@ -8,7 +8,7 @@ import pytest
 from sqlalchemy import func, select, update
 
 from tessera.claims.limiter import ClaimLimiter
-from tessera.models import Claim, ClaimLink, Product, Project
+from tessera.models import Claim, ClaimLink, IdempotencyKey, Product, Project
 from tests.claims.conftest import claimable, from_address
 from tests.factories import (
     create_claim_link,
@@ -16,6 +16,7 @@ from tests.factories import (
     create_user,
     create_users,
     row_counts,
+    user_body,
 )
 
 
@@ -339,3 +340,73 @@ class TestRateLimits:
                 assert (await claim(client, link, "d3@example.com")).status_code == 201
         finally:
             app.state.claim_limiter = ClaimLimiter(per_address=30, per_link=120)
+
+
+class TestIdempotencyKeys:
+    """The public claim takes an Idempotency-Key too, kept within its claim link."""
+
+    async def test_a_retried_claim_gets_the_first_answer(self, client, tenant, database, limiter):
+        _, link = await claimable(client, tenant)
+        path = f"/v1/claims/{link['token']}"
+        body = {"email": "ada@example.com"}
+        first = await client.post(path, headers={"Idempotency-Key": "c"}, json=body)
+        assert first.status_code == 201
+        counts = await row_counts(database)
+        again = await client.post(path, headers={"Idempotency-Key": "c"}, json=body)
+        assert (again.status_code, again.json()) == (201, first.json())
+        assert again.headers["idempotent-replayed"] == "true"
+        assert await row_counts(database) == counts
+        other = await client.post(
+            path, headers={"Idempotency-Key": "c"}, json={"email": "bob@example.com"}
+        )
+        assert other.status_code == 422
+
+    async def test_keys_belong_to_a_link(self, client, tenant, database, limiter):
+        product, first_link = await claimable(client, tenant)
+        second_link = await create_claim_link(client, tenant, product["id"])
+        answers = [
+            await client.post(
+                f"/v1/claims/{link['token']}",
+                headers={"Idempotency-Key": "same"},
+                json={"email": f"{n}@example.com"},
+            )
+            for n, link in enumerate((first_link, second_link))
+        ]
+        assert [a.status_code for a in answers] == [201, 201]
+        assert all("idempotent-replayed" not in a.headers for a in answers)
+        assert {r.scope for r in await records(database)} == {
+            first_link["id"],
+            second_link["id"],
+        }
+        # A project credential's key of the same text is the project's own.
+        mine = await client.post(
+            "/v1/users/create", headers=tenant.w | {"Idempotency-Key": "same"}, json=[user_body()]
+        )
+        assert mine.status_code == 201 and "idempotent-replayed" not in mine.headers
+
+    async def test_an_unknown_link_is_404_and_not_recorded(self, client, database, limiter):
+        response = await client.post(
+            "/v1/claims/tcl_unknown", headers={"Idempotency-Key": "c"}, json={"email": "a@b.co"}
+        )
+        assert response.status_code == 404
+        assert await records(database) == []
+
+    async def test_a_rate_limited_claim_is_not_kept(self, app, client, tenant, database):
+        _, link = await claimable(client, tenant)
+        path = f"/v1/claims/{link['token']}"
+        body = {"email": "ada@example.com"}
+        limiter = app.state.claim_limiter
+        app.state.claim_limiter = ClaimLimiter(per_address=0, per_link=0)
+        try:
+            refused = await client.post(path, headers={"Idempotency-Key": "c"}, json=body)
+        finally:
+            app.state.claim_limiter = limiter
+        assert refused.status_code == 429
+        assert await records(database) == []
+        claimed = await client.post(path, headers={"Idempotency-Key": "c"}, json=body)
+        assert claimed.status_code == 201 and "idempotent-replayed" not in claimed.headers
+
+
+async def records(database) -> list[IdempotencyKey]:
+    async with database.session(write=False) as session:
+        return list(await session.scalars(select(IdempotencyKey)))

@@ -30,6 +30,9 @@ _PRODUCT_EXISTS = select(_PRODUCTS.c.id).where(
 )
 # Claims of one link queue on its row: the count is read and bumped under the lock.
 LOCK_BY_TOKEN = lock_for_update(select(_LINKS).where(_LINKS.c.token_hash == bindparam("digest")))
+_LINK_BY_TOKEN = select(_LINKS.c.id, _LINKS.c.project_id).where(
+    _LINKS.c.token_hash == bindparam("digest")
+)
 # The public view: the link, its product and the product's event, in one statement.
 _OFFER = (
     select(
@@ -88,3 +91,8 @@ async def read_links(
 
 async def read_offer(rows: Rows, digest: str) -> Any | None:
     return await rows.first(_OFFER, digest=digest)
+
+
+async def read_link_by_token(rows: Rows, digest: str) -> Any | None:
+    """The ``id`` and ``project_id`` of the link whose token has ``digest``."""
+    return await rows.first(_LINK_BY_TOKEN, digest=digest)

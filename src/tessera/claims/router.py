@@ -16,10 +16,11 @@ from tessera.claims.schemas import (
     ClaimResult,
     ClaimView,
 )
-from tessera.config import SettingsDep
+from tessera.config import Settings, SettingsDep
 from tessera.crypto import BoxDep
 from tessera.db import DatabaseDep
 from tessera.errors import responses
+from tessera.idempotency import IdempotentRoute, KeyScope
 from tessera.products.schemas import TransferItem
 from tessera.schemas import PageParams, known_query_only
 
@@ -92,8 +93,23 @@ async def revoke_claim_link(
     return await service.revoke_link(database, principal, product_id=id, link_id=link_id)
 
 
+class ClaimRoute(IdempotentRoute):
+    """A public claim keeps its Idempotency-Keys within its claim link."""
+
+    async def key_scope(self, request: Request) -> KeyScope | None:
+        settings: Settings = request.app.state.settings
+        return await service.key_scope(
+            request.app.state.database,
+            token=request.path_params["token"],
+            hash_key=settings.hash_key_bytes,
+        )
+
+
 public_router = APIRouter(
-    prefix="/v1/claims", tags=["claims"], dependencies=[Depends(known_query_only)]
+    prefix="/v1/claims",
+    tags=["claims"],
+    dependencies=[Depends(known_query_only)],
+    route_class=ClaimRoute,
 )
 
 

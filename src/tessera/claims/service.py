@@ -33,6 +33,7 @@ from tessera.errors import (
     ProductNotFound,
     ReferenceIdTaken,
 )
+from tessera.idempotency import KeyScope
 from tessera.models import Claim, ClaimLink
 from tessera.models.base import unix_now, utcnow
 from tessera.products import rules
@@ -136,6 +137,12 @@ def _open(link: Any) -> None:
         raise ClaimLinkClosed("this claim link has expired")
     if status is LinkStatus.USED_UP:
         raise ClaimLinkClosed("this claim link is used up: every claim it allows was made")
+
+
+async def key_scope(database: Database, *, token: str, hash_key: bytes) -> KeyScope | None:
+    """Whose Idempotency-Keys a claim with ``token`` uses: its link's (None for no link)."""
+    link = await database.read(repository.read_link_by_token, token_digest(hash_key, token))
+    return None if link is None else KeyScope(link.project_id, str(link.id))
 
 
 async def view_offer(database: Database, *, token: str, hash_key: bytes) -> ClaimView:

@@ -15,8 +15,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
 
-from prometheus_client import CollectorRegistry, Gauge
+from prometheus_client import CollectorRegistry, Gauge, Histogram
 from prometheus_client.multiprocess import MultiProcessCollector, mark_process_dead
+from sqlalchemy.pool import QueuePool
 
 from tessera.db import Database
 from tessera.metrics.http import LATENCY, REQUESTS
@@ -28,26 +29,49 @@ POOL_SAMPLE_SECONDS = 1.0
 
 
 class PoolGauges:
-    """The database pool's gauges (PostgreSQL), summed over the live processes, each with its
-    own pool. Made by the first sample, so that SQLite shows none (a gauge, once made, is shown
-    at 0): there is no pool to run out of there, each process reading on one connection and
-    writing on another, one writer at a time (see tessera.db)."""
+    """The database pool's figures (PostgreSQL), summed over the live processes, each with its
+    own pool. Made by the first sample or wait, so that SQLite shows none (a gauge, once made,
+    is shown at 0): there is no pool to run out of there, each process reading on one
+    connection and writing on another, one writer at a time (see tessera.db)."""
 
     def __init__(self) -> None:
-        self.checked_out = Gauge(
-            "tessera_db_pool_checked_out",
-            "Database connections in use (PostgreSQL), over all processes, sampled every second.",
-            multiprocess_mode="livesum",
-            registry=None,
+        def gauge(name: str, what: str) -> Gauge:
+            return Gauge(
+                f"tessera_db_pool_{name}",
+                f"{what} (PostgreSQL), over all processes, sampled every second.",
+                multiprocess_mode="livesum",
+                registry=None,
+            )
+
+        self.checked_out = gauge("checked_out", "Database connections in use")
+        self.idle = gauge("idle", "Database connections open and idle in the pools")
+        self.size = gauge("size", "Connections the pools keep (TESSERA_DB_POOL_SIZE a process)")
+        self.overflow = gauge(
+            "overflow", "Connections open beyond the pools' size (TESSERA_DB_MAX_OVERFLOW)"
         )
-        self.size = Gauge(
-            "tessera_db_pool_size",
-            "Database connections the pools keep (PostgreSQL: TESSERA_DB_POOL_SIZE a process).",
-            multiprocess_mode="livesum",
+        self.max_overflow = gauge(
+            "max_overflow", "Connections the pools may open beyond their size"
+        )
+        self.wait = Histogram(
+            "tessera_db_pool_wait_seconds",
+            "How long a request waited for a database connection (PostgreSQL), over all "
+            "processes: the pool's queue, and opening a connection when none is idle.",
+            buckets=WAIT_BUCKETS,
             registry=None,
         )
 
+    def metrics(self) -> tuple[Gauge | Histogram, ...]:
+        return (
+            self.checked_out,
+            self.idle,
+            self.size,
+            self.overflow,
+            self.max_overflow,
+            self.wait,
+        )
 
+
+WAIT_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0)
 _pool_gauges: PoolGauges | None = None
 
 
@@ -80,11 +104,9 @@ def scrape_registry() -> CollectorRegistry:
         _forget_dead_processes(Path(directory))
         MultiProcessCollector(registry, path=directory)  # type: ignore[no-untyped-call]
     else:
-        for metric in (REQUESTS, LATENCY):
+        pool = _pool_gauges.metrics() if _pool_gauges is not None else ()
+        for metric in (REQUESTS, LATENCY, *pool):
             registry.register(metric)
-        if _pool_gauges is not None:
-            registry.register(_pool_gauges.checked_out)
-            registry.register(_pool_gauges.size)
     return registry
 
 
@@ -102,15 +124,31 @@ def _forget_dead_processes(directory: Path) -> None:
             pass
 
 
-def sample_pool(database: Database) -> None:
+def _gauges() -> PoolGauges:
     global _pool_gauges
-    if database.is_sqlite:
-        return
     if _pool_gauges is None:
         _pool_gauges = PoolGauges()
+    return _pool_gauges
+
+
+def sample_pool(database: Database) -> None:
+    if database.is_sqlite:
+        return
     pool = database.engine.pool
-    _pool_gauges.checked_out.set(pool.checkedout())  # type: ignore[attr-defined]
-    _pool_gauges.size.set(pool.size())  # type: ignore[attr-defined]
+    if not isinstance(pool, QueuePool):
+        return
+    gauges = _gauges()
+    gauges.checked_out.set(pool.checkedout())
+    gauges.idle.set(pool.checkedin())
+    gauges.size.set(pool.size())
+    # overflow() counts the connections not yet opened below the size as negative.
+    gauges.overflow.set(max(pool.overflow(), 0))
+    gauges.max_overflow.set(database.max_overflow)
+
+
+def observe_pool_wait(seconds: float) -> None:
+    """A request waited ``seconds`` for a pooled connection (``Database(on_pool_wait=...)``)."""
+    _gauges().wait.observe(seconds)
 
 
 async def sample_pool_until(database: Database, stop: asyncio.Event) -> None:
