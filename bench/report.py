@@ -110,7 +110,11 @@ def markdown(title: str, info: dict, settings: dict, rows: list[dict]) -> str:
     described = (
         f"{info['cpu']}, {info['cores']} cores, {info['ram_gib']} GiB RAM; "
         f"Python {info['python']}; {info['server']}, 1 worker, uvloop"
-        f"{', httptools' if info['server'].startswith('uvicorn') else ''}, access log off"
+        + (
+            ", httptools, Tessera's request log on (as by default), the limits' access log off"
+            if info["server"].startswith("uvicorn")
+            else ", access log off"
+        )
     )
     knobs = ", ".join(f"{k}={v}" for k, v in settings.items())
     return (

@@ -28,6 +28,7 @@ from bench.scenarios import (
     FETCH_1000,
     FETCH_1000_MS,
     ISSUE_550_MS,
+    LOGGED,
     PROFILE,
     SOAK,
     TWO_WORKERS,
@@ -73,10 +74,16 @@ class Bench:
         self.runs = 0
         self.sent: dict[str, int] = {}
 
-    def server(self, app: str, workers: int = 1) -> servers.Server:
+    def server(
+        self, app: str, workers: int = 1, *, settings: dict[str, str] | None = None
+    ) -> servers.Server:
+        """``app`` on ``workers`` processes, with Tessera's ``settings`` (TESSERA_...) beside
+        the run's."""
         suffix = f"-w{workers}" if workers > 1 else ""
+        suffix += "".join(f"-{k.lower()}-{v}" for k, v in (settings or {}).items())
         log = self.folder / f"{self.backend}-{app}{suffix}.log"
-        return servers.Server(SERVER, app, self.env, log, workers=workers)
+        env = self.env | (settings or {})
+        return servers.Server(SERVER, app, env, log, workers=workers)
 
     def wrk(
         self,
@@ -188,6 +195,7 @@ def run_backend(backend: str, folder: Path) -> list[dict]:
             with bench.server(limit.app) as limit_server:
                 rows += measure_group(bench, server, limit_server, limit, tessera_scenarios)
         rows += extras(bench, server)
+        rows += access_log_cost(bench, server)
         if backend == "postgresql" and wanted(f"{PROFILE.name}, 2 workers"):
             rows += two_workers(bench, server)
     add_ratios(rows)
@@ -333,6 +341,36 @@ def two_workers(bench: Bench, one_worker: servers.Server) -> list[dict]:
         row, _ = bench.measure(server, PROFILE, (one_worker, PROFILE), name, one_connection=False)
     row["vs"], row["goal"] = vs, TWO_WORKERS
     return [row]
+
+
+def access_log_cost(bench: Bench, logged: servers.Server) -> list[dict]:
+    """The request log's cost: ``LOGGED`` on the run's server (the log on, as by default)
+    against a server with ``TESSERA_ACCESS_LOG=false``, their rounds alternating; the ratio is
+    on / off."""
+    names = [(s, f"{s.name}, access log on") for s in LOGGED]
+    names = [(s, name) for s, name in names if wanted(name)]
+    if not names:
+        return []
+    rows = []
+    with bench.server("tessera", settings={"TESSERA_ACCESS_LOG": "false"}) as quiet:
+        for scenario, name in names:
+            bench.wrk(quiet, scenario, CONNECTIONS, WARMUP)
+            row, _ = bench.measure(logged, scenario, (quiet, scenario), name, one_connection=False)
+            row["vs"] = f"{scenario.name} (access log off)"
+            row.pop("goal", None)
+            rows.append(row)
+    dropped = scraped(logged, "tessera_log_records_dropped_total")
+    rows[-1]["notes"] += f"; log lines dropped in the whole run: {dropped:g}"
+    return rows
+
+
+def scraped(server: servers.Server, name: str) -> float:
+    """A figure of the server's /metrics (loopback may read it)."""
+    with urllib.request.urlopen(server.url + "/metrics", timeout=10) as response:
+        for line in response.read().decode().splitlines():
+            if line.startswith(name + " "):
+                return float(line.split()[1])
+    raise LookupError(f"{name} is not in {server.url}/metrics")
 
 
 def soak(bench: Bench) -> list[dict]:

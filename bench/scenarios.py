@@ -131,6 +131,8 @@ FETCH_1000 = Scenario(
 # For the 2-worker comparison (PostgreSQL) and the soak.
 PROFILE = TESSERA[1]
 SOAK = [PROFILE, TESSERA[-1]]
+# The request log's cost: these on the default server (log on) against one with it off.
+LOGGED = [TESSERA[0], PROFILE]
 
 
 def selected(only: str) -> tuple[list[Scenario], list[Scenario]]:

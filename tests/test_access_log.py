@@ -10,6 +10,7 @@ import re
 import select
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from collections.abc import AsyncIterator
@@ -20,7 +21,7 @@ import pytest
 from tessera import logs
 from tessera.main import create_app
 from tests.conftest import BACKEND
-from tests.serving import BIN, free_port, fresh_database, serve, settings_env
+from tests.serving import BIN, free_port, fresh_database, serve, settings_env, tessera
 
 FIELDS = {"request_id", "method", "route", "status", "duration_ms"}
 
@@ -76,11 +77,11 @@ async def test_the_route_template_and_the_project_of_the_credential(logged_app, 
 
     assert set(authenticated) == FIELDS | {"project_id"}
     assert authenticated["route"] == "/v1/products/{id}"  # never the id itself
-    assert authenticated["project_id"] == str(tenant.project_id)
+    assert authenticated["project_id"] == tenant.project_id
     assert (anonymous["route"], anonymous["status"]) == ("/v1/products/{id}", 401)
     assert set(anonymous) == FIELDS
     assert (unmatched["route"], unmatched["status"]) == ("unmatched", 404)
-    text = json.dumps([authenticated, anonymous, unmatched])
+    text = json.dumps([authenticated, anonymous, unmatched], default=str)
     assert product_id not in text and tenant.read_key not in text
 
 
@@ -133,18 +134,66 @@ class TestFormats:
             line,
         )
 
-    @pytest.mark.parametrize(
-        ("tty", "formatter"), [(False, "JsonFormatter"), (True, "TextFormatter")]
-    )
-    def test_json_unless_stderr_is_a_terminal(self, settings, monkeypatch, tty, formatter):
+    @pytest.mark.parametrize("tty", [False, True])
+    def test_json_unless_stderr_is_a_terminal(self, settings, monkeypatch, tty):
         class Stderr(io.StringIO):
             def isatty(self) -> bool:
                 return tty
 
         monkeypatch.setattr(sys, "stderr", Stderr())
         configuration = logs.configuration(settings)
-        assert configuration["formatters"]["tessera"]["()"] == f"tessera.logs.{formatter}"
         assert configuration["root"]["handlers"] == ["stderr"]
+        handler = _handler(configuration)
+        handler.handle(_record(request_id="r1"))
+        handler.close()  # what is queued is written
+        [line] = sys.stderr.getvalue().splitlines()
+        assert line.startswith("{") != tty
+        assert "request_id" in line
+
+    def test_the_writer_thread_drops_what_it_cannot_keep_up_with(self, monkeypatch):
+        """A stderr that stops taking lines: the handler never waits, it drops and counts."""
+        release = threading.Event()
+
+        class Stuck(io.StringIO):
+            def write(self, text: str) -> int:
+                release.wait(10)
+                return super().write(text)
+
+        monkeypatch.setattr(sys, "stderr", Stuck())
+        monkeypatch.setattr(logs, "QUEUE_RECORDS", 5)
+        dropped = _dropped()
+        handler = logs.QueuedStderr(text=False)
+        handler.handle(_record(request_id="first"))
+        handler.writer.wake.set()
+        time.sleep(0.2)  # the writer takes the first line, and waits on the stuck stderr
+        began = time.monotonic()
+        for n in range(50):
+            logs.log_request({"request_id": f"r{n}"})
+        assert time.monotonic() - began < 0.5
+        assert _dropped() - dropped == 45  # five wait
+        release.set()
+        handler.close()
+        written = [json.loads(line) for line in sys.stderr.getvalue().splitlines()]
+        assert [line["request_id"] for line in written] == ["first", "r0", "r1", "r2", "r3", "r4"]
+        assert {line["logger"] for line in written} == {"tessera.access"}
+
+    def test_a_warning_is_written_at_once_the_request_log_within_moments(self, monkeypatch):
+        monkeypatch.setattr(sys, "stderr", io.StringIO())
+        monkeypatch.setattr(logs, "FLUSH_SECONDS", 30)
+        handler = logs.QueuedStderr(text=False)
+        try:
+            logs.log_request({"request_id": "r1"})
+            handler.handle(
+                logging.LogRecord("tessera", logging.WARNING, __file__, 1, "careful", None, None)
+            )
+            deadline = time.monotonic() + 5
+            while sys.stderr.getvalue().count("\n") < 2:
+                assert time.monotonic() < deadline, sys.stderr.getvalue()
+                time.sleep(0.01)
+        finally:
+            handler.close()
+        first, second = (json.loads(line) for line in sys.stderr.getvalue().splitlines())
+        assert (first["request_id"], second["message"]) == ("r1", "careful")
 
     def test_the_access_log_is_at_info_whatever_the_level(self, settings):
         quiet = settings.model_copy(update={"log_level": "warning", "access_log": True})
@@ -153,7 +202,53 @@ class TestFormats:
         assert configuration["loggers"] == {"tessera.access": {"level": "INFO"}}
 
 
+def _dropped() -> float:
+    [family] = logs.DROPPED.collect()
+    return next(s.value for s in family.samples if s.name.endswith("_total"))
+
+
+def _handler(configuration: dict) -> logging.Handler:
+    """The stderr handler ``configuration`` makes (as dictConfig would)."""
+    options = dict(configuration["handlers"]["stderr"])
+    factory = options.pop("()")
+    assert factory == "tessera.logs.QueuedStderr"
+    return logs.QueuedStderr(**options)
+
+
 ECHOED = ("Tessera API at ", "Credentials: ", "Console: ")  # `tessera serve` prints these
+
+
+def test_by_default_a_request_is_one_json_line(tmp_path):
+    """A default `tessera serve`: the request id a client sent is on exactly one line of the
+    log, with the route, status, duration and the credential's project."""
+    url = fresh_database(BACKEND, tmp_path, "access_default")
+    env = settings_env(url, worker_in_process="false")
+    project = tessera("project", "create", "--name", "Logged", env=env)
+    env.pop("TESSERA_LOG_LEVEL")  # nothing set but the database
+    log = tmp_path / "server.log"
+    request_id = f"trace-{uuid.uuid4()}"
+    with serve(env, log) as base:
+        response = httpx.get(
+            f"{base}/v1/products",
+            headers={"x-api-key": project["api_key"], "x-request-id": request_id},
+        )
+        assert response.status_code == 200
+        assert response.headers["x-request-id"] == request_id
+    mentions = [line for line in log.read_text().splitlines() if request_id in line]
+    assert len(mentions) == 1, mentions
+    entry = json.loads(mentions[0])
+    assert entry.pop("duration_ms") > 0
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT.*", entry.pop("time"))
+    assert entry == {
+        "level": "info",
+        "logger": "tessera.access",
+        "message": "request",
+        "request_id": request_id,
+        "method": "GET",
+        "route": "/v1/products",
+        "status": 200,
+        "project_id": project["project_id"],
+    }
 
 
 def test_every_worker_process_writes_json_lines(tmp_path):

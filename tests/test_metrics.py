@@ -264,7 +264,7 @@ class TestDatabasePool:
         gauges = {name: samples(text, f"tessera_db_pool_{name}") for name in POOL_GAUGES}
         waits = samples(text, "tessera_db_pool_wait_seconds_count")
         if BACKEND == "sqlite":  # no pool to report
-            assert gauges == dict.fromkeys(POOL_GAUGES, {}) and waits == {}
+            assert gauges == {name: {} for name in POOL_GAUGES} and waits == {}
             return
         assert gauges["size"] == {(): settings.db_pool_size}
         assert gauges["max_overflow"] == {(): settings.db_max_overflow}

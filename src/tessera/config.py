@@ -33,7 +33,7 @@ class Settings(BaseSettings):
     log_level: str = "info"
     # One line per request on the "tessera.access" logger (see tessera.middleware); every log
     # line is a JSON object when stderr is not a terminal (see tessera.logs).
-    access_log: bool = False
+    access_log: bool = True
     # FastAPI's own OpenTelemetry spans, metrics and logs, for the providers the process sets
     # up. Off, a request does not look the global providers up (about 6 us of ~90).
     opentelemetry: bool = False

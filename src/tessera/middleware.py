@@ -5,11 +5,12 @@ It sits outside FastAPI's exception handling so that even an unexpected error an
 the request id (and logs the traceback, never returns it).
 
 Every request is counted, with its duration, under its route template (tessera.metrics.http).
-The access log (``TESSERA_ACCESS_LOG``) is one record per request on the ``tessera.access``
-logger, its fields (``fields``) the request id, method, route template (never the path, which
-carries ids and claim tokens, nor the query string), status, duration and, when a credential
-checked out, the project id (``authenticate`` leaves it in the scope's state). Off, it costs
-one boolean test per request. How records are written (JSON lines or text) is tessera.logs.
+The access log (``TESSERA_ACCESS_LOG``, on by default) is one record per request on the
+``tessera.access`` logger, its fields (``fields``) the request id, method, route template (never
+the path, which carries ids and claim tokens, nor the query string), status, duration and, when
+a credential checked out, the project id (``authenticate`` leaves it in the scope's state). Off,
+it costs one boolean test per request. How records are written (JSON lines or text, by a thread
+of their own) is tessera.logs.
 """
 
 import itertools
@@ -21,12 +22,12 @@ import time
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from tessera import logs
 from tessera.errors import AppError, InternalError, InvalidInput, PayloadTooLarge
 from tessera.metrics.http import RequestMetrics
 from tessera.schemas import NUL_REFUSED
 
 log = logging.getLogger("tessera.requests")
-access_log = logging.getLogger("tessera.access")
 
 _SAFE_REQUEST_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
 
@@ -41,7 +42,7 @@ def new_request_id() -> str:
 
 
 class RequestContextMiddleware:
-    def __init__(self, app: ASGIApp, *, max_body_bytes: int, access_log: bool = False) -> None:
+    def __init__(self, app: ASGIApp, *, max_body_bytes: int, access_log: bool = True) -> None:
         self.app = app
         self.max_body_bytes = max_body_bytes
         self.access_log = access_log
@@ -135,8 +136,8 @@ def _log_access(scope: Scope, request_id: str, route: str, status: int, seconds:
     }
     project_id = scope["state"].get("project_id")
     if project_id is not None:
-        fields["project_id"] = str(project_id)
-    access_log.info("request", extra={"fields": fields})
+        fields["project_id"] = project_id  # a UUID, written as text by the writer thread
+    logs.log_request(fields)
 
 
 def _nul_in(scope: Scope) -> str | None:

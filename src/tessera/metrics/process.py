@@ -19,6 +19,7 @@ from prometheus_client import CollectorRegistry, Gauge, Histogram
 from prometheus_client.multiprocess import MultiProcessCollector, mark_process_dead
 from sqlalchemy.pool import QueuePool
 
+from tessera import logs
 from tessera.db import Database
 from tessera.metrics.http import LATENCY, REQUESTS
 
@@ -105,7 +106,7 @@ def scrape_registry() -> CollectorRegistry:
         MultiProcessCollector(registry, path=directory)  # type: ignore[no-untyped-call]
     else:
         pool = _pool_gauges.metrics() if _pool_gauges is not None else ()
-        for metric in (REQUESTS, LATENCY, *pool):
+        for metric in (REQUESTS, LATENCY, logs.DROPPED, *pool):
             registry.register(metric)
     return registry
 
