@@ -114,7 +114,7 @@ def include_v1(app: FastAPI) -> None:
         app.router.routes.extend(domain.routes)
 
 
-def document(app: FastAPI, *, rate_limits: bool = False) -> None:
+def document(app: FastAPI, *, rate_limits: bool = False, webhook_url: str | None = None) -> None:
     """Complete the generated OpenAPI with what is enforced outside the route signatures.
 
     - Both credential schemes on every operation but the open ones: ``authenticate`` reads the
@@ -125,6 +125,8 @@ def document(app: FastAPI, *, rate_limits: bool = False) -> None:
     - Links from what creates an object to what reads or uses it (``LINKS``), so that a client
       generator, or a stateful fuzzer, can follow them.
     - The 429 of every project operation while ``rate_limits`` are set.
+    - The pattern of a webhook's ``url`` (``webhook_url``), which follows the settings (http
+      is allowed with private addresses).
     """
     generate = app.openapi
 
@@ -147,6 +149,8 @@ def document(app: FastAPI, *, rate_limits: bool = False) -> None:
                     operation["security"] = [{name: []} for name in SECURITY_SCHEMES]
                     if rate_limits:
                         _answers(operation, {"429": responses(429)[429]["description"]})
+        if webhook_url is not None:
+            _webhook_urls(schema, webhook_url)
         _refuse_nul(schema)
         _link(schema)
         return schema
@@ -191,6 +195,14 @@ def _answers(operation: dict[str, Any], descriptions: dict[str, str]) -> None:
                     "application/json": {"schema": {"$ref": "#/components/schemas/ErrorMessage"}}
                 },
             }
+
+
+def _webhook_urls(schema: dict[str, Any], pattern: str) -> None:
+    for name in ("WebhookCreate", "WebhookUpdate"):
+        url = schema["components"]["schemas"][name]["properties"]["url"]
+        for branch in url.get("anyOf", [url]):
+            if branch.get("type") == "string":
+                branch["pattern"] = pattern
 
 
 NO_NUL = "^[^\\u0000]*$"

@@ -41,6 +41,7 @@ from tessera.metrics.router import router as metrics_router
 from tessera.metrics.service import wallet_balance_chore
 from tessera.middleware import RequestContextMiddleware
 from tessera.products import tasks as product_tasks
+from tessera.webhooks.addresses import url_pattern
 from tessera.webhooks.dispatcher import Dispatcher
 from tessera.webhooks.router import document_deliveries
 
@@ -170,6 +171,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(docs_router)
     app.mount(ASSETS, StaticFiles(packages=[SWAGGER_UI]), name="docs_assets")
     document_deliveries(app)
-    document(app, rate_limits=app.state.rate_limiter.on)
+    document(
+        app,
+        rate_limits=app.state.rate_limiter.on,
+        webhook_url=url_pattern(allow_private=settings.webhooks_allow_private),
+    )
     routing.install(app.router)
     return app

@@ -10,8 +10,6 @@ application's long batch) holds every project's feed back until it ends. On SQLi
 transaction writes at a time: ``seq`` is commit order.
 """
 
-import base64
-import binascii
 import json
 import re
 import uuid
@@ -39,8 +37,11 @@ from tessera.models import Change, WebhookDelivery
 from tessera.models.base import utcnow
 from tessera.schemas import SnakeModel
 
-MAX_SEQ = 2**63 - 1
-_PLACE = re.compile(r"([0-9]{1,19})\.([0-9]{1,19})")
+MAX_SEQ = 10**18 - 1  # above any seq, and within a cursor's 18 digits
+# A cursor is the place itself, ``<txid>.<seq>`` in decimals: any text of this pattern is a
+# cursor (18 digits stay below PostgreSQL's bigint), so the OpenAPI's pattern says all there is.
+CURSOR_PATTERN = r"^[0-9]{1,18}\.[0-9]{1,18}$"
+_CURSOR = re.compile(CURSOR_PATTERN)
 
 
 class Place(NamedTuple):
@@ -50,18 +51,14 @@ class Place(NamedTuple):
     seq: int
 
     def cursor(self) -> str:
-        return base64.urlsafe_b64encode(f"{self.txid}.{self.seq}".encode()).decode().rstrip("=")
+        return f"{self.txid}.{self.seq}"
 
     @classmethod
     def of_cursor(cls, cursor: str) -> "Place":
-        try:
-            text = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode("ascii")
-        except (ValueError, binascii.Error):  # UnicodeDecodeError is a ValueError
-            text = ""
-        found = _PLACE.fullmatch(text)
-        if found is None or max(int(found[1]), int(found[2])) > MAX_SEQ:
+        if not _CURSOR.fullmatch(cursor):
             raise InvalidInput("after: not a cursor that Tessera gave")
-        return cls(int(found[1]), int(found[2]))
+        txid, seq = cursor.split(".")
+        return cls(int(txid), int(seq))
 
 
 START = Place(0, 0)  # before every change

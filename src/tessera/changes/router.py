@@ -5,7 +5,7 @@ from pydantic import Field
 
 from tessera.auth.dependencies import Reader, project_router
 from tessera.changes import feed
-from tessera.changes.feed import ChangeList, Place
+from tessera.changes.feed import CURSOR_PATTERN, ChangeList, Place
 from tessera.db import DatabaseDep
 from tessera.errors import responses
 from tessera.schemas import SnakeInput
@@ -16,8 +16,8 @@ router = project_router("/changes", tags=["changes"])
 class ChangesQuery(SnakeInput):
     after: str | None = Field(
         default=None,
-        max_length=100,
-        pattern=r"^[A-Za-z0-9_-]+$",
+        max_length=37,
+        pattern=CURSOR_PATTERN,
         description="The `cursor` of the previous page; absent: from the oldest change kept.",
     )
     limit: int = Field(default=100, ge=1, le=1000)

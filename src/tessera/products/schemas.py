@@ -116,12 +116,11 @@ class ProductCreate(SnakeInput):
         return missing_for_mint(self)
 
 
-# Switching NFTs on: a rule of the stored product, so JSON Schema cannot state it (see
-# tests/fuzz/hooks.py).
 MINT_NFT_UPDATE = (
-    "Switching NFTs on (true on a product without them) needs `metadata_uri` and `chain`, sent "
-    "or stored (400), and no item issued yet (409). Once the product's collection is queued or "
-    "created, `mint_nft`, `chain`, `metadata_uri` and `max_items` cannot change (409)."
+    "`true` comes with `metadata_uri` and `chain`, as the schema says; a product that already "
+    "stores both may be sent `true` without them (the stored ones count), which the schema cannot "
+    "know. Switching NFTs on needs no item issued yet (409). Once the product's collection is "
+    "queued or created, `mint_nft`, `chain`, `metadata_uri` and `max_items` cannot change (409)."
 )
 
 
@@ -129,6 +128,8 @@ class ProductUpdate(SnakeInput):
     """The fields to change, with the types and bounds of ``ProductCreate``; the ones absent
     (``MISSING``) stay. ``null`` clears a field that may be empty and is refused for the others
     (the schema has no null there)."""
+
+    model_config = ConfigDict(json_schema_extra=mint_needs_uri_and_chain)
 
     name: Text255 | MISSING = MISSING
     event_id: OptionalEventId | MISSING = MISSING

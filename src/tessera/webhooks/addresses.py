@@ -10,6 +10,7 @@ any translation (mapped, compatible, NAT64, 6to4, Teredo), judged by the IPv4 ad
 
 import asyncio
 import ipaddress
+import re
 import socket
 from dataclasses import dataclass
 from urllib.parse import urlsplit, urlunsplit
@@ -17,6 +18,46 @@ from urllib.parse import urlsplit, urlunsplit
 from tessera.errors import InvalidInput
 
 MAX_URL = 2048
+
+# The form of a webhook URL, as a pattern the OpenAPI states (``url_pattern``) and the server
+# holds to: the scheme, a host (a name, an IPv4 address, or an IPv6 address in brackets; no
+# user name or password), an optional port up to 65535, then a path or query without spaces,
+# control characters or a fragment. An IPv6 address of an unusual spelling (a zone, an IPv4 tail after more
+# than four groups) is refused: a webhook is normally a name.
+_H4 = "[0-9A-Fa-f]{1,4}"
+_OCTET = "(?:25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])"
+_V4 = rf"(?:{_OCTET}\.){{3}}{_OCTET}"
+_V6 = "|".join(
+    [
+        f"(?:{_H4}:){{7}}{_H4}",
+        f"(?:{_H4}:){{1,7}}:",
+        f"(?:{_H4}:){{1,6}}:{_H4}",
+        f"(?:{_H4}:){{1,5}}(?::{_H4}){{1,2}}",
+        f"(?:{_H4}:){{1,4}}(?::{_H4}){{1,3}}",
+        f"(?:{_H4}:){{1,3}}(?::{_H4}){{1,4}}",
+        f"(?:{_H4}:){{1,2}}(?::{_H4}){{1,5}}",
+        f"{_H4}:(?::{_H4}){{1,6}}",
+        f":(?:(?::{_H4}){{1,7}}|:)",
+        f"::(?:[Ff]{{4}}(?::0{{1,4}})?:)?{_V4}",
+        f"(?:{_H4}:){{1,4}}:{_V4}",
+    ]
+)
+# Control characters and every space (of Python's str.isspace and of JSON Schema's \s alike):
+# named one by one, as the two regular expression dialects differ on what \s is.
+_UNSAFE = r"\u0000-\u0020\u007f\u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
+_HOST = rf"(?:[^{_UNSAFE}/?#@:\[\]\\]+|\[(?:{_V6})\])"
+_PORT_NUMBER = "(?:6553[0-5]|655[0-2][0-9]|65[0-4][0-9]{2}|6[0-4][0-9]{3}|[1-5][0-9]{4}|[0-9]{1,4})"
+_PORT = f"(?::0*{_PORT_NUMBER})?"
+_REST = rf"(?:[/?][^{_UNSAFE}#]*)?"
+
+
+def url_pattern(*, allow_private: bool) -> str:
+    """The pattern of a webhook URL: https, or http too while private addresses are allowed."""
+    scheme = "https?" if allow_private else "https"
+    return f"^{scheme}://{_HOST}{_PORT}{_REST}$"
+
+
+_URLS = {allowed: re.compile(url_pattern(allow_private=allowed)) for allowed in (False, True)}
 
 
 class UnsafeAddress(Exception):
@@ -60,6 +101,8 @@ def _form_problem(url: str, *, allow_private: bool) -> str | None:
         return "must not have a fragment"
     if any(c.isspace() for c in url):
         return "must not contain spaces"
+    if not _URLS[allow_private].fullmatch(url):
+        return "not a URL of the form the OpenAPI states (see its pattern)"
     return None
 
 

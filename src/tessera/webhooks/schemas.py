@@ -13,7 +13,11 @@ TYPES_DOC = "The event types delivered; absent or null: every type, those added 
 
 
 class WebhookCreate(SnakeInput):
-    url: str = Field(max_length=2048, description="An https URL on a public address.")
+    url: str = Field(
+        max_length=2048,
+        description="An https URL on a public address (checked when registered and at each "
+        "delivery); its form is the pattern's.",
+    )
     event_types: EventTypes = Field(default=None, min_length=1, description=TYPES_DOC)
 
 
