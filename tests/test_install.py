@@ -6,6 +6,7 @@ from an empty directory with a minimal environment: no repo files, no TESSERA_* 
 and a PATH without Node, so nothing can fall back to the checkout or start Chopsticks.
 """
 
+import hashlib
 import json
 import shutil
 import sqlite3
@@ -13,6 +14,7 @@ import subprocess
 import sys
 import sysconfig
 import venv
+import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,6 +22,7 @@ import pytest
 from alembic.script import ScriptDirectory
 
 from tessera import migrations
+from tessera.chain.devchain import DEFAULT_SPEC, DEFAULT_SPEC_SHA256
 from tessera.models import Base
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -167,9 +170,10 @@ class TestInstalledWheel:
         assert answers["/docs"][1] == "text/html; charset=utf-8"
         assert min(size for _, _, size in answers.values()) > 100
 
-    def test_devchain_asks_for_the_spec_before_anything_else(self, installed, empty_dir, tmp_path):
+    def test_devchain_carries_its_chain_spec(self, installed, empty_dir, tmp_path):
+        """The wheel carries the Asset Hub spec: `tessera devchain` unpacks it into its cache
+        and then wants npm (none on this PATH) for Chopsticks."""
         cache = tmp_path / "chopsticks"
-        cache.mkdir()
         env = installed.env(
             TESSERA_DEVCHAIN_CACHE=str(cache),
             TESSERA_DATABASE_URL=f"sqlite+aiosqlite:///{tmp_path / 'unused.db'}",
@@ -178,7 +182,17 @@ class TestInstalledWheel:
         assert (result.returncode, result.stdout, result.stderr) == (
             1,
             "",
-            "error: set TESSERA_DEVCHAIN_SPEC to a raw Asset Hub chain spec\n",
+            "error: npm (Node.js) is needed to run Chopsticks\n",
         )
-        assert list(cache.iterdir()) == []  # no npm install into the cache
+        [spec] = cache.iterdir()
+        assert spec.name == DEFAULT_SPEC
+        assert hashlib.sha256(spec.read_bytes()).hexdigest() == DEFAULT_SPEC_SHA256
         assert list(empty_dir.iterdir()) == []
+
+    def test_the_licence_and_notice_are_in_the_wheel(self, wheel):
+        with zipfile.ZipFile(wheel) as archive:
+            names = archive.namelist()
+            metadata = archive.read(next(n for n in names if n.endswith(".dist-info/METADATA")))
+        licensed = {Path(name).name for name in names if ".dist-info/licenses/" in name}
+        assert licensed == {"LICENSE", "NOTICE"}
+        assert b"License-Expression: Apache-2.0" in metadata

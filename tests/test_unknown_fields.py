@@ -13,7 +13,7 @@ from sqlalchemy import func, select
 from tessera.models import Order, Product, User
 from tests.factories import create_product, create_user, product_body, user_body
 
-MUFI_OPENAPI = Path(__file__).resolve().parents[2] / "shared" / "reference" / "mufi-openapi.yaml"
+MUFI_OPENAPI = Path(__file__).resolve().parent / "fixtures" / "mufi-openapi.yaml"
 
 
 async def _count(database, model) -> int:

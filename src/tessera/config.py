@@ -122,8 +122,8 @@ class Settings(BaseSettings):
     job_lease_seconds: int = Field(default=300, ge=5)
 
     # `tessera devchain`: Chopsticks from the npm registry on a raw Asset Hub chain spec. Unset,
-    # a checkout uses ../shared/chain/asset-hub-polkadot-local.chainspec.json beside it and its
-    # .cache/chopsticks; an installed Tessera needs the spec and caches in ~/.cache/tessera.
+    # the spec Tessera carries (tessera.chain.devchain), and a checkout's .cache/chopsticks or,
+    # installed, ~/.cache/tessera/chopsticks.
     devchain_spec: Path | None = None
     devchain_cache: Path | None = None
     devchain_port: int = Field(default=9944, ge=1, le=65535)

@@ -15,7 +15,7 @@ from tessera.chain import devchain as dc
 from tessera.jobs.worker import JobContext, Worker
 from tessera.main import create_app, make_worker
 
-DOT = 10**10  # the Polkadot Asset Hub runtime of ../shared/chain counts in DOT, 10 decimals
+DOT = 10**10  # the Polkadot Asset Hub runtime Tessera carries counts in DOT, 10 decimals
 
 
 @pytest.fixture(scope="session")

@@ -1,5 +1,5 @@
 """A Mufi client, unchanged but for its base URL: every operation that Mufi's own OpenAPI
-(../shared/reference/mufi-openapi.yaml) and Tessera both have, called as Mufi documents it (the
+(tests/fixtures/mufi-openapi.yaml) and Tessera both have, called as Mufi documents it (the
 API key as a bearer token, Mufi's request bodies, the older calls too), in the order of the
 README's flow, and each answer validated against Mufi's documented response schema by
 Schemathesis. Where the seed spec and Mufi's document disagree the spec wins: those operations
@@ -14,7 +14,7 @@ import pytest
 import schemathesis
 from schemathesis.core.failures import FailureGroup
 
-MUFI = Path(__file__).parents[3] / "shared" / "reference" / "mufi-openapi.yaml"
+MUFI = Path(__file__).parents[1] / "fixtures" / "mufi-openapi.yaml"
 
 # (method, Mufi's path): why Tessera answers otherwise (the spec wins). Also in the README.
 _NULLS = (

@@ -1,18 +1,23 @@
 """A real Asset Hub runtime on loopback: Chopsticks from the npm registry, for dev and tests.
 
 Chopsticks is installed once into a cache folder and started on 127.0.0.1 with a raw chain spec.
-It needs no network. Both paths are settings (``TESSERA_DEVCHAIN_SPEC``,
-``TESSERA_DEVCHAIN_CACHE``); unset, a checkout uses ``../shared/chain`` beside it and its own
-``.cache/chopsticks`` (ignored by git), and an installed Tessera uses ``~/.cache/tessera`` and
-asks for the spec.
+It needs no network. Both are settings (``TESSERA_DEVCHAIN_SPEC``, ``TESSERA_DEVCHAIN_CACHE``);
+unset, the spec is the one Tessera carries (``specs/``, the Polkadot Asset Hub runtime, gzipped
+package data: its source and licence are in ``specs/SOURCE.md``), unpacked once into the cache
+folder, which is a checkout's own ``.cache/chopsticks`` (ignored by git) or, installed,
+``~/.cache/tessera/chopsticks``.
 """
 
+import gzip
+import hashlib
 import json
+import os
 import shutil
 import socket
 import subprocess
 import time
 import urllib.request
+from importlib import resources
 from pathlib import Path
 
 from tessera.config import Settings
@@ -20,6 +25,7 @@ from tessera.config import Settings
 CHOPSTICKS = "@acala-network/chopsticks@1.5.1"
 ENTRY = Path("node_modules") / "@acala-network" / "chopsticks" / "chopsticks.cjs"
 DEFAULT_SPEC = "asset-hub-polkadot-local.chainspec.json"
+DEFAULT_SPEC_SHA256 = "8de9473bb743aa393c91b92a5ce2878d7577d22976397c10d83c87fc698ba858"
 
 
 class DevchainUnavailable(RuntimeError):
@@ -37,12 +43,33 @@ def _checkout() -> Path | None:
 
 
 def spec_path(settings: Settings) -> Path:
+    """``TESSERA_DEVCHAIN_SPEC``, else the spec Tessera carries, unpacked into the cache."""
     if settings.devchain_spec is not None:
         return settings.devchain_spec.expanduser().resolve()
-    checkout = _checkout()
-    if checkout is None:
-        raise DevchainUnavailable("set TESSERA_DEVCHAIN_SPEC to a raw Asset Hub chain spec")
-    return checkout.parent / "shared" / "chain" / DEFAULT_SPEC
+    return unpacked_spec(cache_path(settings))
+
+
+def unpacked_spec(folder: Path) -> Path:
+    """The carried spec as a file in ``folder`` (Chopsticks reads a path), unpacked when it is
+    missing or not the carried one; processes unpacking at once each write a file of their own
+    and move it into place."""
+    target = folder / DEFAULT_SPEC
+    if target.is_file() and _sha256(target) == DEFAULT_SPEC_SHA256:
+        return target
+    packed = resources.files(__package__).joinpath("specs", f"{DEFAULT_SPEC}.gz")
+    with packed.open("rb") as raw, gzip.open(raw) as spec:
+        content = spec.read()
+    if hashlib.sha256(content).hexdigest() != DEFAULT_SPEC_SHA256:
+        raise DevchainUnavailable(f"the carried chain spec is damaged: {packed}")
+    folder.mkdir(parents=True, exist_ok=True)
+    partial = folder / f"{DEFAULT_SPEC}.{os.getpid()}.partial"
+    partial.write_bytes(content)
+    partial.replace(target)
+    return target
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def cache_path(settings: Settings) -> Path:

@@ -22,8 +22,8 @@ MAX_URL = 2048
 # The form of a webhook URL, as a pattern the OpenAPI states (``url_pattern``) and the server
 # holds to: the scheme, a host (a name, an IPv4 address, or an IPv6 address in brackets; no
 # user name or password), an optional port up to 65535, then a path or query without spaces,
-# control characters or a fragment. An IPv6 address of an unusual spelling (a zone, an IPv4 tail after more
-# than four groups) is refused: a webhook is normally a name.
+# control characters or a fragment. An IPv6 address of an unusual spelling (a zone, an IPv4
+# tail after more than four groups) is refused: a webhook is normally a name.
 _H4 = "[0-9A-Fa-f]{1,4}"
 _OCTET = "(?:25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])"
 _V4 = rf"(?:{_OCTET}\.){{3}}{_OCTET}"
