@@ -4,22 +4,47 @@ VENV := .venv
 BIN := $(VENV)/bin
 PYTEST_WORKERS ?= 2
 
-.PHONY: serve test lint clean devchain chopsticks bench fuzz
+.PHONY: serve test test-newest lock lint clean devchain chopsticks bench fuzz
 
-$(VENV)/.runtime: pyproject.toml
+PIP := pip install --quiet --disable-pip-version-check
+LOCK := requirements.lock
+
+# The locked versions (requirements.lock); pyproject.toml declares the compatible ranges.
+$(VENV)/.runtime: pyproject.toml $(LOCK)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --disable-pip-version-check -e .
+	$(BIN)/$(PIP) -c $(LOCK) -e .
 	touch $@
 
-$(VENV)/.dev: pyproject.toml
+$(VENV)/.dev: pyproject.toml $(LOCK)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --disable-pip-version-check -e '.[dev]'
+	$(BIN)/$(PIP) -c $(LOCK) -e '.[dev]'
 	touch $(VENV)/.runtime $@
 
-$(VENV)/.bench: pyproject.toml
+$(VENV)/.bench: pyproject.toml $(LOCK)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --disable-pip-version-check -e '.[dev,bench]'
+	$(BIN)/$(PIP) -c $(LOCK) -e '.[dev,bench]'
 	touch $(VENV)/.runtime $(VENV)/.dev $@
+
+# Tessera on the newest releases its ranges allow (the dev tools as locked): the SQLite suite,
+# so that a release that breaks Tessera shows up the day it is published. CI runs it.
+NEWEST := .venv-newest
+test-newest:
+	rm -rf $(NEWEST)
+	$(PYTHON) -m venv $(NEWEST)
+	$(NEWEST)/bin/$(PIP) -c $(LOCK) -e '.[dev]'
+	$(NEWEST)/bin/$(PIP) --upgrade --upgrade-strategy eager -e .
+	$(NEWEST)/bin/pip list --disable-pip-version-check --format=freeze | diff $(LOCK) - | grep '^>' || true
+	TESSERA_TEST_BACKEND=sqlite $(NEWEST)/bin/pytest -q -n $(PYTEST_WORKERS)
+
+# The lock made anew: the newest releases the ranges allow, resolved in a fresh venv.
+lock:
+	rm -rf .venv-lock
+	$(PYTHON) -m venv .venv-lock
+	.venv-lock/bin/$(PIP) '.[dev,bench]'
+	{ sed -n '1,3p' $(LOCK); .venv-lock/bin/pip freeze --disable-pip-version-check \
+		--exclude-editable | grep -v '^tessera'; } > $(LOCK).new
+	mv $(LOCK).new $(LOCK)
+	rm -rf .venv-lock
 
 serve: $(VENV)/.runtime
 	$(BIN)/tessera db upgrade
@@ -48,7 +73,7 @@ lint: $(VENV)/.dev
 	$(BIN)/mypy
 
 clean:
-	rm -rf $(VENV) tessera.db tessera.db-shm tessera.db-wal
+	rm -rf $(VENV) $(NEWEST) tessera.db tessera.db-shm tessera.db-wal
 
 chopsticks: $(VENV)/.runtime
 	$(BIN)/python -c "from tessera.chain import devchain as d; from tessera.config import get_settings as s; d.install(d.cache_path(s()))"
