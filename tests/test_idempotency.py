@@ -160,6 +160,20 @@ class TestRefusals:
         }
         assert await count(database, User) == 0
 
+    async def test_a_body_over_the_limit_is_413_and_not_recorded(self, client, tenant, database):
+        users = [user_body(first_name="x" * 200) for _ in range(400)]  # over the suite's 64 KiB
+        payload = json.dumps(users).encode()
+
+        async def chunks():  # no Content-Length: the limit is met while the body is read
+            for start in range(0, len(payload), 8192):
+                yield payload[start : start + 8192]
+
+        headers = keyed(tenant, "big") | {"content-type": "application/json"}
+        response = await client.post("/v1/users/create", headers=headers, content=chunks())
+        assert response.status_code == 413
+        assert await records(database) == []
+        assert await count(database, User) == 0
+
     async def test_no_or_a_read_credential_is_refused_as_usual_and_not_recorded(
         self, client, tenant, database
     ):

@@ -1,6 +1,7 @@
 """`tessera serve` as a slow or greedy client meets it: a real server process on 127.0.0.1."""
 
 import json
+import select
 import socket
 import time
 from collections.abc import Iterator
@@ -9,7 +10,11 @@ import pytest
 
 from tests.serving import fresh_database, serve, settings_env
 
+CREDENTIAL_REQUIRED = (
+    "credential required: send an x-api-key header or an Authorization: Bearer token"
+)
 HEADER_TIMEOUT = 1.0
+BODY_TIMEOUT = 2.0
 MAX_CONNECTIONS = 6
 
 
@@ -19,6 +24,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
     env = settings_env(
         fresh_database("sqlite", directory, "server"),
         header_timeout_seconds=HEADER_TIMEOUT,
+        body_timeout_seconds=BODY_TIMEOUT,
         max_connections=MAX_CONNECTIONS,
         worker_in_process=False,
     )
@@ -114,6 +120,42 @@ class TestSlowClients:
                 sock.close()
         time.sleep(0.2)
         assert _exchange(port, b"GET /v1/version HTTP/1.1\r\nHost: t\r\n\r\n")[0] == 200
+
+
+class TestSlowBodies:
+    HEAD = (
+        b"POST /v1/users/create HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\n"
+        b"Idempotency-Key: slow\r\nContent-Length: %d\r\n\r\n"
+    )
+
+    def test_a_body_that_trickles_in_gets_408_and_the_connection_is_closed(self, server):
+        body = b'[{"email": "slow@example.com"}]' + b" " * 64
+        with _connect(server) as sock:
+            sock.sendall(self.HEAD % len(body))
+            began = time.monotonic()
+            for byte in body:  # a byte every quarter second, until the server answers
+                if select.select([sock], [], [], 0.25)[0]:
+                    break
+                sock.sendall(bytes([byte]))
+            status, answer = _read_answer(sock)
+            assert BODY_TIMEOUT - 0.5 <= time.monotonic() - began <= BODY_TIMEOUT + 2
+            assert (status, answer) == (408, {"errors": ["body: not received within 2 s"]})
+            assert _closed(sock)
+
+    def test_a_body_that_stops_gets_408(self, server):
+        with _connect(server) as sock:
+            sock.sendall(self.HEAD % 100 + b"[")
+            status, answer = _read_answer(sock)
+            assert (status, answer) == (408, {"errors": ["body: not received within 2 s"]})
+            assert _closed(sock)
+
+    def test_a_slow_but_timely_body_is_read(self, server):
+        with _connect(server) as sock:
+            sock.sendall(self.HEAD % 2 + b"[")
+            time.sleep(BODY_TIMEOUT / 2)
+            sock.sendall(b"]")
+            status, answer = _read_answer(sock)
+            assert (status, answer) == (401, {"message": CREDENTIAL_REQUIRED})
 
 
 class TestRequestsTheParserRefuses:

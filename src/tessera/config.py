@@ -41,6 +41,8 @@ class Settings(BaseSettings):
     metrics_token: SecretStr | None = Field(default=None, min_length=16)
     # Per process, against slow or greedy clients (see tessera.server).
     header_timeout_seconds: float = Field(default=10.0, gt=0, le=300)
+    # A request's body, whole, from the request's start (see tessera.middleware).
+    body_timeout_seconds: float = Field(default=30.0, gt=0, le=3600)
     keep_alive_seconds: int = Field(default=5, ge=1, le=300)
     max_connections: int = Field(default=1000, ge=1)
     # Proxies whose X-Forwarded-For / -Proto are believed (comma-separated addresses or "*").

@@ -10,6 +10,7 @@
 | 404    | {"message"}                | no such object in the caller's project                   |
 | 405    | {"message"}, Allow         | a method the path does not answer (Allow names them all) |
 | 408    | {"message"}                | request headers too slow (tessera.server)                |
+|        | {"errors": ["body: ..."]}  | a request body too slow (tessera.middleware)             |
 | 409    | {"message"}                | state conflicts (duplicates, stock, limits, ownership)   |
 | 410    | {"message"}                | a claim link expired or used up                          |
 | 413    | {"message"}                | body larger than TESSERA_MAX_BODY_BYTES                  |
@@ -346,6 +347,15 @@ class ChainUnavailable(AppError):
 class PayloadTooLarge(AppError):
     status_code = 413
     message = "request body too large"
+
+
+class RequestBodyTooSlow(InvalidInput):
+    """The body did not arrive within its deadline (a 408 in the errors shape, and closed)."""
+
+    status_code = 408
+
+    def headers(self) -> dict[str, str] | None:
+        return {"Connection": "close"}
 
 
 # 500 (rendered by the request middleware, outside FastAPI's handlers)

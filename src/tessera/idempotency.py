@@ -213,6 +213,8 @@ class IdempotentRoute(APIRoute):
             await super().handle(scope, receive, send)
             return
         messages, body = await _read_body(receive)
+        if messages[-1]["type"] == "http.disconnect":
+            return  # the client went away, or its body was refused (413, 408): nothing ran
         store: IdempotencyStore = scope["app"].state.idempotency
         begun = await store.begin(owner, key, fingerprint(scope, body))
         if isinstance(begun, Answer):

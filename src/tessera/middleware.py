@@ -1,5 +1,9 @@
-"""Pure ASGI middleware: a request id on every response, a body size limit, no NUL character
-in the path or query, a last-resort 500, the request metrics and the access log.
+"""Pure ASGI middleware: a request id on every response, a body size limit and deadline, no NUL
+character in the path or query, a last-resort 500, the request metrics and the access log.
+
+A body must arrive whole within ``TESSERA_BODY_TIMEOUT_SECONDS`` of the request's start (its
+head has its own deadline in tessera.server): a client that trickles it in gets 408 in the
+``{"errors": [...]}`` shape, and the connection is closed.
 
 It sits outside FastAPI's exception handling so that even an unexpected error answers JSON with
 the request id (and logs the traceback, never returns it).
@@ -13,6 +17,7 @@ it costs one boolean test per request. How records are written (JSON lines or te
 of their own) is tessera.logs.
 """
 
+import asyncio
 import itertools
 import json
 import logging
@@ -23,7 +28,13 @@ import time
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from tessera import logs
-from tessera.errors import AppError, InternalError, InvalidInput, PayloadTooLarge
+from tessera.errors import (
+    AppError,
+    InternalError,
+    InvalidInput,
+    PayloadTooLarge,
+    RequestBodyTooSlow,
+)
 from tessera.metrics.http import RequestMetrics
 from tessera.schemas import NUL_REFUSED
 
@@ -42,9 +53,17 @@ def new_request_id() -> str:
 
 
 class RequestContextMiddleware:
-    def __init__(self, app: ASGIApp, *, max_body_bytes: int, access_log: bool = True) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        max_body_bytes: int,
+        body_timeout_seconds: float = 30.0,
+        access_log: bool = True,
+    ) -> None:
         self.app = app
         self.max_body_bytes = max_body_bytes
+        self.body_timeout = body_timeout_seconds
         self.access_log = access_log
         self.metrics = RequestMetrics()
 
@@ -73,31 +92,39 @@ class RequestContextMiddleware:
             return
 
         received = 0
-        too_large = False
+        refused = False  # an answer was sent here (413, 408): the app's is not
+        body_deadline = asyncio.get_running_loop().time() + self.body_timeout
 
         async def limited_receive() -> Message:
-            # Past the limit, answer 413 here and tell the app the client went away: FastAPI
-            # would turn an exception raised while it reads the body into a 400.
-            nonlocal received, too_large
-            if too_large:
+            # Past the size limit or the body's deadline, answer here and tell the app the
+            # client went away: FastAPI would turn an exception raised while it reads the body
+            # into a 400.
+            nonlocal received, refused
+            if refused:
                 return {"type": "http.disconnect"}
-            message = await receive()
+            try:
+                async with asyncio.timeout_at(body_deadline):
+                    message = await receive()
+            except TimeoutError:
+                refused = True
+                await send_error(send_with_id, self._too_slow())
+                return {"type": "http.disconnect"}
             if message["type"] == "http.request":
                 received += len(message.get("body", b""))
                 if received > self.max_body_bytes:
-                    too_large = True
+                    refused = True
                     await send_error(send_with_id, self._too_large())
                     return {"type": "http.disconnect"}
             return message
 
         async def guarded_send(message: Message) -> None:
-            if not too_large:
+            if not refused:
                 await send_with_id(message)
 
         try:
             await self.app(scope, limited_receive, guarded_send)
         except Exception:
-            if too_large:
+            if refused:
                 return
             log.exception("unhandled error (request_id=%s)", request_id)
             if not status:
@@ -124,6 +151,9 @@ class RequestContextMiddleware:
 
     def _too_large(self) -> PayloadTooLarge:
         return PayloadTooLarge(f"request body too large (limit {self.max_body_bytes} bytes)")
+
+    def _too_slow(self) -> RequestBodyTooSlow:
+        return RequestBodyTooSlow(f"body: not received within {self.body_timeout:g} s")
 
 
 def _log_access(scope: Scope, request_id: str, route: str, status: int, seconds: float) -> None:
@@ -169,14 +199,11 @@ def _content_length(scope: Scope) -> int | None:
 
 async def send_error(send: Send, error: AppError) -> None:
     payload = json.dumps(error.body()).encode()
-    await send(
-        {
-            "type": "http.response.start",
-            "status": error.status_code,
-            "headers": [
-                (b"content-type", b"application/json"),
-                (b"content-length", str(len(payload)).encode()),
-            ],
-        }
-    )
+    headers = [
+        (b"content-type", b"application/json"),
+        (b"content-length", str(len(payload)).encode()),
+    ]
+    for name, value in (error.headers() or {}).items():
+        headers.append((name.lower().encode("latin-1"), value.encode("latin-1")))
+    await send({"type": "http.response.start", "status": error.status_code, "headers": headers})
     await send({"type": "http.response.body", "body": payload})
