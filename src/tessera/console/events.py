@@ -349,20 +349,15 @@ async def check_in(
     try:
         async with database.session(write=False) as session:
             person = await _person(session, project.id, form.who)
-            # A second check-in would move the time: the first one stands, and is said.
-            seen = await session.scalar(
-                select(Attendee.checked_in_at).where(
-                    Attendee.event_id == event.id, Attendee.user_id == person.id
-                )
-            )
-        if seen is not None:
-            when = datetime.fromtimestamp(seen, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
-            said = f"Already checked in at {when}: {_named(person)}"
-            return _door(request, project, event, (False, said), 409)
+        # The API's use-case: a second check-in moves the time to now, and is said.
         body = AttendeeRegister(
             event_id=event.id, user_id=person.id, checked_in_at=int(time.time())
         )
-        await service.register_attendee(database, user.principal(project), body=body)
+        registration = await service.register_attendee(database, user.principal(project), body=body)
     except AppError as error:
         return _door(request, project, event, (False, error.message), error.status_code)
+    if registration.checked_in_before is not None:
+        when = datetime.fromtimestamp(registration.checked_in_before, UTC)
+        said = f"Checked in again: {_named(person)} (first at {when:%Y-%m-%d %H:%M:%S} UTC)"
+        return _door(request, project, event, (True, said), 200)
     return _door(request, project, event, (True, f"Checked in: {_named(person)}"), 200)

@@ -4,14 +4,32 @@ import uuid
 from collections.abc import Iterator
 from typing import Any
 
-from sqlalchemy import bindparam, select
+from sqlalchemy import bindparam, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from tessera.db import Rows, get_in_project
+from tessera.db import Rows, get_in_project, lock_for_update, table_of
 from tessera.errors import EventNotFound
-from tessera.models import Event
+from tessera.models import Attendee, Event
 
 _EVENTS = Event.__table__
+_ATTENDEES = table_of(Attendee)
+ATTENDEE = select(_ATTENDEES).where(_ATTENDEES.c.id == bindparam("id"))
+ATTENDEE_OF = select(_ATTENDEES.c.id).where(
+    _ATTENDEES.c.event_id == bindparam("event_id"), _ATTENDEES.c.user_id == bindparam("user_id")
+)
+REGISTERED = (
+    update(_ATTENDEES)
+    .where(_ATTENDEES.c.id == bindparam("id"))
+    .values(registered_at=bindparam("registered_at"), updated_at=bindparam("updated_at"))
+)
+CHECK_IN_OF = lock_for_update(
+    select(_ATTENDEES.c.checked_in_at).where(_ATTENDEES.c.id == bindparam("id"))
+)
+CHECKED_IN = (
+    update(_ATTENDEES)
+    .where(_ATTENDEES.c.id == bindparam("id"))
+    .values(checked_in_at=bindparam("checked_in_at"), updated_at=bindparam("updated_at"))
+)
 # Built once (see users.repository): the event by one column of the project's events.
 _EVENT_BY = {
     column: select(_EVENTS).where(

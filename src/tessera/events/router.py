@@ -57,7 +57,8 @@ async def register_event_attendee(
     database: DatabaseDep, principal: Writer, body: AttendeeRegister
 ) -> AttendeeRegistered:
     """Register a user to an event, or update the registration / check-in timestamps."""
-    return await service.register_attendee(database, principal, body=body)
+    registration = await service.register_attendee(database, principal, body=body)
+    return registration.attendee
 
 
 @router.get(

@@ -1,15 +1,16 @@
 """Event and attendee use-cases."""
 
 import uuid
+from dataclasses import dataclass
 
-from sqlalchemy import bindparam, delete, exists, func, or_, select, update
+from sqlalchemy import delete, exists, func, or_, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import joinedload
 
 from tessera.auth.principal import Principal
 from tessera.changes.outbox import EventType, record
-from tessera.db import Database, Row, joined, table_of
+from tessera.db import Database, Row, joined
 from tessera.errors import (
     EventDatesOutOfOrder,
     EventInUse,
@@ -165,34 +166,24 @@ async def list_attendees(
     return event, list(attendees)
 
 
-_ATTENDEES = table_of(Attendee)
-# Built once (see users.repository).
-_ATTENDEE = select(_ATTENDEES).where(_ATTENDEES.c.id == bindparam("id"))
-_ATTENDEE_OF = select(_ATTENDEES.c.id).where(
-    _ATTENDEES.c.event_id == bindparam("event_id"), _ATTENDEES.c.user_id == bindparam("user_id")
-)
-_REGISTERED = (
-    update(_ATTENDEES)
-    .where(_ATTENDEES.c.id == bindparam("id"))
-    .values(registered_at=bindparam("registered_at"), updated_at=bindparam("updated_at"))
-)
-_CHECKED_IN = (
-    update(_ATTENDEES)
-    .where(_ATTENDEES.c.id == bindparam("id"))
-    .values(checked_in_at=bindparam("checked_in_at"), updated_at=bindparam("updated_at"))
-)
-# The first check-in: the one that finds no check-in recorded; a later one that moves it.
-_FIRST_CHECK_IN = _CHECKED_IN.where(_ATTENDEES.c.checked_in_at.is_(None)).returning(_ATTENDEES.c.id)
-_CHECKED_IN_AGAIN = _CHECKED_IN.where(
-    _ATTENDEES.c.checked_in_at != bindparam("checked_in_at", type_=_ATTENDEES.c.checked_in_at.type)
-)
+@dataclass(frozen=True, slots=True)
+class Registration:
+    """What ``register_attendee`` did: the attendee as answered, and the check-in the record
+    had before this call when the call set one (None: it had none, or none was sent)."""
+
+    attendee: AttendeeRegistered
+    checked_in_before: int | None
 
 
 async def register_attendee(
     database: Database, principal: Principal, *, body: AttendeeRegister
-) -> AttendeeRegistered:
+) -> Registration:
     """Create the attendee record (``registered_at`` defaults to now) or update only the given
-    timestamps. A user's first check-in at an event adds 1 to their reputation."""
+    timestamps. A check-in sent for a person already checked in moves the time to the one sent
+    (the spec's "set or update"), whoever sends it: the API or the console's door, which sends
+    the moment of the scan and says that the person was checked in before. The first check-in
+    of a user at an event adds 1 to their reputation; a check-in that changes the time is an
+    ``attendee.checked_in`` change."""
     async with database.transaction() as tx:
         event = await repository.get_event_row(tx, principal.project_id, body.event_id)
         user = await get_user_row(tx, principal.project_id, body.user())
@@ -213,27 +204,38 @@ async def register_attendee(
         if new is not None:
             attendee_id = new.id
         else:
-            attendee_id = await tx.scalar(_ATTENDEE_OF, event_id=event.id, user_id=user.id)
+            attendee_id = await tx.scalar(
+                repository.ATTENDEE_OF, event_id=event.id, user_id=user.id
+            )
             if body.registered_at is not None:
                 await tx.execute(
-                    _REGISTERED, id=attendee_id, registered_at=body.registered_at, updated_at=now
+                    repository.REGISTERED,
+                    id=attendee_id,
+                    registered_at=body.registered_at,
+                    updated_at=now,
                 )
-        checked_in = False
+        checked_in, before = False, None
         if body.checked_in_at is not None:
-            values = {"id": attendee_id, "checked_in_at": body.checked_in_at, "updated_at": now}
-            if await tx.scalar(_FIRST_CHECK_IN, **values) is not None:
+            # Locked: of two check-ins at once, one is the first.
+            before = await tx.scalar(repository.CHECK_IN_OF, id=attendee_id)
+            if before is None:
                 await add_reputation(
                     tx, user, delta=FIRST_CHECK_IN_REPUTATION, reason=f"check-in:{event.id}"
                 )
+            if before != body.checked_in_at:
+                await tx.execute(
+                    repository.CHECKED_IN,
+                    id=attendee_id,
+                    checked_in_at=body.checked_in_at,
+                    updated_at=now,
+                )
                 checked_in = True
-            else:
-                checked_in = await tx.execute(_CHECKED_IN_AGAIN, **values) > 0
         # Read back inside the transaction: one transaction per registration, not two.
-        attendee = await tx.first(_ATTENDEE, id=attendee_id)
+        attendee = await tx.first(repository.ATTENDEE, id=attendee_id)
         registered = AttendeeRegistered.model_validate(joined(attendee, user=user, event=event))
         if new is not None or body.registered_at is not None:
             await record(tx, principal.project_id, EventType.ATTENDEE_REGISTERED, [registered])
         if checked_in:
             await record(tx, principal.project_id, EventType.ATTENDEE_CHECKED_IN, [registered])
         await tx.commit()
-    return registered
+    return Registration(registered, before)
