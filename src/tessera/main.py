@@ -142,6 +142,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.box = box
     app.state.authenticator = Authenticator(settings, box)
     app.state.chains = Chains(settings)
+    app.state.job_handlers = job_handlers()
     app.state.rate_limiter = RateLimiter(
         read=settings.rate_limit_read, write=settings.rate_limit_write
     )

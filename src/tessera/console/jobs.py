@@ -14,6 +14,7 @@ from tessera.console.web import PageNotFound, PosterDep, UserDep, back_to, page,
 from tessera.db import Rows, table_of
 from tessera.errors import AppError, InvalidInput
 from tessera.jobs import service as jobs
+from tessera.jobs.worker import JobContext
 from tessera.models import Job, JobStatus, Project
 
 router = APIRouter(prefix="/console", include_in_schema=False)
@@ -111,15 +112,12 @@ async def _project_of_job(rows: Rows, job_id: uuid.UUID) -> uuid.UUID | None:
 
 @router.post("/jobs/{job_id}/retry", response_class=HTMLResponse)
 async def retry_job(request: Request, user: PosterDep, job_id: uuid.UUID) -> Response:
-    # Imported here: tessera.main imports this module.
-    from tessera.jobs.worker import JobContext
-    from tessera.main import job_handlers
-
     state = request.app.state
     try:
         await _check_visible(request, user, job_id)
         context = JobContext(state.database, state.box, state.chains)
-        await jobs.retry_job(context, job_handlers(), job_id=job_id)
+        # The app's registry of job kinds (tessera.main), which sits above the console.
+        await jobs.retry_job(context, state.job_handlers, job_id=job_id)
     except AppError as error:
         return problem(request, error, "The job was not retried")
     return back_to("/console/jobs", "Job queued again.")
