@@ -35,7 +35,7 @@ class Settings(BaseSettings):
     # line is a JSON object when stderr is not a terminal (see tessera.logs).
     access_log: bool = True
     # FastAPI's own OpenTelemetry spans, metrics and logs, for the providers the process sets
-    # up. Off, a request does not look the global providers up (about 6 us of ~90).
+    # up. Off, a request does not look the global providers up.
     opentelemetry: bool = False
     # GET /metrics wants "Authorization: Bearer <this>"; unset, it answers loopback clients only.
     metrics_token: SecretStr | None = Field(default=None, min_length=16)

@@ -110,8 +110,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             runner = make_worker(JobContext(database, box, app.state.chains), settings)
             worker = asyncio.create_task(runner.run_forever(stop))
         # Everything built so far lives as long as the process: keep it out of the cyclic
-        # garbage collector's full passes, which would otherwise walk it (~100 ms each, a few
-        # times a second under load; see the README's Speed section).
+        # garbage collector's full passes, which would otherwise walk all of it again and again
+        # under load (bench/README.md).
         gc.freeze()
         try:
             yield

@@ -26,9 +26,8 @@ def new_id() -> uuid.UUID:
     """A new row's id: a UUIDv7 (RFC 9562), whose first 48 bits are the time in milliseconds
     and the other 74 random. Rows written together get neighbouring ids, so a batch (1500
     users and their wallets) adds to the end of each index keyed by them rather than to a
-    random page per row: creating 1500 users next to a million went from 300 to 210 ms on
-    SQLite, and PostgreSQL's B-trees gain the same. The time it tells is no secret here: each
-    resource shows when it was created."""
+    random page per row, on SQLite and in PostgreSQL's B-trees alike. The time it tells is no
+    secret here: each resource shows when it was created."""
     return uuid7()
 
 
@@ -56,8 +55,8 @@ class UTCDateTime(TypeDecorator[datetime]):
 
     def result_processor(self, dialect: Dialect, coltype: Any) -> Callable[[Any], Any] | None:
         """On SQLite, the stored text ("2026-11-23 20:34:32.054460", naive UTC) parsed with its
-        offset by Python's own parser: 0.1 us a value where SQLAlchemy's pattern followed by
-        ``process_result_value`` takes 0.76 us, and a page of 20 products has 40. Text in any
+        offset by Python's own parser, in one call where SQLAlchemy's way is a pattern and then
+        ``process_result_value`` (a page of products has dozens of timestamps). Text in any
         other form goes the general way."""
         general = super().result_processor(dialect, coltype)
         if dialect.name != "sqlite" or general is None:
@@ -77,9 +76,9 @@ class UTCDateTime(TypeDecorator[datetime]):
 
 class Uuid(sqlalchemy.Uuid[uuid.UUID]):
     """SQLAlchemy's ``Uuid``, read faster from SQLite, which stores it as 32 hex digits: the
-    ``uuid.UUID`` is made from its number as pickle and pydantic make one (0.32 us instead of
-    the 0.68 us of ``UUID.__init__``, which reads every spelling of a UUID); a page of 20
-    products and their events has 100."""
+    ``uuid.UUID`` is made from its number as pickle and pydantic make one, rather than by
+    ``UUID.__init__``, which reads every spelling of a UUID (a page of products and their
+    events has a hundred)."""
 
     def result_processor(self, dialect: Dialect, coltype: Any) -> Callable[[Any], Any] | None:
         general: Callable[[Any], Any] | None = super().result_processor(  # type: ignore[no-untyped-call]

@@ -30,7 +30,7 @@ _PRODUCT = select(_PRODUCTS).where(
 # columns as ``event__<key>``) in the same statement for one product, and on PostgreSQL for a
 # page, where reading the page's events apart would cost a second round trip. On SQLite, where a
 # statement costs none, a page reads its events apart, each once: its rows then carry 21
-# columns instead of 32, mostly repeated or empty (a page of 20 in process: 96 -> 78 us).
+# columns instead of 32, mostly repeated or empty.
 _PRODUCT_READ = [c for c in _PRODUCTS.c if c.key in ProductRead.model_fields]
 _EVENT_KEYS = tuple(_EVENTS.c.keys())
 _PRODUCTS_AND_EVENTS = (
