@@ -293,8 +293,8 @@ class TestEveryRequestSchemaRefusesNul:
 @pytest.mark.skipif(BACKEND != "postgresql", reason="PostgreSQL's pooled connections")
 class TestDroppedConnections:
     async def test_reads_recover_once_the_server_dropped_the_pool(self, client, tenant, database):
-        """A restart (here: every backend of the pool terminated) fails at most one read;
-        the pool is replaced, and the next reads work."""
+        """A restart (here: every backend of both pools terminated) fails at most one read;
+        the pools are replaced, and the next reads work."""
         user = await create_user(client, tenant)
         for _ in range(5):  # fill the pool with connections that read
             await asyncio.gather(

@@ -6,7 +6,6 @@ import uuid
 import pytest
 from sqlalchemy import bindparam, func, select, update
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.util.concurrency import greenlet_spawn
 
 from tessera.db import Database, table_of
 from tessera.models import Attendee, Job, JobStatus, User
@@ -111,8 +110,10 @@ def _backend_pid(rows):
 
 @pytest.mark.skipif(BACKEND != "postgresql", reason="PostgreSQL's pool")
 class TestPooledConnections:
-    """``Database._driver`` takes an idle pooled connection without a greenlet, and the pool's
-    usual way whenever that needs I/O: a wait, a new connection, one to recycle, an overflow."""
+    """``Database._driver`` takes its connections from ``db.ConnectionPool``: a reader beyond
+    the pool waits for a connection, overflow connections serve a burst and are closed on
+    their way back, and connections the pool was told are stale (a server restart) are
+    replaced."""
 
     @pytest.fixture
     async def small(self, database):
@@ -123,10 +124,12 @@ class TestPooledConnections:
         made: list[Database] = []
         yield make
         for one in made:
-            await one.engine.dispose()
+            await one.dispose()
 
     async def test_readers_beyond_the_pool_wait_for_its_connection(self, small):
+        waits: list[float] = []
         db = small(pool_size=1, max_overflow=0)
+        db.on_pool_wait = waits.append
         gate = asyncio.Event()
 
         async def hold(rows):
@@ -135,24 +138,47 @@ class TestPooledConnections:
 
         readers = [asyncio.create_task(db.read(hold)) for _ in range(4)]
         await asyncio.sleep(0.05)
-        assert db.engine.sync_engine.pool.checkedout() == 1
+        assert (db.pool.opened, db.pool.idle) == (1, 0)
         gate.set()
         pids = await asyncio.gather(*readers)
         assert len(set(pids)) == 1
-        assert db.engine.sync_engine.pool.checkedin() == 1
+        assert (db.pool.opened, db.pool.idle) == (1, 1)
+        assert len(waits) == 4 and max(waits) >= 0.04  # the last ones waited for the first
 
-    async def test_a_connection_due_for_recycling_is_replaced(self, small):
+    async def test_many_readers_some_cancelled_leave_the_pool_whole(self, small):
+        """Readers queue, some are cancelled while they wait or while they read: every
+        connection comes back, and none is opened beyond the limit."""
+        db = small(pool_size=2, max_overflow=1)
+        most = 0
+
+        async def read(rows):
+            nonlocal most
+            most = max(most, db.pool.opened)
+            await asyncio.sleep(0.001)
+            return await _backend_pid(rows)
+
+        tasks = [asyncio.create_task(db.read(read)) for _ in range(200)]
+        await asyncio.sleep(0.01)
+        for task in tasks[::7]:
+            task.cancel()
+        done = await asyncio.gather(*tasks, return_exceptions=True)
+        pids = {d for d in done if isinstance(d, int)}
+        assert len(pids) <= 3 and most <= 3
+        assert sum(isinstance(d, asyncio.CancelledError) for d in done) >= 1
+        assert db.pool.opened == db.pool.idle <= 2  # the overflow one closed on its way back
+        async with db.transaction() as tx:  # a kept connection serves the next write
+            assert await _backend_pid(tx) in pids
+
+    async def test_stale_connections_are_replaced(self, small):
         db = small(pool_size=1, max_overflow=0)
         first = await db.read(_backend_pid)
         assert await db.read(_backend_pid) == first  # the same idle connection, reused
-        pooled = await db.engine.raw_connection()
-        pooled.invalidate(soft=True)  # recycle it at its next checkout
-        await greenlet_spawn(pooled.close)
+        db.pool.expire()
         second = await db.read(_backend_pid)
         assert second != first
         assert await db.read(_backend_pid) == second
 
-    async def test_an_overflow_connection_is_closed_on_its_way_back(self, small):
+    async def test_overflow_connections_serve_a_burst(self, small):
         db = small(pool_size=1, max_overflow=1)
         gate = asyncio.Event()
 
@@ -162,10 +188,10 @@ class TestPooledConnections:
 
         readers = [asyncio.create_task(db.read(hold)) for _ in range(2)]
         await asyncio.sleep(0.05)
-        pool = db.engine.sync_engine.pool
-        assert pool.checkedout() == 2 and pool.overflow() == 1
+        assert (db.pool.opened, db.pool.idle) == (2, 0)
         gate.set()
-        assert len(set(await asyncio.gather(*readers))) == 2
-        assert (pool.checkedout(), pool.checkedin(), pool.overflow()) == (0, 1, 0)
-        async with db.transaction() as tx:  # and what is left works, for writes too
-            assert await _backend_pid(tx) in await asyncio.gather(*readers)
+        pids = await asyncio.gather(*readers)
+        assert len(set(pids)) == 2
+        assert (db.pool.opened, db.pool.idle) == (1, 1)
+        async with db.transaction() as tx:  # and the connections work for writes too
+            assert await _backend_pid(tx) in pids

@@ -12,17 +12,17 @@ already provides.
 """
 
 import asyncio
+import collections
+import json
 import sqlite3
 import time
 import uuid
-import warnings
 import weakref
 from collections import namedtuple
 from collections.abc import (
     AsyncIterator,
     Awaitable,
     Callable,
-    Generator,
     Hashable,
     Iterable,
     Iterator,
@@ -33,7 +33,6 @@ from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Annotated, Any, TypeVar
 
-import aiosqlite
 import asyncpg
 from fastapi import Depends, Request
 from sqlalchemy import (
@@ -53,7 +52,7 @@ from sqlalchemy import (
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.engine import URL, make_url
-from sqlalchemy.exc import IntegrityError, MissingGreenlet, OperationalError
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import (
     AsyncEngine,
     AsyncSession,
@@ -63,15 +62,14 @@ from sqlalchemy.ext.asyncio import (
 from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.orm import DeclarativeBase
 from sqlalchemy.orm.interfaces import ORMOption
-from sqlalchemy.pool import Pool, PoolProxiedConnection, QueuePool
 from sqlalchemy.sql import visitors
 from sqlalchemy.sql.compiler import SQLCompiler
 from sqlalchemy.sql.functions import FunctionElement
-from sqlalchemy.util.concurrency import await_, greenlet_spawn
 
 from tessera.errors import NotFound
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000
+POOL_RECYCLE_SECONDS = 3600.0
 SQLITE_BUSY_RETRY_SECONDS = 0.005
 
 T = TypeVar("T")
@@ -89,6 +87,133 @@ def _row_type(name: str, keys: list[str]) -> Any:
 
 
 READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+
+
+class ConnectionPool:
+    """The asyncpg connections of the hot reads and writes, kept open for the next request.
+
+    asyncpg's own ``Pool`` wraps each connection in a proxy and does more on each acquire and
+    release than a whole read costs Tessera otherwise (bench/README.md); this is a stack of
+    idle connections, the last one given back on top. Up to ``size`` connections stay open; in
+    a burst up to ``size + overflow`` are open at once, the ones beyond ``size`` closed as they
+    come back. Past that, a request waits, first come first served, for a connection given
+    back. A connection found closed (a server restart), older than ``recycle_seconds``, or
+    open when ``expire()`` was called is replaced before it is used again.
+    """
+
+    def __init__(
+        self,
+        dsn: str,
+        *,
+        size: int,
+        overflow: int,
+        recycle_seconds: float,
+        init: Callable[[asyncpg.Connection], Awaitable[None]],
+    ) -> None:
+        self.dsn = dsn
+        self.size = size
+        self.limit = size + overflow
+        self.recycle_seconds = recycle_seconds
+        self.init = init
+        self.opened = 0  # open, or being opened
+        self._generation = 0
+        self._idle: list[tuple[asyncpg.Connection, float, int]] = []
+        self._in_use: dict[asyncpg.Connection, tuple[float, int]] = {}
+        # A waiter is handed a connection, or None: a place is free to open one.
+        self._waiting: collections.deque[asyncio.Future[asyncpg.Connection | None]] = (
+            collections.deque()
+        )
+
+    @property
+    def idle(self) -> int:
+        return len(self._idle)
+
+    async def acquire(self) -> asyncpg.Connection:
+        while True:
+            while self._idle:
+                connection, opened_at, generation = self._idle.pop()
+                if self._fresh(connection, opened_at, generation):
+                    self._in_use[connection] = (opened_at, generation)
+                    return connection
+                self._discard(connection)
+            if self.opened < self.limit:
+                return await self._open()
+            waiter: asyncio.Future[asyncpg.Connection | None] = (
+                asyncio.get_running_loop().create_future()
+            )
+            self._waiting.append(waiter)
+            try:
+                handed = await waiter
+            except asyncio.CancelledError:
+                if waiter.done() and not waiter.cancelled():  # handed over as it was cancelled
+                    if (connection := waiter.result()) is not None:
+                        self.release(connection)
+                    else:
+                        self._hand(None)
+                raise
+            if handed is not None:
+                return handed
+
+    def release(self, connection: asyncpg.Connection) -> None:
+        opened_at, generation = self._in_use.pop(connection)
+        if not self._fresh(connection, opened_at, generation):
+            self._discard(connection)
+            self._hand(None)
+        elif self._waiting:
+            self._in_use[connection] = (opened_at, generation)
+            if not self._hand(connection):
+                self._in_use.pop(connection)
+                self._keep(connection, opened_at, generation)
+        else:
+            self._keep(connection, opened_at, generation)
+
+    def expire(self) -> None:
+        """Every connection open now is replaced before its next use."""
+        self._generation += 1
+
+    async def close(self) -> None:
+        idle, self._idle = self._idle, []
+        for connection, _, _ in idle:
+            self.opened -= 1
+            await connection.close()
+
+    def _keep(self, connection: asyncpg.Connection, opened_at: float, generation: int) -> None:
+        if self.opened > self.size:  # an overflow connection
+            self._discard(connection)
+        else:
+            self._idle.append((connection, opened_at, generation))
+
+    def _hand(self, item: asyncpg.Connection | None) -> bool:
+        while self._waiting:
+            waiter = self._waiting.popleft()
+            if not waiter.done():
+                waiter.set_result(item)
+                return True
+        return False
+
+    def _fresh(self, connection: asyncpg.Connection, opened_at: float, generation: int) -> bool:
+        return (
+            generation == self._generation
+            and not connection.is_closed()
+            and time.monotonic() - opened_at < self.recycle_seconds
+        )
+
+    def _discard(self, connection: asyncpg.Connection) -> None:
+        self.opened -= 1
+        if not connection.is_closed():
+            connection.terminate()
+
+    async def _open(self) -> asyncpg.Connection:
+        self.opened += 1
+        try:
+            connection = await asyncpg.connect(self.dsn)
+            await self.init(connection)
+        except BaseException:
+            self.opened -= 1
+            self._hand(None)
+            raise
+        self._in_use[connection] = (time.monotonic(), self._generation)
+        return connection
 
 
 class Database:
@@ -116,14 +241,31 @@ class Database:
                 self.url, busy_timeout_ms=0
             )
         else:
-            # No ping before each use (a round trip per request): a connection broken by a
-            # server restart fails its request, and SQLAlchemy then replaces the whole pool.
+            # The ORM sessions' pool (the use-cases that are not hot, the credential checks on
+            # a cache miss, the worker, the console), pinged before each use, as they are
+            # not hot: a server restart goes unnoticed. The hot reads and writes have a pool of
+            # their own, of the driver itself (``ConnectionPool``).
             self.engine = create_async_engine(
-                url, pool_size=pool_size, max_overflow=max_overflow, pool_recycle=3600
+                url,
+                pool_size=max(2, pool_size // 4),
+                max_overflow=max_overflow,
+                pool_recycle=POOL_RECYCLE_SECONDS,
+                pool_pre_ping=True,
             )
             self.write_engine = self.engine
             self._write_lock = None
             self._sqlite_reader = self._sqlite_writer = None
+        self.pool_size = pool_size
+        # The hot reads' and writes' connections (PostgreSQL); opened as they are needed.
+        self.pool: ConnectionPool | None = None
+        if not self.is_sqlite:
+            self.pool = ConnectionPool(
+                self.url.set(drivername="postgresql").render_as_string(hide_password=False),
+                size=pool_size,
+                overflow=max_overflow,
+                recycle_seconds=POOL_RECYCLE_SECONDS,
+                init=_json_codecs,
+            )
         self._readers = async_sessionmaker(self.engine, expire_on_commit=False)
         self._writers = async_sessionmaker(self.write_engine, expire_on_commit=False)
         self._compiled: dict[tuple[Executable, tuple[int, ...]], _Compiled] = {}
@@ -138,9 +280,9 @@ class Database:
         Reads are async functions of ``Rows``: Core SELECTs, compiled once per backend by
         SQLAlchemy and then run by the driver itself (sqlite3, asyncpg), in autocommit: no
         BEGIN and ROLLBACK around them, no ORM, no per-statement SQLAlchemy execution. On
-        SQLite they run at once on the event loop's thread (as the sessions' statements do,
-        see ``_InlineConnection``), on one connection of their own; on PostgreSQL on a
-        connection of the pool. A read that needs several statements sees each one's committed
+        SQLite they run at once on the event loop's thread, on one connection of their own
+        (a statement costs less than handing it to a thread); on PostgreSQL on a connection of
+        ``ConnectionPool``. A read that needs several statements sees each one's committed
         state, as READ COMMITTED does on PostgreSQL, so a read that must be consistent is
         written as one statement.
         """
@@ -187,33 +329,22 @@ class Database:
 
     @asynccontextmanager
     async def _driver(self) -> AsyncIterator[asyncpg.Connection]:
-        """A pooled PostgreSQL connection's asyncpg connection, for statements that bypass
-        SQLAlchemy's execution. Taken from the engine's pool itself: an ``AsyncConnection``
-        around it cost 44 us of CPU a request. An idle connection is taken and given back
-        without a greenlet (``_pooled_now``): the two cost 50 us of CPU around a statement."""
-        pool = self.engine.sync_engine.pool
+        """A connection of asyncpg's pool, for statements that bypass SQLAlchemy's execution.
+        A connection that turns out broken (a server restart) fails its request, and every
+        idle connection of the pool is replaced before its next use."""
+        pool = self.pool
+        assert pool is not None
         began = time.perf_counter()
-        pooled = _pooled_now(pool) or await self.engine.raw_connection()
+        connection = await pool.acquire()
         if self.on_pool_wait is not None:
             self.on_pool_wait(time.perf_counter() - began)
-        driver: asyncpg.Connection = pooled.driver_connection
         try:
-            yield driver
-        except Exception as exc:
-            if isinstance(exc, DISCONNECTED) or driver.is_closed():
-                # What SQLAlchemy does when its own statement meets a dropped connection
-                # (a server restart): this request fails, and the pool is replaced.
-                await greenlet_spawn(pooled.invalidate, exc)
-                await self.engine.dispose(close=False)
+            yield connection
+        except DISCONNECTED:
+            pool.expire()
             raise
         finally:
-            # Back to the pool. Our statements never open the adapter's transaction, so its
-            # reset does no I/O; an invalidated connection, or a pool with overflow
-            # connections (it may close this one), go the usual way.
-            if pooled.is_valid and isinstance(pool, QueuePool) and pool.overflow() <= 0:
-                pooled.close()
-            else:
-                await greenlet_spawn(pooled.close)
+            pool.release(connection)
 
     def compiled(self, statement: Executable, sizes: tuple[int, ...]) -> "_Compiled":
         """``statement`` compiled for this backend (and these lengths of its list parameters),
@@ -250,6 +381,8 @@ class Database:
             self.on_pool_wait(time.perf_counter() - began)
 
     async def dispose(self) -> None:
+        if self.pool is not None:
+            await self.pool.close()
         await self.engine.dispose()
         if self.write_engine is not self.engine:
             await self.write_engine.dispose()
@@ -566,27 +699,23 @@ def table_of(model: type[DeclarativeBase]) -> Table:
     return table
 
 
-def _pooled_now(pool: Pool) -> PoolProxiedConnection | None:
-    """An idle connection of ``pool`` taken at once, without a greenlet, or None when taking
-    one needs I/O (none idle; one due for recycling): SQLAlchemy raises ``MissingGreenlet``
-    before the I/O, having kept nothing (the record to recycle goes back to the pool, to be
-    reconnected), and the caller takes one the usual way."""
-    if not isinstance(pool, QueuePool) or pool.checkedin() == 0:
-        return None
-    try:
-        return pool.connect()
-    except MissingGreenlet:
-        return None
-
-
-# The connection that _pooled_now did not open: SQLAlchemy closes asyncpg's ``connect()``
-# unawaited, on purpose.
-warnings.filterwarnings(
-    "ignore",
-    "coroutine 'connect' was never awaited",
-    RuntimeWarning,
-    module="sqlalchemy.util.concurrency",
-)
+async def _json_codecs(connection: asyncpg.Connection) -> None:
+    """JSON in and out as SQLAlchemy's asyncpg dialect sets it up on its connections: the
+    statements' bind and result conversions are SQLAlchemy's, and expect the same."""
+    await connection.set_type_codec(
+        "json",
+        encoder=str.encode,
+        decoder=lambda value: json.loads(value.decode()),
+        schema="pg_catalog",
+        format="binary",
+    )
+    await connection.set_type_codec(
+        "jsonb",
+        encoder=lambda value: b"\x01" + value.encode(),
+        decoder=lambda value: json.loads(value[1:].decode()),
+        schema="pg_catalog",
+        format="binary",
+    )
 
 
 def part(row: Any, prefix: str, keys: Iterable[str], **known: object) -> SimpleNamespace:
@@ -653,65 +782,21 @@ def _sqlite_pragmas(dbapi_connection: Any, *, busy_timeout_ms: int) -> None:
     cursor.close()
 
 
-class _InlineConnection(aiosqlite.Connection):
-    """aiosqlite's connection with each call run at once on the event loop's thread.
-
-    aiosqlite hands every call (cursor, execute, fetch, commit) to a thread and back; on this
-    kind of machine each hand-over costs more than the SQLite statement it carries, and a write
-    makes dozens. SQLite statements on an indexed row take microseconds, so the session's
-    connections run them inline instead. Nothing may wait inside SQLite on the loop: the only
-    wait, for another process's write lock, happens in ``_begin`` with an asyncio sleep.
-    The largest read (a page of 1000 users) holds the loop for a few milliseconds.
-    """
-
-    def __await__(self) -> Generator[Any, None, "_InlineConnection"]:
-        return self._connect().__await__()
-
-    async def _connect(self) -> "_InlineConnection":
-        if self._connection is None:
-            self._connection = self._connector()
-        return self
-
-    async def _execute(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-        return fn(*args, **kwargs)
-
-    def stop(self) -> None:
-        self._running = False
-        if self._connection is not None:
-            self._connection.close()
-            self._connection = None
-
-
 def _sqlite_engine(url: URL, *, begin: str) -> AsyncEngine:
-    path = url.database or ":memory:"
-
-    def open_sqlite() -> sqlite3.Connection:
-        # No transaction control by the driver: we say how to BEGIN. No busy timeout: SQLite
-        # would sleep on the event loop (see _begin).
-        return sqlite3.connect(path, timeout=0, isolation_level=None)
-
-    async def connect() -> _InlineConnection:
-        return await _InlineConnection(open_sqlite, 64)
-
-    engine = create_async_engine(url, async_creator=connect)
+    """The ORM sessions' engine on SQLite: aiosqlite, each connection on a thread of its own,
+    where SQLite may wait for another process's write lock (``busy_timeout``) without holding
+    the event loop. The driver controls no transaction: the "begin" event says how to BEGIN
+    (SQLAlchemy's documented recipe for SQLite's transactions)."""
+    engine = create_async_engine(url)
 
     @event.listens_for(engine.sync_engine, "connect")
     def _on_connect(dbapi_connection: Any, _record: Any) -> None:
-        _sqlite_pragmas(dbapi_connection, busy_timeout_ms=0)
+        dbapi_connection.isolation_level = None
+        _sqlite_pragmas(dbapi_connection, busy_timeout_ms=SQLITE_BUSY_TIMEOUT_MS)
 
     @event.listens_for(engine.sync_engine, "begin")
     def _begin(connection: Any) -> None:
-        # Another process (the CLI, a second server) may hold the write lock: wait for it
-        # without blocking the loop, up to the busy timeout.
-        deadline = time.monotonic() + SQLITE_BUSY_TIMEOUT_MS / 1000
-        while True:
-            try:
-                connection.exec_driver_sql(begin)
-                return
-            except OperationalError as exc:
-                if "locked" not in str(exc) or time.monotonic() > deadline:
-                    raise
-            await_(asyncio.sleep(SQLITE_BUSY_RETRY_SECONDS))
+        connection.exec_driver_sql(begin)
 
     return engine
 

@@ -17,7 +17,6 @@ from pathlib import Path
 
 from prometheus_client import CollectorRegistry, Gauge, Histogram
 from prometheus_client.multiprocess import MultiProcessCollector, mark_process_dead
-from sqlalchemy.pool import QueuePool
 
 from tessera import logs
 from tessera.db import Database
@@ -133,17 +132,16 @@ def _gauges() -> PoolGauges:
 
 
 def sample_pool(database: Database) -> None:
+    """The pool of the hot reads and writes (``db.ConnectionPool``)."""
     if database.is_sqlite:
         return
-    pool = database.engine.pool
-    if not isinstance(pool, QueuePool):
-        return
     gauges = _gauges()
-    gauges.checked_out.set(pool.checkedout())
-    gauges.idle.set(pool.checkedin())
-    gauges.size.set(pool.size())
-    # overflow() counts the connections not yet opened below the size as negative.
-    gauges.overflow.set(max(pool.overflow(), 0))
+    pool = database.pool
+    open_, idle = (pool.opened, pool.idle) if pool is not None else (0, 0)
+    gauges.checked_out.set(open_ - idle)
+    gauges.idle.set(idle)
+    gauges.size.set(database.pool_size)
+    gauges.overflow.set(max(open_ - database.pool_size, 0))
     gauges.max_overflow.set(database.max_overflow)
 
 
