@@ -9,28 +9,31 @@ import pytest
 from fastapi import FastAPI, Request, Response
 from fastapi.routing import APIRoute, request_response
 
-from tessera.handlers import PlainRoute, plain_handler
+from tessera.auth.dependencies import ProjectRoute
+from tessera.handlers import plain_handler
 from tessera.routing import TELEMETRY
 from tests.factories import create_event, create_order, create_product, create_user
 
 SECRET = "tsk_unknown_0000000000000000000000000000000000000000000"
 
 
-def plain_routes(app: FastAPI) -> list[PlainRoute]:
+def plain_routes(app: FastAPI) -> list[ProjectRoute]:
     """The routes of ``app`` that the plain handler answers (the others fall back)."""
     return [
         route
         for route in app.router.routes
-        if isinstance(route, PlainRoute) and route.get_route_handler().__name__ == "handle"
+        if isinstance(route, ProjectRoute)
+        and plain_handler(route, APIRoute.get_route_handler(route)) is not None
     ]
 
 
 @contextmanager
 def general_handling(app: FastAPI) -> Iterator[int]:
-    """Every plain route of ``app`` handled by FastAPI's general handler meanwhile; how many."""
+    """Every plain route of ``app`` handled by FastAPI's general handler meanwhile (behind
+    the same admission); how many."""
     plain = plain_routes(app)
     for route in plain:
-        route.app = request_response(APIRoute.get_route_handler(route))
+        route.app = request_response(route.admitting(APIRoute.get_route_handler(route)))
     try:
         yield len(plain)
     finally:

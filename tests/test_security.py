@@ -8,9 +8,13 @@ from fastapi import FastAPI
 from fastapi.routing import APIRoute, iter_route_contexts
 
 from tessera.api import OPEN_ROUTES
-from tessera.auth.dependencies import authenticate
+from tessera.auth.dependencies import ProjectRoute
 from tessera.console.web import signed_in
-from tessera.db import READ_ONLY_ENDPOINTS
+from tessera.db import is_read_only
+
+
+def _never() -> None:
+    """Not an endpoint."""
 
 
 def _depends_on(dependant, target) -> bool:
@@ -24,10 +28,11 @@ class TestRouteSecurity:
             methods = getattr(route, "methods", None) or set()
             for method in methods - {"HEAD"}:
                 key = (method, route.path)
+                # The API's credentials (every ProjectRoute admits a request first), or a
+                # console session (the console's own sign-in).
                 api_route = isinstance(route.original_route, APIRoute)
-                # The API's credentials, or a console session (the console's own sign-in).
-                guarded = api_route and any(
-                    _depends_on(route.dependant, check) for check in (authenticate, signed_in)
+                guarded = isinstance(route.original_route, ProjectRoute) or (
+                    api_route and _depends_on(route.dependant, signed_in)
                 )
                 if guarded:
                     assert key not in OPEN_ROUTES, f"{key} is allowlisted but authenticates"
@@ -85,6 +90,6 @@ def test_the_read_only_posts_are_marked(app):
     marked = {
         route.path
         for route in iter_route_contexts(app.routes)
-        if getattr(route.original_route, "endpoint", None) in READ_ONLY_ENDPOINTS
+        if is_read_only(getattr(route.original_route, "endpoint", _never))
     }
     assert marked == READ_POSTS

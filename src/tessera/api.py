@@ -12,7 +12,6 @@ from tessera.changes.router import router as changes_router
 from tessera.claims.router import router as claim_links_router
 from tessera.errors import responses
 from tessera.events.router import router as events_router
-from tessera.idempotency import WRITE_METHODS, IdempotentRoute
 from tessera.legacy.router import router as legacy_router
 from tessera.orders.router import router as orders_router
 from tessera.products.router import router as products_router
@@ -95,8 +94,8 @@ class VersionAnswer:
 
 
 def include_v1(app: FastAPI) -> None:
-    """Every project route, under /v1 (``project_router``: each checks the credential, its
-    rate limit, then unknown query parameters first). The routes are added to the app's own
+    """Every project route, under /v1 (``ProjectRoute``: each checks the credential, its rate
+    limit, then unknown query parameters first). The routes are added to the app's own
     list, not included as routers: FastAPI routes an included router's requests by trying its
     routes twice, and tessera.routing indexes the app's list."""
     domains = (
@@ -115,11 +114,11 @@ def include_v1(app: FastAPI) -> None:
 
 
 def document(app: FastAPI, *, rate_limits: bool = False, webhook_url: str | None = None) -> None:
-    """Complete the generated OpenAPI with what is enforced outside the route signatures.
+    """Complete the generated OpenAPI with what no route declares (FastAPI's documented way to
+    extend it: its ``openapi`` method replaced by one that completes what it generates).
 
-    - Both credential schemes on every operation but the open ones: ``authenticate`` reads the
-      headers itself rather than through FastAPI's security dependencies (see
-      tessera.auth.dependencies).
+    - The two credential schemes (each project operation names them, ``ProjectRoute``; the
+      Idempotency-Key header is declared by ``IdempotentRoute``).
     - No NUL character in any text (tessera.schemas, tessera.middleware): a pattern on every
       string that has no pattern, format or fixed values of its own.
     - Links from what creates an object to what reads or uses it (``LINKS``), so that a client
@@ -135,19 +134,10 @@ def document(app: FastAPI, *, rate_limits: bool = False, webhook_url: str | None
             return app.openapi_schema
         schema = generate()  # which keeps it as app.openapi_schema
         schema.setdefault("components", {})["securitySchemes"] = SECURITY_SCHEMES
-        keyed = {
-            (method, route.path_format)
-            for route in app.routes
-            if isinstance(route, IdempotentRoute)
-            for method in (route.methods or set()) & WRITE_METHODS
-        }
-        for path, operations in schema["paths"].items():
-            for method, operation in operations.items():
-                if (method.upper(), path) in keyed:
-                    _idempotent(operation)
-                if (method.upper(), path) not in OPEN_ROUTES:
-                    operation["security"] = [{name: []} for name in SECURITY_SCHEMES]
-                    if rate_limits:
+        if rate_limits:
+            for path, operations in schema["paths"].items():
+                for method, operation in operations.items():
+                    if (method.upper(), path) not in OPEN_ROUTES:
                         _answers(operation, {"429": responses(429)[429]["description"]})
         if webhook_url is not None:
             _webhook_urls(schema, webhook_url)
@@ -156,33 +146,6 @@ def document(app: FastAPI, *, rate_limits: bool = False, webhook_url: str | None
         return schema
 
     app.openapi = openapi  # type: ignore[method-assign]
-
-
-IDEMPOTENCY_KEY = {
-    "name": "Idempotency-Key",
-    "in": "header",
-    "required": False,
-    "description": (
-        "Makes the request safe to retry: the first answer is kept with the key for 24 h "
-        "(TESSERA_IDEMPOTENCY_TTL_SECONDS) and a retry with the same key and request gets it again "
-        "(Idempotent-Replayed: true) without doing anything; the key with another request is 422, "
-        "and while the first request runs, 409. Keys belong to the credential's project (a claim: "
-        "to its claim link). Answers of 429 and 5xx are not kept."
-    ),
-    "schema": {"type": "string", "minLength": 1, "maxLength": 255, "pattern": "^[!-~]+$"},
-}
-
-
-def _idempotent(operation: dict[str, Any]) -> None:
-    """Every write takes an ``Idempotency-Key`` (tessera.idempotency)."""
-    operation.setdefault("parameters", []).append(IDEMPOTENCY_KEY)
-    _answers(
-        operation,
-        {
-            "409": "A request with this Idempotency-Key is still running.",
-            "422": "The Idempotency-Key was sent before with another request.",
-        },
-    )
 
 
 def _answers(operation: dict[str, Any], descriptions: dict[str, str]) -> None:

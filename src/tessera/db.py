@@ -13,6 +13,7 @@ already provides.
 
 import asyncio
 import collections
+import inspect
 import json
 import sqlite3
 import time
@@ -863,11 +864,17 @@ def reads_only(endpoint: EndpointT) -> EndpointT:
     return endpoint
 
 
+def is_read_only(endpoint: Callable[..., Any]) -> bool:
+    """Whether ``endpoint`` (or the function it wraps) was marked ``reads_only``."""
+    return inspect.unwrap(endpoint) in READ_ONLY_ENDPOINTS
+
+
 def writes(request: Request) -> bool:
     """Whether the request may change data (a lookup sent as POST does not: ``reads_only``)."""
     if request.method in READ_METHODS:
         return False
-    return request.scope.get("endpoint") not in READ_ONLY_ENDPOINTS
+    endpoint = request.scope.get("endpoint")
+    return endpoint is None or not is_read_only(endpoint)
 
 
 async def get_session(request: Request) -> AsyncIterator[AsyncSession]:

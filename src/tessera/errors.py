@@ -27,7 +27,7 @@ from typing import Any
 from fastapi import APIRouter, FastAPI, HTTPException, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
-from fastapi.routing import APIRoute, iter_route_contexts
+from fastapi.routing import iter_route_contexts
 from pydantic import BaseModel
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import compile_path
@@ -432,7 +432,6 @@ def concrete_paths_own_their_methods(router: APIRouter, *paths: str) -> None:
             not_allowed,
             methods=["GET", "PUT", "PATCH", "DELETE"],
             include_in_schema=False,
-            route_class_override=APIRoute,  # a refusal: nothing for an Idempotency-Key to keep
         )
 
 

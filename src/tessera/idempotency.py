@@ -25,8 +25,10 @@ import hashlib
 import json
 import re
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
+from typing import Any
 
 from fastapi import Request
 from fastapi.routing import APIRoute
@@ -34,7 +36,7 @@ from sqlalchemy import bindparam, delete, select, update
 from starlette.types import Message, Receive, Scope, Send
 
 from tessera.db import Database, lock_for_update, table_of
-from tessera.errors import IdempotencyKeyReused, IdempotencyKeyRunning, InvalidInput
+from tessera.errors import ErrorMessage, IdempotencyKeyReused, IdempotencyKeyRunning, InvalidInput
 from tessera.models import IdempotencyKey
 from tessera.models.base import utcnow
 
@@ -189,6 +191,21 @@ def fingerprint(scope: Scope, body: bytes) -> str:
     return digest.hexdigest()
 
 
+IDEMPOTENCY_KEY = {
+    "name": "Idempotency-Key",
+    "in": "header",
+    "required": False,
+    "description": (
+        "Makes the request safe to retry: the first answer is kept with the key for 24 h "
+        "(TESSERA_IDEMPOTENCY_TTL_SECONDS) and a retry with the same key and request gets it again "
+        "(Idempotent-Replayed: true) without doing anything; the key with another request is 422, "
+        "and while the first request runs, 409. Keys belong to the credential's project (a claim: "
+        "to its claim link). Answers of 429 and 5xx are not kept."
+    ),
+    "schema": {"type": "string", "minLength": 1, "maxLength": 255, "pattern": "^[!-~]+$"},
+}
+
+
 class IdempotentRoute(APIRoute):
     """A route whose writes take an ``Idempotency-Key``, kept in the scope ``key_scope`` names.
 
@@ -196,6 +213,23 @@ class IdempotentRoute(APIRoute):
     for the request's method): the answer is complete, and every dependency of the route has
     exited (a session has given back SQLite's one writer), before the answer is kept and sent.
     """
+
+    def __init__(self, path: str, endpoint: Callable[..., Any], **options: Any) -> None:
+        if WRITE_METHODS & set(options.get("methods") or ()):
+            extra = options.get("openapi_extra") or {}
+            parameters = [*extra.get("parameters", []), IDEMPOTENCY_KEY]
+            options["openapi_extra"] = extra | {"parameters": parameters}
+            options["responses"] = {
+                409: {
+                    "model": ErrorMessage,
+                    "description": "A request with this Idempotency-Key is still running.",
+                },
+                422: {
+                    "model": ErrorMessage,
+                    "description": "The Idempotency-Key was sent before with another request.",
+                },
+            } | (options.get("responses") or {})
+        super().__init__(path, endpoint, **options)
 
     async def key_scope(self, request: Request) -> KeyScope | None:
         """Whose keys the request's are; None to answer it without recording it."""

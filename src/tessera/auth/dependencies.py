@@ -11,22 +11,23 @@ query refreshes it, not one per request in flight).
 import asyncio
 import time
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Annotated
+from typing import Any
 
 import jwt
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, Request, Response
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from tessera.auth.api_keys import API_KEY_START, UsageRecorder, access_for_api_key
 from tessera.auth.principal import Principal
 from tessera.auth.rate_limits import RateLimiter
 from tessera.auth.tokens import ExternalIssuer, TokenIssuer
+from tessera.chain.registry import Chains
 from tessera.config import Settings
 from tessera.crypto import SecretBox, keyed_hash
-from tessera.db import Database, writes
+from tessera.db import Database, is_read_only, writes
 from tessera.errors import (
     AppError,
     CredentialInvalid,
@@ -34,7 +35,7 @@ from tessera.errors import (
     WritePermissionRequired,
 )
 from tessera.handlers import PlainRoute
-from tessera.idempotency import IdempotentRoute, KeyScope
+from tessera.idempotency import WRITE_METHODS, IdempotentRoute, KeyScope
 from tessera.models.base import utcnow
 from tessera.schemas import refuse_unknown_query
 
@@ -231,20 +232,67 @@ async def _check(
     )
 
 
-async def require_write(principal: Annotated[Principal, Depends(authenticate)]) -> Principal:
-    if not principal.can_write:
+@dataclass(frozen=True, slots=True)
+class Caller:
+    """Whom a project route serves (the credential's principal) and what its use-cases run
+    with. ``ProjectRoute`` lets a request in and leaves it with the request; an endpoint takes
+    the ``Request`` and reads it with ``Caller.of``."""
+
+    principal: Principal
+    database: Database
+    settings: Settings
+    box: SecretBox
+    chains: Chains
+
+    @classmethod
+    def of(cls, request: Request) -> "Caller":
+        caller: Caller = request.scope["state"][CALLER]
+        return caller
+
+
+CALLER = "tessera.caller"
+Handler = Callable[[Request], Coroutine[Any, Any, Response]]
+
+
+async def admit(request: Request, *, write: bool) -> None:
+    """What every project route checks before anything else (``authenticate``), and 403 for
+    a read credential on a write; the caller then waits in the request's state."""
+    principal = await authenticate(request)
+    if write and not principal.can_write:
         raise WritePermissionRequired
-    return principal
-
-
-Reader = Annotated[Principal, Depends(authenticate)]
-
-
-Writer = Annotated[Principal, Depends(require_write)]
+    state = request.app.state
+    caller = Caller(principal, state.database, state.settings, state.box, state.chains)
+    request.scope["state"][CALLER] = caller
 
 
 class ProjectRoute(IdempotentRoute, PlainRoute):
-    """A project route: its writes keep their Idempotency-Keys within the credential's project."""
+    """A project route. Its handler lets a request in only once ``admit`` has: the credential
+    (401), its rate limit (429), the query string (400), and for a change (a POST, PUT, PATCH
+    or DELETE not marked ``reads_only``) a write credential (403), all before the body is
+    read or validated; no endpoint can forget it. tests/test_security.py proves that every
+    route but the open ones refuses a request without a credential. Its OpenAPI operation
+    names both ways to send one, and its writes keep their Idempotency-Keys within the
+    credential's project."""
+
+    def __init__(self, path: str, endpoint: Callable[..., Any], **options: Any) -> None:
+        security: dict[str, Any] = {"security": [{name: []} for name in SECURITY_SCHEMES]}
+        options["openapi_extra"] = security | (options.get("openapi_extra") or {})
+        # Known before FastAPI's __init__, which builds the handler.
+        self.reads_only = is_read_only(endpoint)
+        super().__init__(path, endpoint, **options)
+
+    def get_route_handler(self) -> Handler:
+        return self.admitting(super().get_route_handler())
+
+    def admitting(self, handler: Handler) -> Handler:
+        """``handler`` behind ``admit``."""
+        reads_only = self.reads_only
+
+        async def admitted(request: Request) -> Response:
+            await admit(request, write=request.method in WRITE_METHODS and not reads_only)
+            return await handler(request)
+
+        return admitted
 
     async def key_scope(self, request: Request) -> KeyScope | None:
         try:
@@ -255,13 +303,5 @@ class ProjectRoute(IdempotentRoute, PlainRoute):
 
 
 def project_router(prefix: str, *, tags: list[str]) -> APIRouter:
-    """A router of project routes under ``/v1{prefix}``, each of which depends on
-    ``authenticate`` first (routes add Writer where they change state). tessera.api adds its
-    routes to the app as they are; tests/test_security.py proves that every route but the open
-    ones refuses a request without a credential."""
-    return APIRouter(
-        prefix=f"/v1{prefix}",
-        tags=list(tags),
-        dependencies=[Depends(authenticate)],
-        route_class=ProjectRoute,
-    )
+    """A router of project routes under ``/v1{prefix}`` (``ProjectRoute``)."""
+    return APIRouter(prefix=f"/v1{prefix}", tags=list(tags), route_class=ProjectRoute)

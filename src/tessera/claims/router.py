@@ -5,7 +5,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Query, Request, Response
 
-from tessera.auth.dependencies import Reader, Writer, project_router
+from tessera.auth.dependencies import Caller, project_router
 from tessera.claims import service
 from tessera.claims.schemas import (
     ClaimLinkCreate,
@@ -49,48 +49,48 @@ router = project_router("/products/{id}/claim-links", tags=["claims"])
     responses=responses(400, 401, 403, 404, 409),
 )
 async def create_claim_link(
-    database: DatabaseDep,
-    principal: Writer,
-    settings: SettingsDep,
+    request: Request,
     base_url: PublicUrl,
     id: uuid.UUID,
     body: ClaimLinkCreate,
 ) -> ClaimLinkCreated:
     """A link through which people claim items of an ``is_claimable`` product (409 otherwise).
     Its ``token`` and ``url`` are shown in this answer only."""
+    caller = Caller.of(request)
     return await service.create_link(
-        database,
-        principal,
+        caller.database,
+        caller.principal,
         product_id=id,
         body=body,
-        hash_key=settings.hash_key_bytes,
+        hash_key=caller.settings.hash_key_bytes,
         base_url=base_url,
     )
 
 
 @router.get("", response_model=ClaimLinkList, responses=responses(400, 401, 404))
 async def list_claim_links(
-    database: DatabaseDep, principal: Reader, id: uuid.UUID, paging: Annotated[PageParams, Query()]
+    request: Request, id: uuid.UUID, paging: Annotated[PageParams, Query()]
 ) -> ClaimLinkList:
     """The product's claim links, oldest first, each with the ``claims`` made through it."""
-    return await service.list_links(database, principal, product_id=id, paging=paging)
+    caller = Caller.of(request)
+    return await service.list_links(caller.database, caller.principal, product_id=id, paging=paging)
 
 
 @router.get("/{link_id}", response_model=ClaimLinkRead, responses=responses(400, 401, 404))
-async def get_claim_link(
-    database: DatabaseDep, principal: Reader, id: uuid.UUID, link_id: uuid.UUID
-) -> ClaimLinkRead:
+async def get_claim_link(request: Request, id: uuid.UUID, link_id: uuid.UUID) -> ClaimLinkRead:
     """One claim link of the product."""
-    return await service.get_link(database, principal, product_id=id, link_id=link_id)
+    caller = Caller.of(request)
+    return await service.get_link(caller.database, caller.principal, product_id=id, link_id=link_id)
 
 
 @router.delete("/{link_id}", response_model=ClaimLinkRead, responses=responses(400, 401, 403, 404))
-async def revoke_claim_link(
-    database: DatabaseDep, principal: Writer, id: uuid.UUID, link_id: uuid.UUID
-) -> ClaimLinkRead:
+async def revoke_claim_link(request: Request, id: uuid.UUID, link_id: uuid.UUID) -> ClaimLinkRead:
     """Revoke a claim link: its token answers 404 from now on (revoking again changes nothing).
     Items already claimed stay with their owners."""
-    return await service.revoke_link(database, principal, product_id=id, link_id=link_id)
+    caller = Caller.of(request)
+    return await service.revoke_link(
+        caller.database, caller.principal, product_id=id, link_id=link_id
+    )
 
 
 class ClaimRoute(IdempotentRoute):

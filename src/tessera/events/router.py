@@ -1,10 +1,10 @@
 import uuid
 from typing import Annotated
 
-from fastapi import Path, Query, Response
+from fastapi import Path, Query, Request, Response
 
-from tessera.auth.dependencies import Reader, Writer, project_router
-from tessera.db import DatabaseDep, Row, SessionDep
+from tessera.auth.dependencies import Caller, project_router
+from tessera.db import Row, SessionDep
 from tessera.errors import responses
 from tessera.events import service
 from tessera.events.schemas import (
@@ -25,23 +25,30 @@ router = project_router("/events", tags=["events"])
 @router.post(
     "/create", status_code=201, response_model=EventRead, responses=responses(400, 401, 403, 409)
 )
-async def create_event(session: SessionDep, principal: Writer, body: EventCreate) -> EventRead:
+async def create_event(request: Request, session: SessionDep, body: EventCreate) -> EventRead:
     """Create an event (dates in Unix seconds; ``reference_id`` unique in the project)."""
-    return EventRead.model_validate(await service.create_event(session, principal, body=body))
+    caller = Caller.of(request)
+    return EventRead.model_validate(
+        await service.create_event(session, caller.principal, body=body)
+    )
 
 
 @router.put("/update", response_model=EventRead, responses=responses(400, 401, 403, 404, 409))
-async def update_event(session: SessionDep, principal: Writer, body: EventUpdate) -> EventRead:
+async def update_event(request: Request, session: SessionDep, body: EventUpdate) -> EventRead:
     """Update the given fields of the event named by ``id`` or ``reference_id``."""
-    return EventRead.model_validate(await service.update_event(session, principal, body=body))
+    caller = Caller.of(request)
+    return EventRead.model_validate(
+        await service.update_event(session, caller.principal, body=body)
+    )
 
 
 @router.get("", response_model=EventList, responses=responses(400, 401))
 async def list_events(
-    session: SessionDep, principal: Reader, paging: Annotated[PageParams, Query()]
+    request: Request, session: SessionDep, paging: Annotated[PageParams, Query()]
 ) -> EventList:
     """The project's events, oldest first (``page`` from 1, ``limit`` 1-100, default 20)."""
-    events, total = await service.list_events(session, principal, paging=paging)
+    caller = Caller.of(request)
+    events, total = await service.list_events(session, caller.principal, paging=paging)
     return EventList(
         events=[EventRead.model_validate(e) for e in events],
         pagination=Pagination(page=paging.page, limit=paging.limit, total=total),
@@ -53,11 +60,10 @@ async def list_events(
     response_model=AttendeeRegistered,
     responses=responses(400, 401, 403, 404),
 )
-async def register_event_attendee(
-    database: DatabaseDep, principal: Writer, body: AttendeeRegister
-) -> AttendeeRegistered:
+async def register_event_attendee(request: Request, body: AttendeeRegister) -> AttendeeRegistered:
     """Register a user to an event, or update the registration / check-in timestamps."""
-    registration = await service.register_attendee(database, principal, body=body)
+    caller = Caller.of(request)
+    registration = await service.register_attendee(caller.database, caller.principal, body=body)
     return registration.attendee
 
 
@@ -65,10 +71,11 @@ async def register_event_attendee(
     "/{event_id}/attendees", response_model=AttendeeList, responses=responses(400, 401, 404)
 )
 async def fetch_event_attendees(
-    session: SessionDep, principal: Reader, event_id: uuid.UUID
+    request: Request, session: SessionDep, event_id: uuid.UUID
 ) -> AttendeeList:
     """The event and every attendee registered to it (oldest registration record first)."""
-    event, attendees = await service.list_attendees(session, principal, event_id=event_id)
+    caller = Caller.of(request)
+    event, attendees = await service.list_attendees(session, caller.principal, event_id=event_id)
     return AttendeeList(
         event=EventRead.model_validate(event),
         attendees=[AttendeeRead.model_validate(a) for a in attendees],
@@ -77,20 +84,23 @@ async def fetch_event_attendees(
 
 @router.get("/{IdOrReferenceId}", response_model=EventRead, responses=responses(400, 401, 404))
 async def get_event(
-    database: DatabaseDep,
-    principal: Reader,
+    request: Request,
     id_or_reference: Annotated[str, Path(alias="IdOrReferenceId", min_length=1, max_length=255)],
 ) -> Row:
     """An event by its id or by the caller's ``reference_id``."""
-    return await service.get_event(database, principal, id_or_reference=id_or_reference)
+    caller = Caller.of(request)
+    return await service.get_event(
+        caller.database, caller.principal, id_or_reference=id_or_reference
+    )
 
 
 @router.delete("/{IdOrReferenceId}", status_code=204, responses=responses(400, 401, 403, 404, 409))
 async def delete_event(
+    request: Request,
     session: SessionDep,
-    principal: Writer,
     id_or_reference: Annotated[str, Path(alias="IdOrReferenceId", min_length=1, max_length=255)],
 ) -> Response:
     """Delete an event, its attendees and its unused products (409 while items or sales exist)."""
-    await service.delete_event(session, principal, id_or_reference=id_or_reference)
+    caller = Caller.of(request)
+    await service.delete_event(session, caller.principal, id_or_reference=id_or_reference)
     return Response(status_code=204)

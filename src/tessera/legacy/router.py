@@ -2,11 +2,9 @@
 against them moves to Tessera by changing its base URL. Each is a thin alias of today's
 use-case, with the older request and answer shapes; the rules are today's."""
 
-from tessera.auth.dependencies import Writer, project_router
-from tessera.chain.registry import ChainsDep
-from tessera.config import SettingsDep
-from tessera.crypto import BoxDep
-from tessera.db import DatabaseDep
+from fastapi import Request
+
+from tessera.auth.dependencies import Caller, project_router
 from tessera.errors import ProductItemNotFound, concrete_paths_own_their_methods, responses
 from tessera.legacy.schemas import (
     LegacyItem,
@@ -34,11 +32,12 @@ concrete_paths_own_their_methods(router, "/products/create")  # not GET /product
     responses=responses(400, 401, 403, 404, 409, 503),
     deprecated=True,
 )
-async def create_product(
-    database: DatabaseDep, principal: Writer, chains: ChainsDep, body: LegacyProductCreate
-) -> LegacyProductRead:
+async def create_product(request: Request, body: LegacyProductCreate) -> LegacyProductRead:
     """Older ``POST /v1/products``: type ``redeemable_item`` (created as ``perks``)."""
-    product = await products.create_product(database, principal, body=body.current(), chains=chains)
+    caller = Caller.of(request)
+    product = await products.create_product(
+        caller.database, caller.principal, body=body.current(), chains=caller.chains
+    )
     return LegacyProductRead.of(product)
 
 
@@ -49,12 +48,14 @@ async def create_product(
     responses=responses(400, 401, 403, 404, 409),
     deprecated=True,
 )
-async def create_product_items(
-    database: DatabaseDep, principal: Writer, body: LegacyItemsCreate
-) -> LegacyItems:
+async def create_product_items(request: Request, body: LegacyItemsCreate) -> LegacyItems:
     """Older ``POST /v1/products/{id}/items``: the product in the body, users by id."""
+    caller = Caller.of(request)
     items = await products.issue_items(
-        database, principal, product_id=body.product_id, body=ItemsIssue(users=body.users)
+        caller.database,
+        caller.principal,
+        product_id=body.product_id,
+        body=ItemsIssue(users=body.users),
     )
     return LegacyItems(items=[LegacyItem.model_validate(item) for item in items])
 
@@ -65,18 +66,17 @@ async def create_product_items(
     responses=responses(400, 401, 403, 404, 409),
     deprecated=True,
 )
-async def redeem_product_item(
-    database: DatabaseDep, principal: Writer, body: LegacyItemRedeem
-) -> LegacyItem:
+async def redeem_product_item(request: Request, body: LegacyItemRedeem) -> LegacyItem:
     """Older ``POST /v1/products/{id}/items/redeem``: the item alone names its product."""
-    product_id = await database.read(
-        products_repository.product_of_item, principal.project_id, body.product_item_id
+    caller = Caller.of(request)
+    product_id = await caller.database.read(
+        products_repository.product_of_item, caller.principal.project_id, body.product_item_id
     )
     if product_id is None:
         raise ProductItemNotFound
     item, _ = await products.redeem_item(
-        database,
-        principal,
+        caller.database,
+        caller.principal,
         product_id=product_id,
         body=RedeemRequest(product_item_id=body.product_item_id),
     )
@@ -92,15 +92,17 @@ async def redeem_product_item(
     deprecated=True,
 )
 async def create_user(
-    database: DatabaseDep,
-    principal: Writer,
-    settings: SettingsDep,
-    box: BoxDep,
+    request: Request,
     body: LegacyUserCreate,
 ) -> LegacyUser:
     """Oldest ``POST /v1/users/create``: one user (first and last name required), with its
     custodial wallet."""
+    caller = Caller.of(request)
     [user] = await users.create_users(
-        database, principal, users=[body.current()], box=box, ss58_prefix=settings.ss58_prefix
+        caller.database,
+        caller.principal,
+        users=[body.current()],
+        box=caller.box,
+        ss58_prefix=caller.settings.ss58_prefix,
     )
     return LegacyUser.model_validate(user)

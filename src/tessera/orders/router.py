@@ -1,10 +1,10 @@
 import uuid
 from typing import Annotated
 
-from fastapi import Query
+from fastapi import Query, Request
 
-from tessera.auth.dependencies import Reader, Writer, project_router
-from tessera.db import DatabaseDep, Row
+from tessera.auth.dependencies import Caller, project_router
+from tessera.db import Row
 from tessera.errors import responses
 from tessera.orders import service
 from tessera.orders.schemas import OrderCreate, OrderFilter, OrderList, OrderRead
@@ -15,36 +15,39 @@ router = project_router("/orders", tags=["orders"])
 @router.post(
     "", status_code=201, response_model=OrderRead, responses=responses(400, 401, 403, 404, 409)
 )
-async def create_order(database: DatabaseDep, principal: Writer, body: OrderCreate) -> OrderRead:
+async def create_order(request: Request, body: OrderCreate) -> OrderRead:
     """Create an order (``completed`` by default, issuing its items; or ``pending``)."""
-    return await service.create_order(database, principal, body=body)
+    caller = Caller.of(request)
+    return await service.create_order(caller.database, caller.principal, body=body)
 
 
 @router.get("", response_model=OrderList, responses=responses(400, 401))
-async def list_orders(
-    database: DatabaseDep, principal: Reader, query: Annotated[OrderFilter, Query()]
-) -> OrderList:
+async def list_orders(request: Request, query: Annotated[OrderFilter, Query()]) -> OrderList:
     """The project's orders with their lines, oldest first (``page`` from 1, ``limit`` 1-100,
     default 20); ``status``, ``user_id`` and ``product_id`` (orders with a line of that
     product) narrow the list, together when several are given."""
-    return await service.list_orders(database, principal, query=query)
+    caller = Caller.of(request)
+    return await service.list_orders(caller.database, caller.principal, query=query)
 
 
 @router.get("/{id}", response_model=OrderRead, responses=responses(400, 401, 404))
-async def get_order(database: DatabaseDep, principal: Reader, id: uuid.UUID) -> Row:
+async def get_order(request: Request, id: uuid.UUID) -> Row:
     """One order with its lines and issued items."""
-    return await service.get_order(database, principal, order_id=id)
+    caller = Caller.of(request)
+    return await service.get_order(caller.database, caller.principal, order_id=id)
 
 
 @router.post(
     "/{id}/complete", response_model=OrderRead, responses=responses(400, 401, 403, 404, 409)
 )
-async def complete_order(database: DatabaseDep, principal: Writer, id: uuid.UUID) -> OrderRead:
+async def complete_order(request: Request, id: uuid.UUID) -> OrderRead:
     """Complete a pending order and issue its items."""
-    return await service.complete_order(database, principal, order_id=id)
+    caller = Caller.of(request)
+    return await service.complete_order(caller.database, caller.principal, order_id=id)
 
 
 @router.post("/{id}/cancel", response_model=OrderRead, responses=responses(400, 401, 403, 404, 409))
-async def cancel_order(database: DatabaseDep, principal: Writer, id: uuid.UUID) -> OrderRead:
+async def cancel_order(request: Request, id: uuid.UUID) -> OrderRead:
     """Cancel a pending order."""
-    return await service.cancel_order(database, principal, order_id=id)
+    caller = Caller.of(request)
+    return await service.cancel_order(caller.database, caller.principal, order_id=id)

@@ -1,11 +1,10 @@
 import uuid
 from typing import Annotated
 
-from fastapi import Query
+from fastapi import Query, Request
 
-from tessera.auth.dependencies import Reader, Writer, project_router
-from tessera.chain.registry import ChainsDep
-from tessera.db import DatabaseDep, Row
+from tessera.auth.dependencies import Caller, project_router
+from tessera.db import Row
 from tessera.errors import responses
 from tessera.products import service
 from tessera.products.schemas import (
@@ -35,50 +34,50 @@ router = project_router("/products", tags=["products"])
     response_model=ProductRead,
     responses=responses(400, 401, 403, 404, 409, 503),
 )
-async def create_product(
-    database: DatabaseDep, principal: Writer, chains: ChainsDep, body: ProductCreate
-) -> ProductRead:
+async def create_product(request: Request, body: ProductCreate) -> ProductRead:
     """Create a product, optionally attached to an event and minting an NFT per item."""
-    return await service.create_product(database, principal, body=body, chains=chains)
+    caller = Caller.of(request)
+    return await service.create_product(
+        caller.database, caller.principal, body=body, chains=caller.chains
+    )
 
 
 @router.get("", response_model=list[ProductRead], responses=responses(400, 401))
-async def list_products(
-    database: DatabaseDep, principal: Reader, paging: Annotated[PageParams, Query()]
-) -> list[Row]:
+async def list_products(request: Request, paging: Annotated[PageParams, Query()]) -> list[Row]:
     """The project's products, oldest first (``page`` from 1, ``limit`` 1-100, default 20)."""
-    return await service.list_products(database, principal, paging=paging)
+    caller = Caller.of(request)
+    return await service.list_products(caller.database, caller.principal, paging=paging)
 
 
 @router.get("/{id}", response_model=ProductRead, responses=responses(400, 401, 404))
-async def get_product(database: DatabaseDep, principal: Reader, id: uuid.UUID) -> Row:
+async def get_product(request: Request, id: uuid.UUID) -> Row:
     """One product with its event."""
-    return await service.get_product(database, principal, product_id=id)
+    caller = Caller.of(request)
+    return await service.get_product(caller.database, caller.principal, product_id=id)
 
 
 @router.patch(
     "/{id}", response_model=ProductRead, responses=responses(400, 401, 403, 404, 409, 503)
 )
-async def update_product(
-    database: DatabaseDep, principal: Writer, chains: ChainsDep, id: uuid.UUID, body: ProductUpdate
-) -> ProductRead:
+async def update_product(request: Request, id: uuid.UUID, body: ProductUpdate) -> ProductRead:
     """Change the fields sent; ``null`` clears one that may be empty, ``{}`` changes nothing.
     ``stock`` may not go below the items issued, nor ``redemption_quantity`` below an item's
     ``redemption_count`` (409); see ``mint_nft`` for the NFT settings."""
+    caller = Caller.of(request)
     return await service.update_product(
-        database, principal, product_id=id, body=body, chains=chains
+        caller.database, caller.principal, product_id=id, body=body, chains=caller.chains
     )
 
 
 @router.get("/{id}/sales", response_model=SaleList, responses=responses(400, 401, 404))
 async def list_product_sales(
-    database: DatabaseDep,
-    principal: Reader,
+    request: Request,
     id: uuid.UUID,
     paging: Annotated[PageParams, Query()],
 ) -> Row:
     """Order lines of the product, oldest first, with order status and unit price at order time."""
-    return await service.list_sales(database, principal, product_id=id, paging=paging)
+    caller = Caller.of(request)
+    return await service.list_sales(caller.database, caller.principal, product_id=id, paging=paging)
 
 
 @router.post(
@@ -87,11 +86,10 @@ async def list_product_sales(
     response_model=ItemsIssued,
     responses=responses(400, 401, 403, 404, 409),
 )
-async def create_product_items(
-    database: DatabaseDep, principal: Writer, id: uuid.UUID, body: ItemsIssue
-) -> ItemsIssued:
+async def create_product_items(request: Request, id: uuid.UUID, body: ItemsIssue) -> ItemsIssued:
     """Issue one item to each listed user (ids and/or emails, at most 550), all or nothing."""
-    items = await service.issue_items(database, principal, product_id=id, body=body)
+    caller = Caller.of(request)
+    items = await service.issue_items(caller.database, caller.principal, product_id=id, body=body)
     return ItemsIssued(items=[ProductItemRead.of(item) for item in items])
 
 
@@ -101,10 +99,13 @@ async def create_product_items(
     responses=responses(400, 401, 403, 404, 409),
 )
 async def redeem_product_item(
-    database: DatabaseDep, principal: Writer, id: uuid.UUID, body: RedeemRequest
+    request: Request, id: uuid.UUID, body: RedeemRequest
 ) -> ProductItemRead:
     """Redeem an item once; a repeated ``nonce`` returns the first result and counts once."""
-    _, redeemed = await service.redeem_item(database, principal, product_id=id, body=body)
+    caller = Caller.of(request)
+    _, redeemed = await service.redeem_item(
+        caller.database, caller.principal, product_id=id, body=body
+    )
     return redeemed
 
 
@@ -112,19 +113,21 @@ async def redeem_product_item(
     "/{id}/transfer", response_model=TransferRead, responses=responses(400, 401, 403, 404, 409)
 )
 async def transfer_product_item(
-    database: DatabaseDep, principal: Writer, id: uuid.UUID, body: TransferRequest
+    request: Request, id: uuid.UUID, body: TransferRequest
 ) -> TransferRead:
     """Transfer an item of a transferable product from its owner to another user."""
-    return await service.transfer_item(database, principal, product_id=id, body=body)
+    caller = Caller.of(request)
+    return await service.transfer_item(caller.database, caller.principal, product_id=id, body=body)
 
 
 @router.get("/{id}/items", response_model=ItemList, responses=responses(400, 401, 404))
 async def list_product_items(
-    database: DatabaseDep, principal: Reader, id: uuid.UUID, query: Annotated[ItemFilter, Query()]
+    request: Request, id: uuid.UUID, query: Annotated[ItemFilter, Query()]
 ) -> ItemList:
     """The product's items by ``item_id`` (``page`` from 1, ``limit`` 1-100, default 20); with
     ``owner_id`` and/or ``owner_email`` only those of that owner (both given, both must match)."""
-    return await service.list_items(database, principal, product_id=id, query=query)
+    caller = Caller.of(request)
+    return await service.list_items(caller.database, caller.principal, product_id=id, query=query)
 
 
 @router.get(
@@ -133,8 +136,7 @@ async def list_product_items(
     responses=responses(400, 401, 404),
 )
 async def list_item_transfers(
-    database: DatabaseDep,
-    principal: Reader,
+    request: Request,
     id: uuid.UUID,
     item_id: ItemKey,
     paging: Annotated[PageParams, Query()],
@@ -142,6 +144,7 @@ async def list_item_transfers(
     """An item's transfers, oldest first (``page`` from 1, ``limit`` 1-100, default 20).
     ``item_id`` names the item either by its sequential ``item_id`` within the product (an
     integer) or by its ``id`` (a UUID)."""
+    caller = Caller.of(request)
     return await service.list_item_transfers(
-        database, principal, product_id=id, item=item_id, paging=paging
+        caller.database, caller.principal, product_id=id, item=item_id, paging=paging
     )

@@ -1,5 +1,6 @@
-from tessera.auth.dependencies import Reader, project_router
-from tessera.chain.registry import ChainsDep
+from fastapi import Request
+
+from tessera.auth.dependencies import Caller, project_router
 from tessera.config import Chain
 from tessera.db import SessionDep
 from tessera.errors import responses
@@ -11,12 +12,11 @@ router = project_router("/projects", tags=["projects"])
 
 
 @router.get("/wallets", response_model=list[ProjectWalletRead], responses=responses(401))
-async def fetch_project_wallets(
-    session: SessionDep, principal: Reader, chains: ChainsDep
-) -> list[ProjectWalletRead]:
+async def fetch_project_wallets(request: Request, session: SessionDep) -> list[ProjectWalletRead]:
     """All wallets of the project, with their address on each configured chain."""
-    configured = chains.settings.configured_chains()
-    wallets = await service.list_wallets(session, principal)
+    caller = Caller.of(request)
+    configured = caller.chains.settings.configured_chains()
+    wallets = await service.list_wallets(session, caller.principal)
     return [ProjectWalletRead.of(wallet, configured) for wallet in wallets]
 
 
@@ -26,7 +26,10 @@ async def fetch_project_wallets(
     responses=responses(400, 401, 409, 503),
 )
 async def fetch_project_wallet_balances(
-    session: SessionDep, principal: Reader, chains: ChainsDep, chain: Chain | None = None
+    request: Request, session: SessionDep, chain: Chain | None = None
 ) -> list[WalletBalance]:
     """Native balances of the project's wallets on ``chain`` (default: the first configured)."""
-    return await service.wallet_balances(session, principal, chains=chains, chain=chain)
+    caller = Caller.of(request)
+    return await service.wallet_balances(
+        session, caller.principal, chains=caller.chains, chain=chain
+    )

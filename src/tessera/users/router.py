@@ -1,10 +1,7 @@
-from fastapi import Body
+from fastapi import Body, Request
 
-from tessera.auth.dependencies import Reader, Writer, project_router
-from tessera.chain.registry import ChainsDep
-from tessera.config import SettingsDep
-from tessera.crypto import BoxDep
-from tessera.db import DatabaseDep, Row, SessionDep, reads_only
+from tessera.auth.dependencies import Caller, project_router
+from tessera.db import Row, SessionDep, reads_only
 from tessera.errors import responses
 from tessera.products.schemas import ItemList
 from tessera.users import service
@@ -32,10 +29,7 @@ router = project_router("/users", tags=["users"])
     "/create", status_code=201, response_model=UsersCreated, responses=responses(400, 401, 403, 409)
 )
 async def create_users(
-    database: DatabaseDep,
-    principal: Writer,
-    settings: SettingsDep,
-    box: BoxDep,
+    request: Request,
     users: list[UserCreate] = Body(
         min_length=1,
         max_length=service.MAX_BATCH,
@@ -43,8 +37,13 @@ async def create_users(
     ),
 ) -> UsersCreated:
     """Create 1-1500 users; each gets a custodial Polkadot wallet at once."""
+    caller = Caller.of(request)
     created = await service.create_users(
-        database, principal, users=users, box=box, ss58_prefix=settings.ss58_prefix
+        caller.database,
+        caller.principal,
+        users=users,
+        box=caller.box,
+        ss58_prefix=caller.settings.ss58_prefix,
     )
     return UsersCreated(
         message=f"{len(created)} users created",
@@ -54,42 +53,45 @@ async def create_users(
 
 @router.post("/profile", response_model=UserRead, responses=responses(400, 401, 404))
 @reads_only
-async def fetch_user(database: DatabaseDep, principal: Reader, body: UserLookup) -> Row:
+async def fetch_user(request: Request, body: UserLookup) -> Row:
     """One user with its wallets, by email, referenceId or id (in that priority)."""
-    return await service.get_profile(database, principal, lookup=body)
+    caller = Caller.of(request)
+    return await service.get_profile(caller.database, caller.principal, lookup=body)
 
 
 @router.post("/fetch", response_model=UserList, responses=responses(400, 401))
 @reads_only
-async def fetch_users(
-    database: DatabaseDep, principal: Reader, body: UserFetch | None = None
-) -> Row:
+async def fetch_users(request: Request, body: UserFetch | None = None) -> Row:
     """The project's users, oldest first (``limit`` 1-1000, default 10; ``offset`` default 0)."""
-    return await service.fetch_users(database, principal, query=body or UserFetch())
+    caller = Caller.of(request)
+    return await service.fetch_users(caller.database, caller.principal, query=body or UserFetch())
 
 
 @router.get("/count", response_model=UserCount, responses=responses(401))
-async def count_users(database: DatabaseDep, principal: Reader) -> UserCount:
+async def count_users(request: Request) -> UserCount:
     """Number of activated users of the project."""
-    return UserCount(count=await service.count_active_users(database, principal))
+    caller = Caller.of(request)
+    return UserCount(count=await service.count_active_users(caller.database, caller.principal))
 
 
 @router.post("/activate", response_model=ActivationRead, responses=responses(400, 401, 403, 404))
-async def activate_user(session: SessionDep, principal: Writer, body: UserLookup) -> ActivationRead:
+async def activate_user(request: Request, session: SessionDep, body: UserLookup) -> ActivationRead:
     """Activate a user (idempotent: the first activation time is kept)."""
+    caller = Caller.of(request)
     return ActivationRead.model_validate(
-        await service.activate_user(session, principal, lookup=body)
+        await service.activate_user(session, caller.principal, lookup=body)
     )
 
 
 @router.post("/activation", response_model=ActivationRead, responses=responses(400, 401, 404))
 @reads_only
 async def user_activation_status(
-    session: SessionDep, principal: Reader, body: UserLookup
+    request: Request, session: SessionDep, body: UserLookup
 ) -> ActivationRead:
     """Whether a user is activated, and since when."""
+    caller = Caller.of(request)
     return ActivationRead.model_validate(
-        await service.activation_status(session, principal, lookup=body)
+        await service.activation_status(session, caller.principal, lookup=body)
     )
 
 
@@ -98,10 +100,13 @@ async def user_activation_status(
 )
 @reads_only
 async def get_wallet_balances(
-    session: SessionDep, principal: Reader, chains: ChainsDep, body: BalancesQuery
+    request: Request, session: SessionDep, body: BalancesQuery
 ) -> list[WalletBalance]:
     """Native balances of the user's wallets on ``chain`` (default: the first configured)."""
-    return await service.wallet_balances(session, principal, chains=chains, query=body)
+    caller = Caller.of(request)
+    return await service.wallet_balances(
+        session, caller.principal, chains=caller.chains, query=body
+    )
 
 
 @router.post(
@@ -110,32 +115,29 @@ async def get_wallet_balances(
     response_model=ReputationRead,
     responses=responses(400, 401, 403, 404, 409),
 )
-async def adjust_reputation(
-    database: DatabaseDep, principal: Writer, body: ReputationAdjust
-) -> ReputationRead:
+async def adjust_reputation(request: Request, body: ReputationAdjust) -> ReputationRead:
     """Add a signed ``delta`` (with a ``reason``) to a user's reputation balance."""
+    caller = Caller.of(request)
     return ReputationRead.model_validate(
-        await service.adjust_reputation(database, principal, body=body)
+        await service.adjust_reputation(caller.database, caller.principal, body=body)
     )
 
 
 @router.post("/items", response_model=ItemList, responses=responses(400, 401, 404))
 @reads_only
-async def list_user_items(
-    database: DatabaseDep, principal: Reader, body: UserPageLookup
-) -> ItemList:
+async def list_user_items(request: Request, body: UserPageLookup) -> ItemList:
     """The items a user owns now, of every product, oldest first (``page`` from 1, ``limit``
     1-100, default 20)."""
-    return await service.list_holdings(database, principal, query=body)
+    caller = Caller.of(request)
+    return await service.list_holdings(caller.database, caller.principal, query=body)
 
 
 @router.post(
     "/reputation/history", response_model=ReputationHistory, responses=responses(400, 401, 404)
 )
 @reads_only
-async def get_reputation_history(
-    database: DatabaseDep, principal: Reader, body: UserPageLookup
-) -> ReputationHistory:
+async def get_reputation_history(request: Request, body: UserPageLookup) -> ReputationHistory:
     """A user's reputation balance and its entries, oldest first (``page`` from 1, ``limit``
     1-100, default 20)."""
-    return await service.reputation_history(database, principal, query=body)
+    caller = Caller.of(request)
+    return await service.reputation_history(caller.database, caller.principal, query=body)

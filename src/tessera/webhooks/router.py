@@ -1,13 +1,10 @@
 import uuid
 from typing import Annotated
 
-from fastapi import FastAPI, Header, Query, Response
+from fastapi import FastAPI, Header, Query, Request, Response
 
-from tessera.auth.dependencies import Reader, Writer, project_router
+from tessera.auth.dependencies import Caller, project_router
 from tessera.changes.feed import ChangeRead
-from tessera.config import SettingsDep
-from tessera.crypto import BoxDep
-from tessera.db import DatabaseDep
 from tessera.errors import responses
 from tessera.schemas import PageParams
 from tessera.webhooks import service
@@ -26,69 +23,73 @@ router = project_router("/webhooks", tags=["webhooks"])
 
 @router.post("", status_code=201, response_model=WebhookCreated, responses=responses(400, 401, 403))
 async def create_webhook(
-    database: DatabaseDep,
-    principal: Writer,
-    settings: SettingsDep,
-    box: BoxDep,
+    request: Request,
     body: WebhookCreate,
 ) -> WebhookCreated:
     """Register an endpoint for the project's changes (`event_types`, or all). It receives
     those committed from now on, each signed with the `secret` shown in this answer only. The
     URL must be https on a public address (400), unless `TESSERA_WEBHOOKS_ALLOW_PRIVATE`."""
+    caller = Caller.of(request)
     return await service.create_webhook(
-        database, principal, body=body, box=box, allow_private=settings.webhooks_allow_private
+        caller.database,
+        caller.principal,
+        body=body,
+        box=caller.box,
+        allow_private=caller.settings.webhooks_allow_private,
     )
 
 
 @router.get("", response_model=WebhookList, responses=responses(400, 401))
-async def list_webhooks(
-    database: DatabaseDep, principal: Reader, paging: Annotated[PageParams, Query()]
-) -> WebhookList:
+async def list_webhooks(request: Request, paging: Annotated[PageParams, Query()]) -> WebhookList:
     """The project's endpoints, oldest first (`page` from 1, `limit` 1-100, default 20)."""
-    return await service.list_webhooks(database, principal, paging=paging)
+    caller = Caller.of(request)
+    return await service.list_webhooks(caller.database, caller.principal, paging=paging)
 
 
 @router.get("/{id}", response_model=WebhookRead, responses=responses(400, 401, 404))
-async def get_webhook(database: DatabaseDep, principal: Reader, id: uuid.UUID) -> WebhookRead:
+async def get_webhook(request: Request, id: uuid.UUID) -> WebhookRead:
     """One endpoint (never its secret)."""
-    return await service.get_webhook(database, principal, endpoint_id=id)
+    caller = Caller.of(request)
+    return await service.get_webhook(caller.database, caller.principal, endpoint_id=id)
 
 
 @router.patch("/{id}", response_model=WebhookRead, responses=responses(400, 401, 403, 404))
 async def update_webhook(
-    database: DatabaseDep,
-    principal: Writer,
-    settings: SettingsDep,
+    request: Request,
     id: uuid.UUID,
     body: WebhookUpdate,
 ) -> WebhookRead:
     """Change the `url` or the `event_types`, or `enabled`: true resumes a disabled endpoint
     with the first change it did not accept."""
+    caller = Caller.of(request)
     return await service.update_webhook(
-        database,
-        principal,
+        caller.database,
+        caller.principal,
         endpoint_id=id,
         body=body,
-        allow_private=settings.webhooks_allow_private,
+        allow_private=caller.settings.webhooks_allow_private,
     )
 
 
 @router.delete("/{id}", status_code=204, responses=responses(400, 401, 403, 404))
-async def delete_webhook(database: DatabaseDep, principal: Writer, id: uuid.UUID) -> Response:
+async def delete_webhook(request: Request, id: uuid.UUID) -> Response:
     """Delete the endpoint and its delivery attempts."""
-    await service.delete_webhook(database, principal, endpoint_id=id)
+    caller = Caller.of(request)
+    await service.delete_webhook(caller.database, caller.principal, endpoint_id=id)
     return Response(status_code=204)
 
 
 @router.get("/{id}/deliveries", response_model=DeliveryList, responses=responses(400, 401, 404))
 async def list_deliveries(
-    database: DatabaseDep,
-    principal: Reader,
+    request: Request,
     id: uuid.UUID,
     paging: Annotated[PageParams, Query()],
 ) -> DeliveryList:
     """The endpoint's delivery attempts, newest first (`page` from 1, `limit` 1-100)."""
-    return await service.list_deliveries(database, principal, endpoint_id=id, paging=paging)
+    caller = Caller.of(request)
+    return await service.list_deliveries(
+        caller.database, caller.principal, endpoint_id=id, paging=paging
+    )
 
 
 @router.post(
@@ -97,13 +98,12 @@ async def list_deliveries(
     response_model=DeliveryRead,
     responses=responses(400, 401, 403, 404),
 )
-async def replay_delivery(
-    database: DatabaseDep, principal: Writer, id: uuid.UUID, delivery_id: uuid.UUID
-) -> DeliveryRead:
+async def replay_delivery(request: Request, id: uuid.UUID, delivery_id: uuid.UUID) -> DeliveryRead:
     """Send that delivery's event to the endpoint once more (same `webhook-id`); the attempt
     is `pending` until the worker sends it."""
+    caller = Caller.of(request)
     return await service.replay_delivery(
-        database, principal, endpoint_id=id, delivery_id=delivery_id
+        caller.database, caller.principal, endpoint_id=id, delivery_id=delivery_id
     )
 
 
