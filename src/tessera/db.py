@@ -461,8 +461,8 @@ class Transaction(Rows):
 
         On PostgreSQL, every waiter for a row lock wakes at each commit and the waiters fight
         over the lock manager: with 32 issuers of one product the hand-over took half the row's
-        time (``bench``, issue 1 item: 760 -> 1,150 per second with one waiter). The row lock
-        still does the locking, across processes too. SQLite has one writer already."""
+        time (bench/README.md). The row lock still does the locking, across processes too.
+        SQLite has one writer already."""
         if not self.on_postgresql:
             yield
             return
@@ -733,8 +733,8 @@ def joined(row: Any, **related: object) -> SimpleNamespace:
 
 
 def attach(row: Any, **related: object) -> Any:
-    """``joined`` without the copy (1.5 us a row of 30 columns): the row read with ``Rows``
-    itself, with ``related`` as new attributes, for a read that only renders it."""
+    """``joined`` without the copy of the row's columns: the row read with ``Rows`` itself,
+    with ``related`` as new attributes, for a read that only renders it."""
     row.__dict__.update(related)
     return row
 
@@ -934,8 +934,8 @@ class NotIndexed(FunctionElement[Any]):
     (SQLite's unary ``+``); PostgreSQL, which keeps statistics, decides for itself.
 
     For ``project_id = ? AND id IN (...)``: without statistics SQLite takes the project's index
-    for the more selective side and reads every row of the project to find the few ids (550
-    users of a million: 268 ms), where the primary key finds each id at once (2 ms)."""
+    for the more selective side and reads every row of the project to find the few ids, where
+    the primary key finds each id at once (tests/test_query_plans.py holds the plans)."""
 
     name = "not_indexed"
     inherit_cache = True

@@ -3,12 +3,12 @@ without validating the answer first.
 
 FastAPI answers a route by validating what the endpoint returned against the response model (from
 its attributes), then encoding the validated model. A read's rows come from columns that already
-hold what the schema describes, so that is the same work twice: for a page of 20 products, 40 us
-to validate and 34 us to encode, and on PostgreSQL more. ``Renderer.of(ProductList)`` compiles a
+hold what the schema describes, so that is the same work twice, the validation costing more than
+the encoding (bench/README.md). ``Renderer.of(ProductList)`` compiles a
 response type once into a function from the answer (rows, namespaces, models) to the bytes
 FastAPI would send: each model's fields in order under their aliases, excluded fields left out,
 computed fields last, values encoded by orjson, which writes UUIDs, datetimes (``Z`` for UTC),
-floats and enums as pydantic does. That page takes 33 us.
+floats and enums as pydantic does.
 
 Only what it can answer alike is compiled: models without validators or serializers of their
 own, fields of the types below, and the route options FastAPI's defaults. Anything else gets
