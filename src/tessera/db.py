@@ -32,7 +32,7 @@ from collections.abc import (
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from types import SimpleNamespace
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any, Concatenate, ParamSpec, TypeVar
 
 import asyncpg
 from fastapi import Depends, Request
@@ -74,6 +74,7 @@ POOL_RECYCLE_SECONDS = 3600.0
 SQLITE_BUSY_RETRY_SECONDS = 0.005
 
 T = TypeVar("T")
+P = ParamSpec("P")
 AnySelect = Select[*tuple[Any, ...]]
 # A row read with ``Rows``: its columns, and what the read attached (``attach``), as attributes.
 # Schemas read it ``from_attributes``; a route renders it through its response model
@@ -275,8 +276,14 @@ class Database:
             weakref.WeakValueDictionary()
         )
 
-    async def read(self, query: Callable[..., Awaitable[T]], *args: object) -> T:
-        """Run a read-only ``query(rows, *args)`` with the raw driver.
+    async def read(
+        self,
+        query: Callable[Concatenate["Rows", P], Awaitable[T]],
+        *args: P.args,
+        **kwargs: P.kwargs,
+    ) -> T:
+        """Run a read-only ``query(rows, *args, **kwargs)`` with the raw driver (typed: the
+        arguments are checked against ``query``'s own).
 
         Reads are async functions of ``Rows``: Core SELECTs, compiled once per backend by
         SQLAlchemy and then run by the driver itself (sqlite3, asyncpg), in autocommit: no
@@ -288,9 +295,9 @@ class Database:
         written as one statement.
         """
         if self._sqlite_reader is not None:
-            return await query(Rows(self, self._sqlite_reader), *args)
+            return await query(Rows(self, self._sqlite_reader), *args, **kwargs)
         async with self._driver() as driver:
-            return await query(Rows(self, driver), *args)
+            return await query(Rows(self, driver), *args, **kwargs)
 
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator["Transaction"]:
