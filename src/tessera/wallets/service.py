@@ -5,7 +5,6 @@ import time
 import uuid
 from collections.abc import Sequence
 
-from sqlalchemy import bindparam, delete, func, select, update
 from sqlalchemy.exc import IntegrityError
 
 from tessera.auth.principal import Principal
@@ -20,12 +19,13 @@ from tessera.chain.keys import (
 )
 from tessera.chain.registry import Chains
 from tessera.config import CHAINS, Chain
-from tessera.db import Database, Rows, attach, table_of
+from tessera.db import Database, Rows, attach
 from tessera.errors import ChallengeUnusable, WalletInUse, WalletNotFound, WalletTaken
-from tessera.models import ProductItem, User, UserWallet, WalletChallenge
+from tessera.models import UserWallet, WalletChallenge
 from tessera.models.base import CustodialKeyMixin, utcnow
 from tessera.users.repository import get_user_row, read_profile
 from tessera.users.schemas import UserRef
+from tessera.wallets import repository
 from tessera.wallets.schemas import (
     AssetBalance,
     ReceivingWalletRequest,
@@ -81,43 +81,6 @@ def _default_chain(chains: Chains) -> Chain:
 # Wallets the users hold: a challenge to sign, the link, the receiving wallet, the unlink.
 
 CHALLENGE_SECONDS = 300
-_WALLETS, _CHALLENGES, _USERS = table_of(UserWallet), table_of(WalletChallenge), table_of(User)
-_ITEMS = table_of(ProductItem)
-# Built once (see users.repository).
-_LATEST_CHALLENGE = (
-    select(_CHALLENGES)
-    .where(
-        _CHALLENGES.c.user_id == bindparam("user_id"),
-        _CHALLENGES.c.public_key == bindparam("public_key"),
-    )
-    .order_by(_CHALLENGES.c.created_at.desc())
-    .limit(1)
-)
-_USE_CHALLENGE = (
-    update(_CHALLENGES)
-    .where(_CHALLENGES.c.id == bindparam("id"), _CHALLENGES.c.used_at.is_(None))
-    .values(used_at=bindparam("used_at"))
-)
-_WALLET_BY_KEY = select(_WALLETS.c.id).where(
-    _WALLETS.c.project_id == bindparam("project_id"),
-    _WALLETS.c.public_key == bindparam("public_key"),
-)
-_WALLET = select(_WALLETS).where(
-    _WALLETS.c.project_id == bindparam("project_id"), _WALLETS.c.id == bindparam("id")
-)
-_RECEIVING = (
-    update(_USERS)
-    .where(_USERS.c.id == bindparam("id"))
-    .values(receiving_wallet_id=bindparam("wallet_id"), updated_at=bindparam("updated_at"))
-)
-_NO_LONGER_RECEIVING = (
-    update(_USERS)
-    .where(_USERS.c.receiving_wallet_id == bindparam("wallet_id"))
-    .values(receiving_wallet_id=None, updated_at=bindparam("updated_at"))
-)
-_NFTS_IN = select(func.count()).where(_ITEMS.c.nft_wallet_id == bindparam("wallet_id"))
-_UNLINK = delete(_WALLETS).where(_WALLETS.c.id == bindparam("id"))
-_RECEIVING_OF = select(_USERS.c.receiving_wallet_id).where(_USERS.c.id == bindparam("id"))
 
 
 async def wallet_challenge(
@@ -155,7 +118,9 @@ async def link_wallet(
     now = utcnow()
     async with database.transaction() as tx:
         user = await get_user_row(tx, principal.project_id, body.ref())
-        challenge = await tx.first(_LATEST_CHALLENGE, user_id=user.id, public_key=public_key)
+        challenge = await tx.first(
+            repository.LATEST_CHALLENGE, user_id=user.id, public_key=public_key
+        )
         if challenge is None:
             raise ChallengeUnusable(
                 "no challenge for this address: ask POST /v1/users/wallets/challenge first"
@@ -166,9 +131,11 @@ async def link_wallet(
             raise ChallengeUnusable("this challenge has expired: ask a new one")
         if not signed_by(public_key, challenge.message.encode(), body.signature_bytes()):
             raise ChallengeUnusable("signature: not a signature of the challenge by this address")
-        if await tx.scalar(_WALLET_BY_KEY, project_id=principal.project_id, public_key=public_key):
+        if await tx.scalar(
+            repository.WALLET_BY_KEY, project_id=principal.project_id, public_key=public_key
+        ):
             raise WalletTaken
-        if not await tx.execute(_USE_CHALLENGE, id=challenge.id, used_at=now):
+        if not await tx.execute(repository.USE_CHALLENGE, id=challenge.id, used_at=now):
             raise ChallengeUnusable("this challenge was answered already: ask a new one")
         wallet = {
             "user_id": user.id,
@@ -193,10 +160,12 @@ async def choose_receiving_wallet(
     """The user's wallet that NFTs are minted to from now on (404 for another's wallet)."""
     async with database.transaction() as tx:
         user = await get_user_row(tx, principal.project_id, body.ref())
-        wallet = await tx.first(_WALLET, project_id=principal.project_id, id=body.wallet_id)
+        wallet = await tx.first(
+            repository.WALLET, project_id=principal.project_id, id=body.wallet_id
+        )
         if wallet is None or wallet.user_id != user.id:
             raise WalletNotFound
-        await tx.execute(_RECEIVING, id=user.id, wallet_id=wallet.id, updated_at=utcnow())
+        await tx.execute(repository.RECEIVING, id=user.id, wallet_id=wallet.id, updated_at=utcnow())
         await tx.commit()
     return await _user_wallets(database, principal, user.id)
 
@@ -205,17 +174,17 @@ async def unlink_wallet(database: Database, principal: Principal, *, wallet_id: 
     """Unlink a user-controlled wallet, unless NFTs of the project sit in it (409); custodial
     wallets stay (409). Mints then go to the first custodial wallet again."""
     async with database.transaction() as tx:
-        wallet = await tx.first(_WALLET, project_id=principal.project_id, id=wallet_id)
+        wallet = await tx.first(repository.WALLET, project_id=principal.project_id, id=wallet_id)
         if wallet is None:
             raise WalletNotFound
         if wallet.custody != USER_CONTROLLED:
             raise WalletInUse("a custodial wallet cannot be unlinked")
-        if held := await tx.scalar(_NFTS_IN, wallet_id=wallet.id):
+        if held := await tx.scalar(repository.NFTS_IN, wallet_id=wallet.id):
             raise WalletInUse(
                 f"{held} NFTs of this project sit in {wallet.address}: it stays linked"
             )
-        await tx.execute(_NO_LONGER_RECEIVING, wallet_id=wallet.id, updated_at=utcnow())
-        await tx.execute(_UNLINK, id=wallet.id)
+        await tx.execute(repository.NO_LONGER_RECEIVING, wallet_id=wallet.id, updated_at=utcnow())
+        await tx.execute(repository.UNLINK, id=wallet.id)
         await tx.commit()
 
 
@@ -225,7 +194,7 @@ async def _user_wallets(
     async def read(rows: Rows) -> UserWallets:
         profile = await read_profile(rows, principal.project_id, UserRef("id", user_id))
         assert profile is not None  # the user was just found
-        chosen = await rows.scalar(_RECEIVING_OF, id=user_id)
+        chosen = await rows.scalar(repository.RECEIVING_OF, id=user_id)
         first_custodial = next(w.id for w in profile.wallets if w.custody == CUSTODIAL)
         return UserWallets.model_validate(
             attach(profile, receiving_wallet_id=chosen or first_custodial)
