@@ -16,28 +16,14 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from datetime import datetime, timedelta
 
-from sqlalchemy import bindparam, case, delete, func, select, update
-
-from tessera.db import Database, Rows, table_of
+from tessera.db import Database, Rows
+from tessera.jobs import repository
 from tessera.models import WorkerHeartbeat
 from tessera.models.base import utcnow
 
 log = logging.getLogger("tessera.worker")
 
 KEEP = timedelta(hours=1)
-
-_ROWS = table_of(WorkerHeartbeat)
-_MOVE = (
-    update(_ROWS)
-    .where(_ROWS.c.worker_id == bindparam("worker_id"))
-    .values(beat_at=bindparam("now"))
-)
-_FORGET = delete(_ROWS).where(_ROWS.c.worker_id == bindparam("worker_id"))
-_SILENT = delete(_ROWS).where(_ROWS.c.beat_at < bindparam("before"))
-_FRESHEST = select(
-    func.max(_ROWS.c.beat_at).label("beat_at"),
-    func.count(case((_ROWS.c.beat_at >= bindparam("since"), 1))).label("beating"),
-)
 
 
 class Heartbeat:
@@ -56,7 +42,7 @@ class Heartbeat:
         and the rows of workers silent for ``KEEP`` deleted."""
         now = utcnow()
         async with self.database.transaction() as tx:
-            if not await tx.execute(_MOVE, worker_id=self.worker_id, now=now):
+            if not await tx.execute(repository.HEARTBEAT_MOVE, worker_id=self.worker_id, now=now):
                 row = {
                     "worker_id": self.worker_id,
                     "host": self.host,
@@ -65,13 +51,13 @@ class Heartbeat:
                     "beat_at": now,
                 }
                 await tx.insert(WorkerHeartbeat, [row])
-            await tx.execute(_SILENT, before=now - KEEP)
+            await tx.execute(repository.HEARTBEAT_SILENT, before=now - KEEP)
             await tx.commit()
 
     async def forget(self) -> None:
         """This worker stops: its row goes, so that no one counts on it any more."""
         async with self.database.transaction() as tx:
-            await tx.execute(_FORGET, worker_id=self.worker_id)
+            await tx.execute(repository.HEARTBEAT_FORGET, worker_id=self.worker_id)
             await tx.commit()
 
     @asynccontextmanager
@@ -103,6 +89,6 @@ class Heartbeat:
 
 async def freshest(rows: Rows, since: datetime) -> tuple[datetime | None, int]:
     """The last beat of any worker, and how many workers have beaten since ``since``."""
-    row = await rows.first(_FRESHEST, since=since)
+    row = await rows.first(repository.HEARTBEAT_FRESHEST, since=since)
     assert row is not None  # an aggregate without GROUP BY: one row
     return row.beat_at, int(row.beating)

@@ -2,10 +2,10 @@
 
 import uuid
 
-from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from tessera.errors import JobNotFailed, JobNotFound
+from tessera.jobs import repository
 from tessera.jobs.worker import Handlers, JobContext
 from tessera.models import Job, JobStatus
 from tessera.models.base import utcnow
@@ -15,10 +15,7 @@ async def list_jobs(
     session: AsyncSession, *, status: JobStatus | None = None, limit: int = 50
 ) -> list[Job]:
     """The newest jobs first, optionally of one status."""
-    statement = select(Job).order_by(Job.created_at.desc()).limit(limit)
-    if status is not None:
-        statement = statement.where(Job.status == status)
-    return list(await session.scalars(statement))
+    return await repository.newest(session, status=status, limit=limit)
 
 
 async def retry_job(context: JobContext, handlers: Handlers, *, job_id: uuid.UUID) -> Job:

@@ -20,13 +20,11 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-from sqlalchemy import and_, exists, select, update
-from sqlalchemy.orm import aliased
-
 from tessera.chain.registry import Chains
 from tessera.config import Settings
 from tessera.crypto import SecretBox
-from tessera.db import Database, serialize, skip_locked
+from tessera.db import Database, serialize
+from tessera.jobs import repository
 from tessera.jobs.heartbeat import Heartbeat
 from tessera.jobs.queue import NotReady
 from tessera.models import Job, JobStatus
@@ -127,29 +125,9 @@ class Worker:
     async def claim(self) -> Job | None:
         """Take the oldest due job whose subject is not running elsewhere, with a lease."""
         now = utcnow()
-        other = aliased(Job)
-        busy = exists().where(
-            and_(
-                other.subject == Job.subject,
-                other.id != Job.id,
-                other.status == JobStatus.RUNNING,
-                other.run_after > now,
-            )
-        )
         async with self.database.session() as session:
             await serialize(session, CLAIM_LOCK)
-            job = await session.scalar(
-                skip_locked(
-                    select(Job)
-                    .where(
-                        Job.status.in_((JobStatus.QUEUED, JobStatus.RUNNING)),
-                        Job.run_after <= now,
-                        ~busy,
-                    )
-                    .order_by(Job.run_after, Job.created_at)
-                    .limit(1)
-                )
-            )
+            job = await repository.next_due(session, now)
             if job is None:
                 return None
             job.status = JobStatus.RUNNING
@@ -161,18 +139,9 @@ class Worker:
     async def _settle(self, job: Job, **values: object) -> bool:
         """Record the outcome unless another worker has claimed the job since (lease lost)."""
         async with self.database.session() as session:
-            settled = await session.scalar(
-                update(Job)
-                .where(
-                    Job.id == job.id,
-                    Job.attempts == job.attempts,
-                    Job.status == JobStatus.RUNNING,
-                )
-                .values(**values)
-                .returning(Job.id)
-            )
+            settled = await repository.settle(session, job, values)
             await session.commit()
-        return settled is not None
+        return settled
 
     async def run_one(self) -> bool:
         """Claim and run one due job; False when there is none."""
