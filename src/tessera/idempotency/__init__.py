@@ -32,11 +32,11 @@ from typing import Any
 
 from fastapi import Request
 from fastapi.routing import APIRoute
-from sqlalchemy import bindparam, delete, select, update
 from starlette.types import Message, Receive, Scope, Send
 
-from tessera.db import Database, lock_for_update, table_of
+from tessera.db import Database
 from tessera.errors import ErrorMessage, IdempotencyKeyReused, IdempotencyKeyRunning, InvalidInput
+from tessera.idempotency import repository
 from tessera.models import IdempotencyKey
 from tessera.models.base import utcnow
 
@@ -46,36 +46,6 @@ RUNNING_SECONDS = 300
 _KEY = re.compile(r"^[\x21-\x7e]{1,255}$")  # printable ASCII, no spaces
 # Headers a replay does not repeat: each answer has its own.
 _NOT_REPLAYED = frozenset({b"content-length", b"x-request-id", b"date", b"server"})
-
-
-_KEYS = table_of(IdempotencyKey)
-_FOUND = lock_for_update(
-    select(_KEYS).where(
-        _KEYS.c.project_id == bindparam("project_id"),
-        _KEYS.c.scope == bindparam("scope"),
-        _KEYS.c.key == bindparam("key"),
-    )
-)
-_TAKE_OVER = (
-    update(_KEYS)
-    .where(_KEYS.c.id == bindparam("id"))
-    .values(
-        fingerprint=bindparam("fingerprint"),
-        status_code=None,
-        headers=None,
-        body=None,
-        running_until=bindparam("running_until"),
-        expires_at=bindparam("expires_at"),
-        created_at=bindparam("now"),
-    )
-)
-_ANSWERED = (
-    update(_KEYS)
-    .where(_KEYS.c.id == bindparam("id"))
-    .values(status_code=bindparam("status"), headers=bindparam("headers"), body=bindparam("body"))
-)
-_FORGET = delete(_KEYS).where(_KEYS.c.id == bindparam("id"))
-_EXPIRED = delete(_KEYS).where(_KEYS.c.expires_at <= bindparam("now"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,12 +114,12 @@ class IdempotencyStore:
                 if created is not None:
                     await tx.commit()
                     return uuid.UUID(str(created.id))
-                found = await tx.first(_FOUND, **where)
+                found = await tx.first(repository.FOUND, **where)
                 if found is None:
                     continue
                 abandoned = found.status_code is None and found.running_until <= now
                 if found.expires_at <= now or abandoned:
-                    await tx.execute(_TAKE_OVER, id=found.id, now=now, **fresh)
+                    await tx.execute(repository.TAKE_OVER, id=found.id, now=now, **fresh)
                     await tx.commit()
                     return uuid.UUID(str(found.id))
         if found.fingerprint != fingerprint:
@@ -162,7 +132,7 @@ class IdempotencyStore:
     async def answered(self, record: uuid.UUID, answer: Answer) -> None:
         async with self.database.transaction() as tx:
             await tx.execute(
-                _ANSWERED,
+                repository.ANSWERED,
                 id=record,
                 status=answer.status,
                 headers=json.dumps(answer.headers),
@@ -172,14 +142,14 @@ class IdempotencyStore:
 
     async def forget(self, record: uuid.UUID) -> None:
         async with self.database.transaction() as tx:
-            await tx.execute(_FORGET, id=record)
+            await tx.execute(repository.FORGET, id=record)
             await tx.commit()
 
 
 async def purge_expired(database: Database) -> int:
     """Delete the records past their time (a chore of the job worker); how many."""
     async with database.transaction() as tx:
-        purged = await tx.execute(_EXPIRED, now=utcnow())
+        purged = await tx.execute(repository.EXPIRED, now=utcnow())
         await tx.commit()
     return purged
 
