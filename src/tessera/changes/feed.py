@@ -82,7 +82,7 @@ class ChangeList(SnakeModel):
 
 _CHANGES = table_of(Change)
 # The oldest transaction still running, PostgreSQL: rows below it are final.
-_HORIZON: ColumnElement[int] = literal_column(
+HORIZON: ColumnElement[int] = literal_column(
     "(pg_snapshot_xmin(pg_current_snapshot())::text)::bigint"
 )
 _AFTER = (
@@ -101,7 +101,7 @@ _AFTER = (
     .order_by(_CHANGES.c.txid, _CHANGES.c.seq)
     .limit(bindparam("limit"))
 )
-_AFTER_FINAL = _AFTER.where(_CHANGES.c.txid < _HORIZON)
+_AFTER_FINAL = _AFTER.where(_CHANGES.c.txid < HORIZON)
 
 
 # The same, each change saying whether a snapshot (an endpoint's start) saw it committed.
@@ -120,7 +120,7 @@ _SEEN = func.pg_visible_in_snapshot(
 )
 _AFTER_FINAL_SEEN = _AFTER_FINAL.add_columns(_SEEN.label("seen"))
 _END_PG: Select[int, str] = select(
-    (_HORIZON - 1).label("txid"),
+    (HORIZON - 1).label("txid"),
     literal_column("pg_current_snapshot()::text", type_=String()).label("snapshot"),
 )
 _END_SQLITE = select(func.coalesce(func.max(_CHANGES.c.seq), 0))

@@ -89,14 +89,14 @@ def _claim_statement(final: Any) -> Any:
 
 
 _CLAIM = {
-    True: _claim_statement(_CHANGES.c.txid < feed._HORIZON),
+    True: _claim_statement(_CHANGES.c.txid < feed.HORIZON),
     False: _claim_statement(_CHANGES.c.txid >= 0),
 }
 # Whether there is anything to do, read before any write: an idle round takes no write lock
 # (SQLite has one writer) and no row lock.
 _ANY_DUE = {
     True: select(_ENDPOINTS.c.id)
-    .where(_DUE, _PENDING_CHANGE.where(_CHANGES.c.txid < feed._HORIZON))
+    .where(_DUE, _PENDING_CHANGE.where(_CHANGES.c.txid < feed.HORIZON))
     .limit(1),
     False: select(_ENDPOINTS.c.id).where(_DUE, _PENDING_CHANGE).limit(1),
 }
