@@ -135,6 +135,7 @@ def plain_handler(route: APIRoute, general: Handler) -> Handler | None:
     if isinstance(strict_content_type, DefaultPlaceholder):
         strict_content_type = strict_content_type.value
     request_name = dependant.request_param_name
+    embed_body = _embedded(dependant)
     overrides = route.dependency_overrides_provider
     renderer = _renderer(route)
 
@@ -158,7 +159,7 @@ def plain_handler(route: APIRoute, general: Handler) -> Handler | None:
             body_values, body_errors = await request_body_to_args(
                 body_fields=dependant.body_params,
                 received_body=body,
-                embed_body_fields=route._embed_body_fields,
+                embed_body_fields=embed_body,
             )
             values.update(body_values)
             errors += body_errors
@@ -187,6 +188,16 @@ def plain_handler(route: APIRoute, general: Handler) -> Handler | None:
         return response
 
     return handle
+
+
+def _embedded(dependant: Dependant) -> bool:
+    """Whether the body holds each body parameter under its name (FastAPI's rule for a route
+    without forms, which a plain route never has): more than one body parameter, or one
+    declared ``Body(embed=True)``."""
+    fields = dependant.body_params
+    if len({field.name for field in fields}) > 1:
+        return True
+    return bool(fields) and bool(getattr(fields[0].field_info, "embed", False))
 
 
 def _renderer(route: APIRoute) -> Renderer | None:
