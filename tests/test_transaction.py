@@ -2,6 +2,7 @@
 
 import asyncio
 import uuid
+from typing import NamedTuple
 
 import pytest
 from sqlalchemy import bindparam, func, select, update
@@ -195,3 +196,30 @@ class TestPooledConnections:
         assert (db.pool.opened, db.pool.idle) == (1, 1)
         async with db.transaction() as tx:  # and the connections work for writes too
             assert await _backend_pid(tx) in pids
+
+
+class JobStatusRow(NamedTuple):
+    id: uuid.UUID
+    status: JobStatus
+
+
+class StatusFirst(NamedTuple):
+    status: JobStatus
+    id: uuid.UUID
+
+
+JOB_STATUS = select(JOBS.c.id, JOBS.c.status).where(JOBS.c.id == bindparam("id"))
+
+
+class TestTypedRows:
+    async def test_a_read_gives_the_named_tuple_it_was_asked_for(self, database, tenant):
+        async with database.transaction() as tx:
+            [written] = await tx.insert(Job, [job(tenant)])
+            await tx.commit()
+        row = await database.read(lambda rows: rows.first(JOB_STATUS, JobStatusRow, id=written.id))
+        assert type(row) is JobStatusRow
+        assert row == (written.id, JobStatus.QUEUED)  # converted as SQLAlchemy converts
+
+    async def test_a_row_type_that_does_not_fit_the_statement_is_refused(self, database, tenant):
+        with pytest.raises(TypeError, match="StatusFirst has fields"):
+            await database.read(lambda rows: rows.all(JOB_STATUS, StatusFirst, id=uuid.uuid4()))

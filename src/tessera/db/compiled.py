@@ -1,0 +1,186 @@
+"""Core statements compiled once per backend, their arguments and their rows."""
+
+from collections import namedtuple
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy import BindParameter, Dialect, Table, bindparam, insert
+from sqlalchemy.orm import DeclarativeBase
+from sqlalchemy.sql import visitors
+
+MAX_COMPILED = 1000  # statements x lengths of their list parameters
+
+
+def row_type(name: str, keys: list[str]) -> Any:
+    """The named tuple of a statement's columns, known only at run time; its rows take other
+    attributes too (``attach``)."""
+    return type(name, (namedtuple(name, keys),), {})  # no __slots__: a __dict__ when needed
+
+
+_INSERTS: dict[Table, Any] = {}
+
+
+def insert_all(table: Table) -> Any:
+    """``INSERT INTO table (every column) VALUES (...)``, built once per table."""
+    statement = _INSERTS.get(table)
+    if statement is None:
+        statement = _INSERTS[table] = insert(table).values(column_values(table))
+    return statement
+
+
+def column_values(table: Table) -> dict[str, BindParameter[Any]]:
+    """A parameter for every column, named by the column, but those the database fills in: a
+    counted key, and a server default with no Python one (``changes.seq`` and ``txid``)."""
+    return {
+        column.key: bindparam(column.key, type_=column.type)
+        for column in table.c
+        if column is not table.autoincrement_column
+        and (column.default is not None or column.server_default is None)
+    }
+
+
+class _DefaultContext:
+    """What a column's default function may ask of its statement (``TimestampMixin``)."""
+
+    def __init__(self, row: dict[str, Any]) -> None:
+        self._row = row
+
+    def get_current_parameters(self) -> dict[str, Any]:
+        return self._row
+
+
+def with_defaults(model: type[DeclarativeBase], row: dict[str, Any]) -> dict[str, Any]:
+    """``row`` of ``model`` with the Python-side defaults of its other columns, as ``insert``
+    writes it: for a row written by a statement of one's own."""
+    return with_table_defaults(table_of(model), row)
+
+
+def with_table_defaults(table: Table, row: dict[str, Any]) -> dict[str, Any]:
+    full = dict(row)
+    for column in table.c:
+        if column.key in full:
+            continue
+        default = column.default
+        if default is None:
+            full[column.key] = None
+        elif default.is_callable:
+            full[column.key] = default.arg(_DefaultContext(full))  # type: ignore[attr-defined]
+        else:
+            full[column.key] = default.arg  # type: ignore[attr-defined]
+    return full
+
+
+def sizes_of(params: dict[str, Any]) -> tuple[int, ...]:
+    return tuple(len(value) for value in params.values() if isinstance(value, list))
+
+
+Processor = Callable[[Any], Any] | None
+
+
+@dataclass(slots=True)
+class Compiled:
+    """A statement compiled for one dialect (and for given lengths of its list parameters)."""
+
+    sql: str
+    # The positional arguments: (parameter, index in a list parameter or None, bind processor,
+    # the value a literal of the statement carries or _REQUIRED).
+    params: tuple[tuple[str, int | None, Processor, Any], ...]
+    columns: tuple[Any, ...]  # the selected (or returned) columns' types, for this dialect
+    keys: tuple[str, ...]  # and their names
+    make: Callable[[Any], Any]
+    dialect: Dialect
+    # (column index, conversion) of the columns that have one, once the driver described them
+    converters: tuple[tuple[int, Callable[[Any], Any]], ...] | None = None
+    checked: set[type[Any]] = field(default_factory=set)  # row types found to fit (``check``)
+
+    @classmethod
+    def of(cls, statement: Any, sizes: tuple[int, ...], dialect: Dialect) -> "Compiled":
+        binds = _bind_params(statement)
+        required = {p.key for p in binds if p.required}
+        if lists := [p for p in binds if p.expanding]:  # a placeholder each: IN ($3, $4, $5)
+            statement = statement.params(
+                dict.fromkeys(required)
+                | {p.key: [None] * n for p, n in zip(lists, sizes, strict=True)}
+            )
+        compiled = statement.compile(dialect=dialect, compile_kwargs={"render_postcompile": True})
+        if prefetch := [*compiled.insert_prefetch, *compiled.update_prefetch]:
+            # defaults that SQLAlchemy's execution would compute (an onupdate timestamp)
+            raise ValueError(f"give {', '.join(c.key for c in prefetch)} a value in the statement")
+        params = []
+        for name in compiled.positiontup or ():
+            base, index = name, None
+            if name not in compiled.binds:  # an element of a list parameter: "ids_3"
+                base, _, number = name.rpartition("_")
+                index = int(number) - 1
+            bind = compiled.binds[base]
+            kind = bind.type.dialect_impl(dialect)
+            value = _REQUIRED if base in required else bind.effective_value
+            params.append((base, index, kind.bind_processor(dialect), value))
+        columns = list(statement.exported_columns)
+        keys = [c.key or f"column_{i}" for i, c in enumerate(columns)]
+        types = tuple(c.type.dialect_impl(dialect) for c in columns)
+        make = row_type("Row", keys)._make
+        return cls(compiled.string, tuple(params), types, tuple(keys), make, dialect)
+
+    def check(self, into: type[tuple[Any, ...]]) -> None:
+        """Refuse a row type whose fields are not the statement's columns, in their order:
+        a typed row that reads a column by the wrong name fails on first use, not silently."""
+        fields = getattr(into, "_fields", None)
+        if fields != self.keys:
+            raise TypeError(f"{into.__name__} has fields {fields}; the statement gives {self.keys}")
+
+    def describe(self, prepared: Any) -> None:
+        """How each column's value is converted, as SQLAlchemy would: some conversions depend
+        on the type the driver reports (asyncpg's numerics), so they are chosen on first use,
+        from the driver's description of the statement (``prepared``; sqlite3 has none)."""
+        oids = [a.type.oid for a in prepared.get_attributes()] if prepared else None
+        processors = (
+            kind.result_processor(self.dialect, oids[i] if oids else None)
+            for i, kind in enumerate(self.columns)
+        )
+        self.converters = tuple((i, p) for i, p in enumerate(processors) if p is not None)
+
+    def rows(
+        self, raw: Iterable[Sequence[Any]], make: Callable[[Any], Any] | None = None
+    ) -> list[Any]:
+        """The driver's rows made by ``make`` (a named tuple's ``_make``), converted: only the
+        columns that have a conversion are touched (most of a row's text and numbers have
+        none)."""
+        make = make or self.make
+        converters = self.converters
+        if not converters:
+            return [make(values) for values in raw]
+        rows = []
+        for row in raw:
+            values = list(row)
+            for i, process in converters:
+                value = values[i]
+                if value is not None:
+                    values[i] = process(value)
+            rows.append(make(values))
+        return rows
+
+    def arguments(self, values: dict[str, Any]) -> list[Any]:
+        arguments = []
+        for name, index, process, literal in self.params:
+            if literal is not _REQUIRED:
+                value = values.get(name, literal)
+            else:
+                value = values[name] if index is None else values[name][index]
+            arguments.append(value if process is None or value is None else process(value))
+        return arguments
+
+
+_REQUIRED = object()  # a parameter the caller must give
+
+
+def _bind_params(statement: Any) -> list[BindParameter[Any]]:
+    return [e for e in visitors.iterate(statement) if isinstance(e, BindParameter)]
+
+
+def table_of(model: type[DeclarativeBase]) -> Table:
+    """A model's table, for Core statements (``update(table_of(Product))``)."""
+    table = model.__table__
+    assert isinstance(table, Table)
+    return table

@@ -1,0 +1,222 @@
+"""The database: its engines, sessions and driver connections."""
+
+import asyncio
+import sqlite3
+import time
+import weakref
+from collections.abc import (
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Hashable,
+)
+from contextlib import asynccontextmanager
+from typing import Concatenate, ParamSpec, TypeVar
+
+import asyncpg
+from sqlalchemy import (
+    Executable,
+)
+from sqlalchemy.engine import make_url
+from sqlalchemy.ext.asyncio import (
+    AsyncSession,
+    async_sessionmaker,
+    create_async_engine,
+)
+
+from tessera.db.compiled import MAX_COMPILED, Compiled
+from tessera.db.pool import DISCONNECTED, ConnectionPool, json_codecs
+from tessera.db.rows import Rows, Transaction
+from tessera.db.sqlite import (
+    SQLITE_BUSY_TIMEOUT_MS,
+    begin_immediate,
+    sqlite_commit,
+    sqlite_connection,
+    sqlite_engine,
+)
+
+T = TypeVar("T")
+P = ParamSpec("P")
+
+POOL_RECYCLE_SECONDS = 3600.0
+
+
+class Database:
+    def __init__(
+        self,
+        url: str,
+        *,
+        pool_size: int = 10,
+        max_overflow: int = 20,
+        on_pool_wait: Callable[[float], None] | None = None,
+    ) -> None:
+        self.url = make_url(url)
+        self.max_overflow = max_overflow
+        # Told how long each use of the pool (PostgreSQL) waited for its connection.
+        self.on_pool_wait = on_pool_wait
+        self.is_sqlite = self.url.get_backend_name() == "sqlite"
+        if self.is_sqlite:
+            self.engine = sqlite_engine(self.url, begin="BEGIN")
+            self.write_engine = sqlite_engine(self.url, begin="BEGIN IMMEDIATE")
+            self._write_lock: asyncio.Lock | None = asyncio.Lock()
+            self._sqlite_reader: sqlite3.Connection | None = sqlite_connection(
+                self.url, busy_timeout_ms=SQLITE_BUSY_TIMEOUT_MS
+            )
+            self._sqlite_writer: sqlite3.Connection | None = sqlite_connection(
+                self.url, busy_timeout_ms=0
+            )
+        else:
+            # The ORM sessions' pool (the use-cases that are not hot, the credential checks on
+            # a cache miss, the worker, the console), pinged before each use, as they are
+            # not hot: a server restart goes unnoticed. The hot reads and writes have a pool of
+            # their own, of the driver itself (``ConnectionPool``).
+            self.engine = create_async_engine(
+                url,
+                pool_size=max(2, pool_size // 4),
+                max_overflow=max_overflow,
+                pool_recycle=POOL_RECYCLE_SECONDS,
+                pool_pre_ping=True,
+            )
+            self.write_engine = self.engine
+            self._write_lock = None
+            self._sqlite_reader = self._sqlite_writer = None
+        self.pool_size = pool_size
+        # The hot reads' and writes' connections (PostgreSQL); opened as they are needed.
+        self.pool: ConnectionPool | None = None
+        if not self.is_sqlite:
+            self.pool = ConnectionPool(
+                self.url.set(drivername="postgresql").render_as_string(hide_password=False),
+                size=pool_size,
+                overflow=max_overflow,
+                recycle_seconds=POOL_RECYCLE_SECONDS,
+                init=json_codecs,
+            )
+        self._readers = async_sessionmaker(self.engine, expire_on_commit=False)
+        self._writers = async_sessionmaker(self.write_engine, expire_on_commit=False)
+        self._compiled: dict[tuple[Executable, tuple[int, ...]], Compiled] = {}
+        # One lock per hot row being waited for (``Transaction.one_waiter``), gone once unused.
+        self._waiters: weakref.WeakValueDictionary[Hashable, asyncio.Lock] = (
+            weakref.WeakValueDictionary()
+        )
+
+    async def read(
+        self,
+        query: Callable[Concatenate["Rows", P], Awaitable[T]],
+        *args: P.args,
+        **kwargs: P.kwargs,
+    ) -> T:
+        """Run a read-only ``query(rows, *args, **kwargs)`` with the raw driver (typed: the
+        arguments are checked against ``query``'s own).
+
+        Reads are async functions of ``Rows``: Core SELECTs, compiled once per backend by
+        SQLAlchemy and then run by the driver itself (sqlite3, asyncpg), in autocommit: no
+        BEGIN and ROLLBACK around them, no ORM, no per-statement SQLAlchemy execution. On
+        SQLite they run at once on the event loop's thread, on one connection of their own
+        (a statement costs less than handing it to a thread); on PostgreSQL on a connection of
+        ``ConnectionPool``. A read that needs several statements sees each one's committed
+        state, as READ COMMITTED does on PostgreSQL, so a read that must be consistent is
+        written as one statement.
+        """
+        if self._sqlite_reader is not None:
+            return await query(Rows(self, self._sqlite_reader), *args, **kwargs)
+        async with self._driver() as driver:
+            return await query(Rows(self, driver), *args, **kwargs)
+
+    @asynccontextmanager
+    async def transaction(self) -> AsyncIterator["Transaction"]:
+        """A write transaction on the raw driver, for the hot write use-cases: they read and
+        write with Core statements (``Transaction``), commit with ``commit()``, and anything
+        uncommitted rolls back. The same guarantees as ``session()``: on SQLite one writer at a
+        time (the in-process lock, then ``BEGIN IMMEDIATE``, waiting for another process's
+        write lock without blocking the loop); on PostgreSQL READ COMMITTED with the row locks
+        the use-case takes (``lock_for_update``).
+        """
+        if self._sqlite_writer is not None:
+            assert self._write_lock is not None
+            connection = self._sqlite_writer
+            async with self._write_lock:
+                await begin_immediate(connection)
+                try:
+                    yield Transaction(self, connection, commit=sqlite_commit(connection))
+                finally:
+                    if connection.in_transaction:
+                        connection.execute("ROLLBACK")
+            return
+        async with self._driver() as driver:
+            transaction = driver.transaction()
+            await transaction.start()
+            try:
+                yield Transaction(self, driver, commit=transaction.commit)
+            finally:
+                if driver.is_in_transaction():  # not committed
+                    await transaction.rollback()
+
+    def waiter_lock(self, key: Hashable) -> asyncio.Lock:
+        """The lock of this process's waiters for the row named ``key``."""
+        lock = self._waiters.get(key)
+        if lock is None:
+            lock = self._waiters[key] = asyncio.Lock()
+        return lock
+
+    @asynccontextmanager
+    async def _driver(self) -> AsyncIterator[asyncpg.Connection]:
+        """A connection of asyncpg's pool, for statements that bypass SQLAlchemy's execution.
+        A connection that turns out broken (a server restart) fails its request, and every
+        idle connection of the pool is replaced before its next use."""
+        pool = self.pool
+        assert pool is not None
+        began = time.perf_counter()
+        connection = await pool.acquire()
+        if self.on_pool_wait is not None:
+            self.on_pool_wait(time.perf_counter() - began)
+        try:
+            yield connection
+        except DISCONNECTED:
+            pool.expire()
+            raise
+        finally:
+            pool.release(connection)
+
+    def compiled(self, statement: Executable, sizes: tuple[int, ...]) -> "Compiled":
+        """``statement`` compiled for this backend (and these lengths of its list parameters),
+        once."""
+        key = (statement, sizes)
+        compiled = self._compiled.get(key)
+        if compiled is None:
+            if len(self._compiled) >= MAX_COMPILED:
+                self._compiled.clear()
+            compiled = self._compiled[key] = Compiled.of(statement, sizes, self.engine.dialect)
+        return compiled
+
+    @asynccontextmanager
+    async def session(self, *, write: bool = True) -> AsyncIterator[AsyncSession]:
+        """A session for one use-case; the use-case commits, anything uncommitted rolls back."""
+        if not write:
+            async with self._readers() as session:
+                await self._connected(session)
+                yield session
+            return
+        if self._write_lock is None:
+            async with self._writers() as session:
+                await self._connected(session)
+                yield session
+            return
+        async with self._write_lock, self._writers() as session:
+            yield session
+
+    async def _connected(self, session: AsyncSession) -> None:
+        """On PostgreSQL, the session's connection taken now, to time the pool's wait."""
+        if self.on_pool_wait is not None and not self.is_sqlite:
+            began = time.perf_counter()
+            await session.connection()
+            self.on_pool_wait(time.perf_counter() - began)
+
+    async def dispose(self) -> None:
+        if self.pool is not None:
+            await self.pool.close()
+        await self.engine.dispose()
+        if self.write_engine is not self.engine:
+            await self.write_engine.dispose()
+        for connection in (self._sqlite_reader, self._sqlite_writer):
+            if connection is not None:
+                connection.close()

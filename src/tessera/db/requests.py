@@ -1,0 +1,54 @@
+"""The database in a request: FastAPI dependencies, and which requests only read."""
+
+import inspect
+from collections.abc import AsyncIterator, Callable
+from typing import Annotated, Any, TypeVar
+
+from fastapi import Depends, Request
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from tessera.db.database import Database
+
+READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+
+
+EndpointT = TypeVar("EndpointT", bound=Callable[..., Any])
+
+READ_ONLY_ENDPOINTS: set[Callable[..., Any]] = set()
+
+
+def reads_only(endpoint: EndpointT) -> EndpointT:
+    """Mark a POST route that only reads (a lookup with a body): it gets a read session, so on
+    SQLite it does not queue behind writers."""
+    READ_ONLY_ENDPOINTS.add(endpoint)
+    return endpoint
+
+
+def is_read_only(endpoint: Callable[..., Any]) -> bool:
+    """Whether ``endpoint`` (or the function it wraps) was marked ``reads_only``."""
+    return inspect.unwrap(endpoint) in READ_ONLY_ENDPOINTS
+
+
+def writes(request: Request) -> bool:
+    """Whether the request may change data (a lookup sent as POST does not: ``reads_only``)."""
+    if request.method in READ_METHODS:
+        return False
+    endpoint = request.scope.get("endpoint")
+    return endpoint is None or not is_read_only(endpoint)
+
+
+async def get_session(request: Request) -> AsyncIterator[AsyncSession]:
+    database: Database = request.app.state.database
+    async with database.session(write=writes(request)) as session:
+        yield session
+
+
+SessionDep = Annotated[AsyncSession, Depends(get_session)]
+
+
+async def get_database(request: Request) -> Database:
+    database: Database = request.app.state.database
+    return database
+
+
+DatabaseDep = Annotated[Database, Depends(get_database)]

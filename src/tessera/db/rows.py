@@ -1,0 +1,220 @@
+"""Reads (``Rows``) and write transactions (``Transaction``) on the raw driver."""
+
+import sqlite3
+from collections.abc import (
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Hashable,
+    Iterable,
+    Iterator,
+    Sequence,
+)
+from contextlib import asynccontextmanager, contextmanager
+from types import SimpleNamespace
+from typing import TYPE_CHECKING, Any, TypeVar, overload
+
+import asyncpg
+from sqlalchemy import Executable, Table
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import DeclarativeBase
+
+from tessera.db.compiled import column_values, insert_all, sizes_of, table_of, with_table_defaults
+
+if TYPE_CHECKING:
+    from tessera.db.database import Database
+
+RowT = TypeVar("RowT", bound=tuple[Any, ...])
+# A row read without a row type: its columns, and what the read attached (``attach``), as
+# attributes. Being replaced by typed rows (``Rows.all(statement, RowType)``).
+Row = Any
+
+
+class Rows:
+    """What a read function is given (``Database.read``): its statements' rows, converted as
+    SQLAlchemy would convert them, each a ``NamedTuple`` whose fields are the statement's
+    columns (``await rows.all(statement, UserRow, project_id=...)``), checked on first use."""
+
+    def __init__(self, database: "Database", connection: Any) -> None:
+        self._database = database
+        self._connection = connection  # sqlite3.Connection or asyncpg.Connection
+
+    @overload
+    async def all(self, statement: Executable, /, **params: Any) -> list[Any]: ...
+
+    @overload
+    async def all(
+        self, statement: Executable, into: type[RowT], /, **params: Any
+    ) -> list[RowT]: ...
+
+    async def all(
+        self, statement: Executable, into: type[RowT] | None = None, /, **params: Any
+    ) -> list[Any]:
+        compiled = self._database.compiled(statement, sizes_of(params))
+        args = compiled.arguments(params)
+        if isinstance(self._connection, sqlite3.Connection):
+            raw = self._connection.execute(compiled.sql, args).fetchall()
+            if compiled.converters is None:
+                compiled.describe(None)
+        else:  # asyncpg caches the prepared statement on each connection
+            if compiled.converters is None:
+                compiled.describe(await self._connection.prepare(compiled.sql))
+            raw = await self._connection.fetch(compiled.sql, *args)
+        if into is None:
+            return compiled.rows(raw)
+        if into not in compiled.checked:
+            compiled.check(into)
+            compiled.checked.add(into)
+        return compiled.rows(raw, into._make)  # type: ignore[attr-defined]  # a NamedTuple
+
+    @overload
+    async def first(self, statement: Executable, /, **params: Any) -> Any | None: ...
+
+    @overload
+    async def first(
+        self, statement: Executable, into: type[RowT], /, **params: Any
+    ) -> RowT | None: ...
+
+    async def first(
+        self, statement: Executable, into: type[RowT] | None = None, /, **params: Any
+    ) -> Any | None:
+        rows = await (
+            self.all(statement, **params) if into is None else self.all(statement, into, **params)
+        )
+        return rows[0] if rows else None
+
+    @property
+    def on_postgresql(self) -> bool:
+        """For the few statements written for one backend (see ``products.rules.issue``)."""
+        return not isinstance(self._connection, sqlite3.Connection)
+
+    async def scalar(self, statement: Executable, **params: Any) -> Any:
+        row = await self.first(statement, **params)
+        return None if row is None else row[0]
+
+
+class Transaction(Rows):
+    """What a write use-case is given (``Database.transaction``): reads as in ``Rows`` (a
+    statement with RETURNING too), and writes. Driver errors of a constraint surface as
+    SQLAlchemy's ``IntegrityError``, whichever the backend."""
+
+    def __init__(
+        self, database: "Database", connection: Any, *, commit: Callable[[], Awaitable[None]]
+    ) -> None:
+        super().__init__(database, connection)
+        self._commit = commit
+        self._staged: dict[type[DeclarativeBase], list[dict[str, Any]]] = {}
+
+    @asynccontextmanager
+    async def one_waiter(self, key: Hashable) -> AsyncIterator[None]:
+        """Run the statement that locks a hot row (named ``key``: a product its issuers bump)
+        as the only transaction of this process waiting for it; the next one is let in once
+        this one holds the lock, and waits for it in the database while this one commits.
+
+        On PostgreSQL, every waiter for a row lock wakes at each commit and the waiters fight
+        over the lock manager: with 32 issuers of one product the hand-over took half the row's
+        time (bench/README.md). The row lock still does the locking, across processes too.
+        SQLite has one writer already."""
+        if not self.on_postgresql:
+            yield
+            return
+        async with self._database.waiter_lock(key):
+            yield
+
+    def stage(self, model: type[DeclarativeBase], rows: Sequence[dict[str, Any]]) -> None:
+        """Rows of ``model`` to insert just before the commit, with every row staged for that
+        model in this transaction, in one statement (the outbox of changes: a use-case that
+        records three changes pays for one insert)."""
+        self._staged.setdefault(model, []).extend(rows)
+
+    async def commit(self) -> None:
+        staged, self._staged = self._staged, {}
+        for model, rows in staged.items():
+            await self.insert(model, rows)
+        await self._commit()
+
+    async def execute(self, statement: Executable, **params: Any) -> int:
+        """An INSERT, UPDATE or DELETE without RETURNING; the number of rows it touched."""
+        compiled = self._database.compiled(statement, sizes_of(params))
+        args = compiled.arguments(params)
+        with _integrity(compiled.sql):
+            if isinstance(self._connection, sqlite3.Connection):
+                return self._connection.execute(compiled.sql, args).rowcount
+            status: str = await self._connection.execute(compiled.sql, *args)
+        return int(status.rpartition(" ")[2])
+
+    async def insert(
+        self, model: type[DeclarativeBase], rows: Sequence[dict[str, Any]]
+    ) -> list[Any]:
+        """New rows of ``model``, with the Python-side defaults of its columns filled in as the
+        ORM fills them (ids, timestamps, statuses), in one statement run for every row; the
+        rows as written, as attribute namespaces."""
+        table = model.__table__
+        full = [with_table_defaults(table, row) for row in rows]  # type: ignore[arg-type]
+        if not full:
+            return []
+        compiled = self._database.compiled(insert_all(table), ())  # type: ignore[arg-type]
+        args = [compiled.arguments(row) for row in full]
+        with _integrity(compiled.sql):
+            if isinstance(self._connection, sqlite3.Connection):
+                self._connection.executemany(compiled.sql, args)
+            elif len(args) == 1:  # asyncpg's executemany costs a pipeline set-up
+                await self._connection.execute(compiled.sql, *args[0])
+            else:
+                await self._connection.executemany(compiled.sql, args)
+        return [SimpleNamespace(**row) for row in full]
+
+    async def insert_new(
+        self, model: type[DeclarativeBase], row: dict[str, Any], *, unique: tuple[str, ...]
+    ) -> Any | None:
+        """``row`` of ``model`` (defaults filled in as by ``insert``), unless a row with the
+        same ``unique`` columns (a unique constraint) exists or is being inserted by another
+        transaction: then nothing changes and the answer is None. One statement (``ON CONFLICT
+        DO NOTHING``): no error to recover from, no savepoint."""
+        table = table_of(model)
+        full = with_table_defaults(table, row)
+        key = (table, unique, self._database.engine.dialect.name)
+        statement = _INSERT_NEW.get(key)
+        if statement is None:
+            dialect_insert = pg_insert if key[2] == "postgresql" else sqlite_insert
+            statement = _INSERT_NEW[key] = (
+                dialect_insert(table)
+                .values(column_values(table))
+                .on_conflict_do_nothing(index_elements=list(unique))
+                .returning(*table.primary_key.columns)
+            )
+        inserted = await self.first(statement, **full)
+        return None if inserted is None else SimpleNamespace(**full)
+
+
+_INSERT_NEW: dict[tuple[Table, tuple[str, ...], str], Any] = {}
+
+
+@contextmanager
+def _integrity(sql: str) -> Iterator[None]:
+    try:
+        yield
+    except (sqlite3.IntegrityError, asyncpg.exceptions.IntegrityConstraintViolationError) as exc:
+        raise IntegrityError(sql, None, exc) from exc
+
+
+def part(row: Any, prefix: str, keys: Iterable[str], **known: object) -> SimpleNamespace:
+    """The row of a joined table within ``row``, whose statement selected its columns as
+    ``<prefix><key>`` (``products.c.name.label("product_name")``), plus ``known`` values."""
+    return SimpleNamespace(**known, **{key: getattr(row, prefix + key) for key in keys})
+
+
+def joined(row: Any, **related: object) -> SimpleNamespace:
+    """A row read with ``Rows``, with its related rows attached as attributes, so that schemas
+    built ``from_attributes`` read it as they read an ORM object: a copy that the caller may
+    change (a row's columns are read-only)."""
+    return SimpleNamespace(**row._asdict(), **related)
+
+
+def attach(row: Any, **related: object) -> Any:
+    """``joined`` without the copy of the row's columns: the row read with ``Rows`` itself,
+    with ``related`` as new attributes, for a read that only renders it."""
+    row.__dict__.update(related)
+    return row

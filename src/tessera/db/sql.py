@@ -1,0 +1,131 @@
+"""Backend-specific SQL: row locks, advisory locks, functions each backend spells its way."""
+
+import uuid
+from collections.abc import Sequence
+from typing import Any, TypeVar
+
+from sqlalchemy import ColumnElement, Select, String, select, text
+from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.ext.compiler import compiles
+from sqlalchemy.orm import DeclarativeBase
+from sqlalchemy.orm.interfaces import ORMOption
+from sqlalchemy.sql.compiler import SQLCompiler
+from sqlalchemy.sql.functions import FunctionElement
+
+from tessera.errors import NotFound
+
+AnySelect = Select[*tuple[Any, ...]]
+
+SelectT = TypeVar("SelectT", bound=AnySelect)
+
+ModelT = TypeVar("ModelT", bound=DeclarativeBase)
+
+
+def lock_for_update(statement: SelectT) -> SelectT:
+    """Row lock on PostgreSQL; a no-op on SQLite, where write transactions are serialised.
+
+    ``FOR NO KEY UPDATE``, not ``FOR UPDATE``: inserting a row whose foreign key points at the
+    locked row (an order line, an item) takes ``FOR KEY SHARE`` on it, which ``FOR UPDATE`` would
+    wait on, so two such transactions would deadlock. The locked rows never change their keys.
+    """
+    return statement.with_for_update(key_share=True)
+
+
+def lock_for_share(statement: SelectT) -> SelectT:
+    """Shared row lock on PostgreSQL (``FOR SHARE``); a no-op on SQLite, as above.
+
+    Holders of the shared lock run side by side; ``lock_for_update`` and any UPDATE of the row
+    wait for them, and they for it: for a rule that reads a row which must not change until the
+    transaction ends, without serialising the transactions that read it.
+    """
+    return statement.with_for_update(read=True)
+
+
+async def get_in_project(
+    session: AsyncSession,
+    model: type[ModelT],
+    project_id: uuid.UUID,
+    *criteria: ColumnElement[bool],
+    not_found: type[NotFound],
+    lock: bool = False,
+    options: Sequence[ORMOption] = (),
+) -> ModelT:
+    """The one row of ``model`` in the caller's project that matches ``criteria``, else
+    ``not_found`` (another project's row is "not found" too, never "forbidden").
+
+    ``lock`` takes the row lock of ``lock_for_update`` and reloads the row, so that the checks
+    that follow see its committed state.
+    """
+    statement = select(model).where(model.__table__.c.project_id == project_id, *criteria)
+    if options:
+        statement = statement.options(*options)
+    if lock:
+        statement = lock_for_update(statement).execution_options(populate_existing=True)
+    row = await session.scalar(statement)
+    if row is None:
+        raise not_found
+    return row
+
+
+# POST routes that only read (lookups with a body), marked with @reads_only.
+
+
+def skip_locked(statement: SelectT) -> SelectT:
+    """For claiming work: PostgreSQL skips rows another worker holds; SQLite has one writer."""
+    return statement.with_for_update(skip_locked=True)
+
+
+async def serialize(session: AsyncSession, key: int) -> None:
+    """Run this transaction's critical section alone across processes, until it ends.
+
+    PostgreSQL takes a transaction-level advisory lock on ``key``; SQLite's write transaction
+    already holds the whole database.
+    """
+    if session.get_bind().dialect.name == "postgresql":
+        await session.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": key})
+
+
+class UtcDay(FunctionElement[str]):
+    """A timestamp's day in UTC as ``YYYY-MM-DD`` text, on SQLite (which stores UTC text) and
+    on PostgreSQL (``timestamptz``)."""
+
+    type = String()
+    name = "utc_day"
+    inherit_cache = True
+
+
+@compiles(UtcDay, "sqlite")
+def _utc_day_on_sqlite(element: UtcDay, compiler: SQLCompiler, **kw: Any) -> str:
+    return f"date({compiler.process(element.clauses, **kw)})"
+
+
+@compiles(UtcDay, "postgresql")
+def _utc_day_on_postgresql(element: UtcDay, compiler: SQLCompiler, **kw: Any) -> str:
+    column = compiler.process(element.clauses, **kw)
+    return f"to_char({column} AT TIME ZONE 'UTC', 'YYYY-MM-DD')"
+
+
+class NotIndexed(FunctionElement[Any]):
+    """A column that SQLite's planner may not look up through an index in this condition
+    (SQLite's unary ``+``); PostgreSQL, which keeps statistics, decides for itself.
+
+    For ``project_id = ? AND id IN (...)``: without statistics SQLite takes the project's index
+    for the more selective side and reads every row of the project to find the few ids, where
+    the primary key finds each id at once (tests/test_query_plans.py holds the plans)."""
+
+    name = "not_indexed"
+    inherit_cache = True
+
+    def __init__(self, column: ColumnElement[Any]) -> None:
+        super().__init__(column)
+        self.type = column.type  # binds compared with it convert as the column's
+
+
+@compiles(NotIndexed, "sqlite")
+def _not_indexed_on_sqlite(element: NotIndexed, compiler: SQLCompiler, **kw: Any) -> str:
+    return f"+{compiler.process(element.clauses, **kw)}"
+
+
+@compiles(NotIndexed)
+def _not_indexed_elsewhere(element: NotIndexed, compiler: SQLCompiler, **kw: Any) -> str:
+    return str(compiler.process(element.clauses, **kw))

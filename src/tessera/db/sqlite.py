@@ -1,0 +1,86 @@
+"""SQLite connections: the loop's own for reads and writes, the ORM's through aiosqlite."""
+
+import asyncio
+import sqlite3
+import time
+from collections.abc import (
+    Awaitable,
+    Callable,
+)
+from typing import Any
+
+from sqlalchemy import (
+    event,
+)
+from sqlalchemy.engine import URL
+from sqlalchemy.ext.asyncio import (
+    AsyncEngine,
+    create_async_engine,
+)
+
+SQLITE_BUSY_TIMEOUT_MS = 30_000
+
+SQLITE_BUSY_RETRY_SECONDS = 0.005
+
+
+def sqlite_connection(url: URL, *, busy_timeout_ms: int) -> sqlite3.Connection:
+    """A connection of ``Database.read`` (waits for nothing: WAL) or ``Database.transaction``
+    (no busy timeout: SQLite would sleep on the loop; see ``begin_immediate``), used on the
+    loop's thread one statement at a time, with no transaction control by the driver."""
+    connection = sqlite3.connect(
+        url.database or ":memory:",
+        check_same_thread=False,
+        isolation_level=None,
+        timeout=busy_timeout_ms / 1000,
+    )
+    sqlite_pragmas(connection, busy_timeout_ms=busy_timeout_ms)
+    return connection
+
+
+async def begin_immediate(connection: sqlite3.Connection) -> None:
+    """Take SQLite's write lock; another process (the CLI, a second server) may hold it: wait
+    for it without blocking the loop, up to the busy timeout."""
+    deadline = time.monotonic() + SQLITE_BUSY_TIMEOUT_MS / 1000
+    while True:
+        try:
+            connection.execute("BEGIN IMMEDIATE")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+        await asyncio.sleep(SQLITE_BUSY_RETRY_SECONDS)
+
+
+def sqlite_commit(connection: sqlite3.Connection) -> Callable[[], Awaitable[None]]:
+    async def commit() -> None:
+        connection.execute("COMMIT")
+
+    return commit
+
+
+def sqlite_pragmas(dbapi_connection: Any, *, busy_timeout_ms: int) -> None:
+    cursor = dbapi_connection.cursor()
+    cursor.execute("PRAGMA journal_mode=WAL")
+    cursor.execute("PRAGMA foreign_keys=ON")
+    cursor.execute("PRAGMA synchronous=NORMAL")
+    cursor.execute(f"PRAGMA busy_timeout={busy_timeout_ms}")
+    cursor.close()
+
+
+def sqlite_engine(url: URL, *, begin: str) -> AsyncEngine:
+    """The ORM sessions' engine on SQLite: aiosqlite, each connection on a thread of its own,
+    where SQLite may wait for another process's write lock (``busy_timeout``) without holding
+    the event loop. The driver controls no transaction: the "begin" event says how to BEGIN
+    (SQLAlchemy's documented recipe for SQLite's transactions)."""
+    engine = create_async_engine(url)
+
+    @event.listens_for(engine.sync_engine, "connect")
+    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
+        dbapi_connection.isolation_level = None
+        sqlite_pragmas(dbapi_connection, busy_timeout_ms=SQLITE_BUSY_TIMEOUT_MS)
+
+    @event.listens_for(engine.sync_engine, "begin")
+    def _begin(connection: Any) -> None:
+        connection.exec_driver_sql(begin)
+
+    return engine
