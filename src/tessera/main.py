@@ -178,5 +178,5 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         rate_limits=app.state.rate_limiter.on,
         webhook_url=url_pattern(allow_private=settings.webhooks_allow_private),
     )
-    routing.install(app.router)
+    routing.index(app.router)
     return app

@@ -1,28 +1,34 @@
-"""Routing by index: the app's routes tried in their order, but only those that can match.
+"""Routing by groups: the app's routes tried in their order, but only those that can match.
 
 FastAPI tries every route of the app in order until one matches the whole request, and each
-try is a regular expression and a few calls: among Tessera's 105 routes, a request for a route
-near the end spent more time being routed than being answered. ``RouteIndex`` keeps the rule
-(the first route in order that matches the path and the method wins) and narrows the routes it
-is tried on by the path's first two segments: a route whose template starts with other literal
-segments cannot match the path. The routes that remain are tried in the app's order, exactly as
-FastAPI would try them.
+try is a regular expression and a few calls: among Tessera's hundred routes, a request for a
+route near the end spent more time being routed than being answered. ``index`` puts a
+``RouteIndex`` (a Starlette ``BaseRoute``) at the head of the router's routes: it files the
+routes by the literal prefixes of their templates (at most their first two segments) and, for
+a path, tries in the app's order only the routes that can match it: those whose templates
+start with the path's first segments, with a part of them, or with a parameter. So the first
+route in the app's order that matches the path and the method still wins, exactly as in
+FastAPI's routing, which goes on over the routes behind the index when it matches nothing.
 
-Whatever the narrowed routes do not fully match (a 404, a 405, a redirect to the slashed path,
-a WebSocket, the lifespan) goes to FastAPI's own routing over every route, so those answers do
-not change either. It is installed as the router's middleware stack (Starlette's hook for
-what runs in front of a router's own dispatch), inside FastAPI's exception handling.
+The index holds the same route objects as the app's list, which keeps every route where it
+was: the OpenAPI, ``url_path_for`` and whatever walks ``app.routes`` see the routes, and what the
+index does not match fully (a 404, a 405, a redirect to the slashed path, a route added later)
+goes on through the list as before. Under a root path (which FastAPI's routing strips before
+matching) and under FastAPI's OpenTelemetry (whose spans name the route its routing picked) the
+index steps aside.
 """
 
 from collections.abc import Sequence
+from typing import Any
 
 from fastapi.routing import iter_route_contexts
-from starlette.routing import BaseRoute, Match, Router
+from starlette.routing import BaseRoute, Match, NoMatchFound, Router
 from starlette.types import Receive, Scope, Send
 
 Prefix = tuple[str, ...]
 
 TELEMETRY = "fastapi.telemetry"  # the scope key FastAPI sets while its OpenTelemetry is on
+CHOSEN = "tessera.route"  # the scope key of the route the index matched, for its ``handle``
 
 PREFIX_SEGMENTS = 2
 
@@ -42,13 +48,12 @@ def path_key(path: str) -> Prefix:
     return tuple(path.split("/", PREFIX_SEGMENTS + 1)[1 : PREFIX_SEGMENTS + 1])
 
 
-class RouteIndex:
-    """The router's routes by the literal prefixes of their templates (see the module)."""
+class RouteIndex(BaseRoute):
+    """The router's routes by the literal prefixes of their templates (see the module): a
+    route at the head of the router's routes that matches what one of them matches."""
 
-    def __init__(self, router: Router) -> None:
-        self.router = router
-        self.buckets = self._buckets(router.routes)
-        self._indexed = len(router.routes)
+    def __init__(self, routes: Sequence[BaseRoute]) -> None:
+        self.buckets = self._buckets(routes)
 
     @staticmethod
     def _buckets(routes: Sequence[BaseRoute]) -> dict[Prefix, list[BaseRoute]]:
@@ -68,31 +73,38 @@ class RouteIndex:
             for key in keys
         }
 
-    def candidates(self, path: str) -> list[BaseRoute] | None:
-        """The routes that can match ``path``, in order; None when no bucket covers it."""
+    def candidates(self, path: str) -> list[BaseRoute]:
+        """The routes that can match ``path``, in order (none: the router tries its own)."""
         key = path_key(path)
         for length in range(len(key), -1, -1):
             bucket = self.buckets.get(key[:length])
             if bucket is not None:
                 return bucket
-        return None
+        return []
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        # Under FastAPI's OpenTelemetry (TESSERA_OPENTELEMETRY) its routing names each span's
-        # route, so it routes; so it does under a root path, which it strips before matching.
-        if scope["type"] == "http" and not scope.get("root_path") and TELEMETRY not in scope:
-            if len(self.router.routes) != self._indexed:  # routes added since
-                self.buckets = self._buckets(self.router.routes)
-                self._indexed = len(self.router.routes)
-            for route in self.candidates(scope["path"]) or ():
-                match, child_scope = route.matches(scope)
-                if match is Match.FULL:
-                    scope.setdefault("router", self.router)
-                    scope.update(child_scope)
-                    await route.handle(scope, receive, send)
-                    return
-        await self.router.app(scope, receive, send)
+    def matches(self, scope: Scope) -> tuple[Match, Scope]:
+        if scope["type"] != "http" or scope.get("root_path") or TELEMETRY in scope:
+            return Match.NONE, {}
+        partial: Scope | None = None
+        for route in self.candidates(scope["path"]):
+            match, child_scope = route.matches(scope)
+            if match is Match.FULL:
+                child_scope[CHOSEN] = route
+                return match, child_scope
+            if match is Match.PARTIAL and partial is None:
+                partial = {**child_scope, CHOSEN: route}
+        if partial is not None:
+            return Match.PARTIAL, partial
+        return Match.NONE, {}
+
+    async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await scope[CHOSEN].handle(scope, receive, send)
+
+    def url_path_for(self, name: str, /, **path_params: Any) -> Any:
+        raise NoMatchFound(name, path_params)  # the router's own routes answer it
 
 
-def install(router: Router) -> None:
-    router.middleware_stack = RouteIndex(router)
+def index(router: Router) -> None:
+    """Put the index of the router's routes at their head, once they are all added."""
+    routes = [route for route in router.routes if not isinstance(route, RouteIndex)]
+    router.routes[:] = [RouteIndex(routes), *routes]
