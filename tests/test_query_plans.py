@@ -12,11 +12,10 @@ import pytest
 from sqlalchemy import create_engine
 from sqlalchemy.dialects import postgresql, sqlite
 
-from tessera.console.users import _REPUTATIONS
 from tessera.db.compiled import Compiled
 from tessera.models import Base
 from tessera.products.repository import _EVENTS_IN, _PRODUCTS_IN
-from tessera.users.repository import _USERS_IN
+from tessera.users.repository import _REPUTATIONS, _USERS_IN
 
 IDS = [uuid.uuid4() for _ in range(3)]
 BY_ID = [

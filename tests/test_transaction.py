@@ -2,6 +2,7 @@
 
 import asyncio
 import uuid
+from collections import namedtuple
 from typing import NamedTuple
 
 import pytest
@@ -15,6 +16,7 @@ from tests.factories import create_event, create_user, row_counts
 
 JOBS = table_of(Job)
 JOB = select(JOBS).where(JOBS.c.id == bindparam("id"))
+JobRow = namedtuple("JobRow", JOBS.c.keys())  # every column
 
 
 def job(tenant):
@@ -31,7 +33,7 @@ class TestTransaction:
         assert isinstance(written.id, uuid.UUID)
         assert written.created_at == written.updated_at  # as TimestampMixin says
         assert written.status == JobStatus.QUEUED and written.last_error is None
-        stored = await database.read(lambda rows: rows.first(JOB, id=written.id))
+        stored = await database.read(lambda rows: rows.first(JOB, JobRow, id=written.id))
         assert stored._asdict() == vars(written)
 
     async def test_nothing_stays_without_commit_or_after_an_error(self, database, tenant):

@@ -13,22 +13,20 @@ provider's key in its URL) or map the network. The cause goes to the log.
 
 import asyncio
 import logging
-import sqlite3
 import time
 from collections.abc import Awaitable
 from datetime import timedelta
 from typing import Annotated
 
-import asyncpg
 from fastapi import APIRouter, Depends, Request, Response
 from pydantic import Field
-from sqlalchemy import column, literal_column, select, table
 
 from tessera import migrations
 from tessera.chain.gateway import ChainError, ChainUnreachable, Deposits
 from tessera.chain.registry import Chains
 from tessera.config import Chain, Settings
-from tessera.db import AnySelect, Database, Rows
+from tessera.db import Database
+from tessera.db.health import ping, schema_versions
 from tessera.errors import responses
 from tessera.jobs import heartbeat
 from tessera.models.base import utcnow
@@ -38,9 +36,6 @@ log = logging.getLogger("tessera.health")
 
 # A worker is alive while its last beat is younger than this many of its intervals.
 STALE_AFTER_BEATS = 3
-
-_ONE: AnySelect = select(literal_column("1").label("one"))
-_VERSIONS = select(table("alembic_version", column("version_num")).c.version_num)
 
 Outcome = tuple[bool, str]
 
@@ -122,11 +117,11 @@ class Readiness:
         return CheckRead(ok=ok, detail=detail, ms=ms)
 
     async def _database(self) -> Outcome:
-        await self.database.read(_select_one)
+        await self.database.read(ping)
         return True, "answers"
 
     async def _migrations(self) -> Outcome:
-        versions = await self.database.read(_versions)
+        versions = await self.database.read(schema_versions)
         if versions == [self.head]:
             return True, f"at head {self.head}"
         if not versions:
@@ -167,21 +162,6 @@ class Readiness:
     def _read(self, name: str) -> Deposits:
         """A cheap read that needs the chain's node (its head) and the runtime Tessera uses."""
         return self.chains.gateway(name).deposits()
-
-
-async def _select_one(rows: Rows) -> object:
-    return await rows.scalar(_ONE)
-
-
-async def _versions(rows: Rows) -> list[str]:
-    try:
-        return [row.version_num for row in await rows.all(_VERSIONS)]
-    except sqlite3.OperationalError as exc:
-        if "no such table" not in str(exc):
-            raise
-    except asyncpg.exceptions.UndefinedTableError:
-        pass
-    return []
 
 
 def _seen(read: "asyncio.Future[Deposits]") -> None:

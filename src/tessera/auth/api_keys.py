@@ -12,14 +12,14 @@ import uuid
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from tessera.auth import repository
 from tessera.auth.principal import Permission, Principal
 from tessera.crypto import hashes_match, keyed_hash
-from tessera.db import Database, get_in_project
-from tessera.errors import ApiKeyNotFound, CredentialInvalid
-from tessera.models import ApiKey, Project
+from tessera.db import Database
+from tessera.errors import CredentialInvalid
+from tessera.models import ApiKey
 from tessera.models.base import new_id, utcnow
 
 log = logging.getLogger("tessera.auth")
@@ -61,18 +61,13 @@ async def create_api_key(
 
 
 async def list_api_keys(session: AsyncSession, *, project_id: uuid.UUID) -> list[ApiKey]:
-    rows = await session.scalars(
-        select(ApiKey).where(ApiKey.project_id == project_id).order_by(ApiKey.created_at)
-    )
-    return list(rows)
+    return await repository.list_api_keys(session, project_id)
 
 
 async def revoke_api_key(
     session: AsyncSession, *, project_id: uuid.UUID, key_id: uuid.UUID
 ) -> ApiKey:
-    key = await get_in_project(
-        session, ApiKey, project_id, ApiKey.id == key_id, not_found=ApiKeyNotFound, lock=True
-    )
+    key = await repository.lock_api_key(session, project_id, key_id)
     if key.revoked_at is None:
         key.revoked_at = utcnow()
         await session.flush()
@@ -99,20 +94,13 @@ def parse_api_key(raw_key: str) -> str:
 
 async def access_for_api_key(session: AsyncSession, raw_key: str, *, digest: str) -> KeyAccess:
     """Check a key against its row: ``digest`` is ``keyed_hash(hash_key, raw_key)``."""
-    found = (
-        await session.execute(
-            select(ApiKey, Project.require_activation)
-            .join(Project, Project.id == ApiKey.project_id)
-            .where(ApiKey.prefix == parse_api_key(raw_key))
-        )
-    ).first()
-    if found is None or not hashes_match(found[0].key_hash, digest):
+    row = await repository.key_by_prefix(session, parse_api_key(raw_key))
+    if row is None or not hashes_match(row.key_hash, digest):
         raise CredentialInvalid
-    row, require_activation = found
     if row.revoked_at is not None or (row.expires_at is not None and row.expires_at <= utcnow()):
         raise CredentialInvalid
     principal = Principal(
-        row.project_id, row.permission == "write", f"api_key:{row.id}", require_activation
+        row.project_id, row.permission == "write", f"api_key:{row.id}", row.require_activation
     )
     return KeyAccess(principal, row.id, row.expires_at)
 
@@ -131,9 +119,7 @@ class UsageRecorder:
         if not pending:
             return
         for key_id, used_at in pending.items():
-            await session.execute(
-                update(ApiKey).where(ApiKey.id == key_id).values(last_used_at=used_at)
-            )
+            await repository.set_last_used(session, key_id, used_at)
         await session.commit()
 
     async def run(self, database: Database, interval: float, stop: asyncio.Event) -> None:

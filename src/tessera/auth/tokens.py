@@ -19,20 +19,18 @@ import httpx
 import jwt
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
-from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from tessera.auth import repository
 from tessera.auth.principal import Permission, Principal
 from tessera.config import Settings
 from tessera.crypto import Sealed, SecretBox, hashes_match, keyed_hash
-from tessera.db import get_in_project
 from tessera.errors import (
     ClientCredentialsInvalid,
-    ClientNotFound,
     ClientRevoked,
     CredentialInvalid,
 )
-from tessera.models import IdentityBinding, OAuthClient, Project, SigningKey
+from tessera.models import IdentityBinding, OAuthClient, SigningKey
 from tessera.models.base import utcnow
 
 ALGORITHM = "ES256"
@@ -66,22 +64,7 @@ async def create_client(
 
 
 async def list_clients(session: AsyncSession, *, project_id: uuid.UUID) -> list[OAuthClient]:
-    rows = await session.scalars(
-        select(OAuthClient)
-        .where(OAuthClient.project_id == project_id)
-        .order_by(OAuthClient.created_at, OAuthClient.id)
-    )
-    return list(rows)
-
-
-async def _client(session: AsyncSession, project_id: uuid.UUID, client_id: str) -> OAuthClient:
-    return await get_in_project(
-        session,
-        OAuthClient,
-        project_id,
-        OAuthClient.client_id == client_id,
-        not_found=ClientNotFound,
-    )
+    return await repository.list_clients(session, project_id)
 
 
 async def revoke_client(
@@ -89,7 +72,7 @@ async def revoke_client(
 ) -> OAuthClient:
     """No new token for the client, and its tokens stop working (within the credential cache's
     lifetime on every process). Revoking again keeps the first time."""
-    client = await _client(session, project_id, client_id)
+    client = await repository.get_client(session, project_id, client_id)
     client.revoked_at = client.revoked_at or utcnow()
     await session.flush()
     return client
@@ -101,7 +84,7 @@ async def rotate_client(
     """A new secret for an active client (the client and the secret): the old secret gets no
     new token, and the tokens issued before stop working (as for a revocation), since a
     rotation usually answers a leak."""
-    client = await _client(session, project_id, client_id)
+    client = await repository.get_client(session, project_id, client_id)
     if client.revoked_at is not None:
         raise ClientRevoked
     client_secret = secrets.token_urlsafe(32)
@@ -128,7 +111,7 @@ class TokenIssuer:
         rotation = self.settings.signing_key_rotation_seconds
         if self._signing and time.time() - self._signing[2] < rotation:
             return self._signing[0], self._signing[1]
-        row = await session.scalar(select(SigningKey).order_by(SigningKey.created_at.desc()))
+        row = await repository.newest_signing_key(session)
         if row is None or (utcnow() - row.created_at).total_seconds() >= rotation:
             row = await self._new_signing_key(session)
         private = serialization.load_der_private_key(
@@ -198,7 +181,7 @@ class TokenIssuer:
         scope: Permission | None,
     ) -> tuple[str, int]:
         """OAuth2 client credentials: a valid, unrevoked client gets at most its own scope."""
-        client = await session.scalar(select(OAuthClient).where(OAuthClient.client_id == client_id))
+        client = await repository.client_by_id(session, client_id)
         secret_hash = keyed_hash(self.settings.hash_key_bytes, client_secret)
         if client is None or client.revoked_at is not None:
             raise ClientCredentialsInvalid
@@ -213,11 +196,7 @@ class TokenIssuer:
 
     async def jwks(self, session: AsyncSession) -> dict[str, list[dict[str, Any]]]:
         window = self.settings.signing_key_rotation_seconds + MAX_TOKEN_TTL
-        rows = await session.scalars(
-            select(SigningKey)
-            .where(SigningKey.created_at > utcnow() - timedelta(seconds=window))
-            .order_by(SigningKey.created_at.desc())
-        )
+        rows = await repository.signing_keys_since(session, utcnow() - timedelta(seconds=window))
         return {"keys": [json.loads(row.public_jwk) for row in rows]}
 
     async def verify(self, session: AsyncSession, token: str, kid: str | None) -> Principal:
@@ -244,13 +223,7 @@ class TokenIssuer:
         subject = str(claims.get("sub"))
         require_activation = await _project_rule(session, project_id)
         if subject.startswith(CLIENT_ID_START):
-            client = (
-                await session.execute(
-                    select(OAuthClient.revoked_at, OAuthClient.rotated_at).where(
-                        OAuthClient.project_id == project_id, OAuthClient.client_id == subject
-                    )
-                )
-            ).first()
+            client = await repository.client_state(session, project_id, subject)
             if client is None or client.revoked_at is not None:
                 raise CredentialInvalid
             # iat is in whole seconds: a token of the rotation's second stays valid.
@@ -311,11 +284,7 @@ class ExternalIssuer:
             )
         except jwt.PyJWTError as exc:
             raise CredentialInvalid from exc
-        binding = await session.scalar(
-            select(IdentityBinding).where(
-                IdentityBinding.issuer == self.issuer, IdentityBinding.subject == claims["sub"]
-            )
-        )
+        binding = await repository.identity_binding(session, self.issuer, claims["sub"])
         if binding is None:
             raise CredentialInvalid("this identity is not bound to a project")
         return Principal(
@@ -328,12 +297,10 @@ class ExternalIssuer:
 
 async def _project_rule(session: AsyncSession, project_id: uuid.UUID) -> bool:
     """The project's ``require_activation``; a project that does not exist is a 401."""
-    found = (
-        await session.execute(select(Project.require_activation).where(Project.id == project_id))
-    ).first()
-    if found is None:
+    rule = await repository.require_activation(session, project_id)
+    if rule is None:
         raise CredentialInvalid
-    return bool(found[0])
+    return rule
 
 
 async def bind_identity(
@@ -345,11 +312,7 @@ async def bind_identity(
     permission: Permission,
 ) -> IdentityBinding:
     """Bind (or move) an OIDC subject to a project; the caller commits."""
-    binding = await session.scalar(
-        select(IdentityBinding).where(
-            IdentityBinding.issuer == issuer, IdentityBinding.subject == subject
-        )
-    )
+    binding = await repository.identity_binding(session, issuer, subject)
     if binding is None:
         binding = IdentityBinding(issuer=issuer, subject=subject)
         session.add(binding)

@@ -15,29 +15,15 @@ import re
 import uuid
 from collections.abc import Awaitable, Callable
 from datetime import datetime, timedelta
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Protocol
 
-from sqlalchemy import (
-    ColumnElement,
-    Select,
-    String,
-    bindparam,
-    cast,
-    delete,
-    func,
-    literal_column,
-    select,
-    tuple_,
-)
-from sqlalchemy.types import UserDefinedType
-
-from tessera.db import Database, Rows, table_of
+from tessera.changes import repository
+from tessera.changes.repository import ChangeRow
+from tessera.db import Database, Rows
 from tessera.errors import InvalidInput
-from tessera.models import Change, WebhookDelivery
 from tessera.models.base import utcnow
 from tessera.schemas import SnakeModel
 
-MAX_SEQ = 10**18 - 1  # above any seq, and within a cursor's 18 digits
 # A cursor is the place itself, ``<txid>.<seq>`` in decimals: any text of this pattern is a
 # cursor (18 digits stay below PostgreSQL's bigint), so the OpenAPI's pattern says all there is.
 CURSOR_PATTERN = r"^[0-9]{1,18}\.[0-9]{1,18}$"
@@ -64,6 +50,20 @@ class Place(NamedTuple):
 START = Place(0, 0)  # before every change
 
 
+class ChangeColumns(Protocol):
+    """What a change is rendered from: a row of ``changes`` (``ChangeRow``, or any read of its
+    columns)."""
+
+    @property
+    def id(self) -> uuid.UUID: ...
+    @property
+    def type(self) -> str: ...
+    @property
+    def created_at(self) -> datetime: ...
+    @property
+    def data(self) -> str: ...
+
+
 class ChangeRead(SnakeModel):
     id: uuid.UUID
     type: str
@@ -71,7 +71,7 @@ class ChangeRead(SnakeModel):
     data: dict[str, Any]
 
     @classmethod
-    def of(cls, row: Any) -> "ChangeRead":
+    def of(cls, row: ChangeColumns) -> "ChangeRead":
         return cls(id=row.id, type=row.type, created_at=row.created_at, data=json.loads(row.data))
 
 
@@ -80,67 +80,18 @@ class ChangeList(SnakeModel):
     cursor: str
 
 
-_CHANGES = table_of(Change)
-# The oldest transaction still running, PostgreSQL: rows below it are final.
-HORIZON: ColumnElement[int] = literal_column(
-    "(pg_snapshot_xmin(pg_current_snapshot())::text)::bigint"
-)
-_AFTER = (
-    select(
-        _CHANGES.c.seq,
-        _CHANGES.c.txid,
-        _CHANGES.c.id,
-        _CHANGES.c.type,
-        _CHANGES.c.created_at,
-        _CHANGES.c.data,
-    )
-    .where(
-        _CHANGES.c.project_id == bindparam("project_id"),
-        tuple_(_CHANGES.c.txid, _CHANGES.c.seq) > tuple_(bindparam("txid"), bindparam("seq")),
-    )
-    .order_by(_CHANGES.c.txid, _CHANGES.c.seq)
-    .limit(bindparam("limit"))
-)
-_AFTER_FINAL = _AFTER.where(_CHANGES.c.txid < HORIZON)
-
-
-# The same, each change saying whether a snapshot (an endpoint's start) saw it committed.
-class _Snapshot(UserDefinedType[str]):
-    """PostgreSQL's ``pg_snapshot``, sent as its text."""
-
-    cache_ok = True
-
-    def get_col_spec(self, **_: Any) -> str:
-        return "pg_snapshot"
-
-
-_SEEN = func.pg_visible_in_snapshot(
-    literal_column("(changes.txid::text)::xid8"),
-    cast(bindparam("snapshot", type_=String()), _Snapshot()),
-)
-_AFTER_FINAL_SEEN = _AFTER_FINAL.add_columns(_SEEN.label("seen"))
-_END_PG: Select[int, str] = select(
-    (HORIZON - 1).label("txid"),
-    literal_column("pg_current_snapshot()::text", type_=String()).label("snapshot"),
-)
-_END_SQLITE = select(func.coalesce(func.max(_CHANGES.c.seq), 0))
-
-
 async def read_after(
     rows: Rows, project_id: uuid.UUID, after: Place, limit: int, *, seen_by: str | None = None
-) -> list[Any]:
+) -> list[ChangeRow]:
     """Up to ``limit`` of the project's changes after ``after``, in commit order. With
     ``seen_by`` (a snapshot from ``end``; PostgreSQL), each row's ``seen`` says whether that
     snapshot saw it committed."""
-    places = {"project_id": project_id, "txid": after.txid, "seq": after.seq, "limit": limit}
-    if not rows.on_postgresql:
-        return await rows.all(_AFTER, **places)
-    if seen_by is None:
-        return await rows.all(_AFTER_FINAL, **places)
-    return await rows.all(_AFTER_FINAL_SEEN, **places, snapshot=seen_by)
+    return await repository.changes_after(
+        rows, project_id, txid=after.txid, seq=after.seq, limit=limit, seen_by=seen_by
+    )
 
 
-def place_of(row: Any) -> Place:
+def place_of(row: ChangeRow) -> Place:
     return Place(row.txid, row.seq)
 
 
@@ -155,16 +106,8 @@ async def end(rows: Rows) -> tuple[Place, str | None]:
     a place, and on PostgreSQL the snapshot that tells the changes above that place which were
     already committed (``read_after(seen_by=...)``). On SQLite the place after the last change
     is enough."""
-    if rows.on_postgresql:
-        row = await rows.first(_END_PG)
-        assert row is not None
-        return Place(row[0], MAX_SEQ), row[1]
-    return Place(0, await rows.scalar(_END_SQLITE)), None
-
-
-_DELIVERIES = table_of(WebhookDelivery)
-_PURGE_CHANGES = delete(_CHANGES).where(_CHANGES.c.created_at < bindparam("before"))
-_PURGE_DELIVERIES = delete(_DELIVERIES).where(_DELIVERIES.c.created_at < bindparam("before"))
+    found = await repository.end(rows)
+    return Place(found.txid, found.seq), found.snapshot
 
 
 PURGE_SECONDS = 3600.0
@@ -177,8 +120,7 @@ def purge_chore(retention_days: int) -> tuple[float, Callable[[Database], Awaita
     async def purge_changes(database: Database) -> int:
         before = utcnow() - timedelta(days=retention_days)
         async with database.transaction() as tx:
-            await tx.execute(_PURGE_DELIVERIES, before=before)
-            purged = await tx.execute(_PURGE_CHANGES, before=before)
+            purged = await repository.purge(tx, before)
             await tx.commit()
         return purged
 

@@ -7,9 +7,9 @@ from collections.abc import Sequence
 from enum import StrEnum
 
 from pydantic import BaseModel
-from sqlalchemy import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from tessera.changes import repository
 from tessera.db import Transaction
 from tessera.models import Change
 from tessera.models.base import new_id, utcnow
@@ -62,6 +62,6 @@ async def record(
         for data in objects
     ]
     if isinstance(tx, AsyncSession):
-        await tx.execute(insert(Change), rows)
+        await repository.insert_changes(tx, rows)
     else:
         tx.stage(Change, rows)  # written with the transaction's other changes, at its commit

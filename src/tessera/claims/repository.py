@@ -1,13 +1,126 @@
 """Claim link and claim queries (statements built once, see users.repository)."""
 
 import uuid
-from typing import Any
+from datetime import datetime
+from typing import NamedTuple
 
 from sqlalchemy import bindparam, func, select, update
 
-from tessera.db import Rows, lock_for_update, table_of
-from tessera.models import Claim, ClaimLink, Event, Product, ProductItem, Project
+from tessera.db import Rows, Transaction, lock_for_update, table_of
+from tessera.models import Claim, ClaimLink, Event, NftStatus, Product, ProductItem, Project
 from tessera.schemas import PageParams
+
+
+class LinkRow(NamedTuple):
+    """A claim link's row (``claim_links``)."""
+
+    project_id: uuid.UUID
+    product_id: uuid.UUID
+    token_hash: str
+    token_hint: str
+    max_claims: int
+    claims: int
+    expires_at: int | None
+    email: str | None
+    reference_id: str | None
+    revoked_at: datetime | None
+    id: uuid.UUID
+    created_at: datetime
+    updated_at: datetime
+
+
+class LinkKey(NamedTuple):
+    """Whose a link is."""
+
+    id: uuid.UUID
+    project_id: uuid.UUID
+
+
+class OfferRow(NamedTuple):
+    """A link with its product and the product's event (None without one): ``_OFFER``'s
+    rows."""
+
+    project_id: uuid.UUID
+    product_id: uuid.UUID
+    token_hash: str
+    token_hint: str
+    max_claims: int
+    claims: int
+    expires_at: int | None
+    email: str | None
+    reference_id: str | None
+    revoked_at: datetime | None
+    id: uuid.UUID
+    created_at: datetime
+    updated_at: datetime
+    product_name: str
+    product_description: str | None
+    product_type: str
+    event_name: str | None
+    event_description: str | None
+    event_location: str | None
+    event_address: str | None
+    event_start_date: int | None
+    event_end_date: int | None
+
+
+class ClaimedItemRow(NamedTuple):
+    """An item (``product_items``) with what ``TransferItem`` shows of its product:
+    ``_CLAIMED_ITEM``'s rows."""
+
+    project_id: uuid.UUID
+    product_id: uuid.UUID
+    item_id: int
+    owner_id: uuid.UUID
+    order_item_id: uuid.UUID | None
+    redemption_count: int
+    redeemed_at: int | None
+    nft_status: NftStatus | None
+    nft_tx_hash: str | None
+    nft_block: int | None
+    nft_transfer_status: NftStatus | None
+    nft_transfer_tx_hash: str | None
+    nft_transfer_block: int | None
+    nft_wallet_id: uuid.UUID | None
+    id: uuid.UUID
+    created_at: datetime
+    updated_at: datetime
+    product_name: str
+    product_type: str
+    product_redemption_quantity: int
+
+
+class ClaimedProduct(NamedTuple):
+    """What ``TransferItem`` shows of an item's product."""
+
+    id: uuid.UUID
+    name: str
+    type: str
+    redemption_quantity: int
+
+
+class ClaimedItem(NamedTuple):
+    """An item claimed before, with its product, as ``TransferItem`` reads it."""
+
+    project_id: uuid.UUID
+    product_id: uuid.UUID
+    item_id: int
+    owner_id: uuid.UUID
+    order_item_id: uuid.UUID | None
+    redemption_count: int
+    redeemed_at: int | None
+    nft_status: NftStatus | None
+    nft_tx_hash: str | None
+    nft_block: int | None
+    nft_transfer_status: NftStatus | None
+    nft_transfer_tx_hash: str | None
+    nft_transfer_block: int | None
+    nft_wallet_id: uuid.UUID | None
+    id: uuid.UUID
+    created_at: datetime
+    updated_at: datetime
+    product: ClaimedProduct
+
 
 _LINKS, _CLAIMS = table_of(ClaimLink), table_of(Claim)
 _PRODUCTS, _EVENTS, _ITEMS = table_of(Product), table_of(Event), table_of(ProductItem)
@@ -29,7 +142,7 @@ _PRODUCT_EXISTS = select(_PRODUCTS.c.id).where(
     _PRODUCTS.c.project_id == bindparam("project_id"), _PRODUCTS.c.id == bindparam("product_id")
 )
 # Claims of one link queue on its row: the count is read and bumped under the lock.
-LOCK_BY_TOKEN = lock_for_update(select(_LINKS).where(_LINKS.c.token_hash == bindparam("digest")))
+_LOCK_BY_TOKEN = lock_for_update(select(_LINKS).where(_LINKS.c.token_hash == bindparam("digest")))
 _LINK_BY_TOKEN = select(_LINKS.c.id, _LINKS.c.project_id).where(
     _LINKS.c.token_hash == bindparam("digest")
 )
@@ -51,48 +164,88 @@ _OFFER = (
     .outerjoin(_EVENTS, _EVENTS.c.id == _PRODUCTS.c.event_id)
     .where(_LINKS.c.token_hash == bindparam("digest"))
 )
-CLAIMED_ITEM = (
-    select(_ITEMS)
+# The item an email claimed through a link, with its product.
+_CLAIMED_ITEM = (
+    select(
+        _ITEMS,
+        _PRODUCTS.c.name.label("product_name"),
+        _PRODUCTS.c.type.label("product_type"),
+        _PRODUCTS.c.redemption_quantity.label("product_redemption_quantity"),
+    )
     .join(_CLAIMS, _CLAIMS.c.item_id == _ITEMS.c.id)
+    .join(_PRODUCTS, _PRODUCTS.c.id == _ITEMS.c.product_id)
     .where(_CLAIMS.c.link_id == bindparam("link_id"), _CLAIMS.c.email == bindparam("email"))
 )
-COUNT_CLAIM = (
+_PRODUCT_AT = len(_ITEMS.c)  # where a claimed item's product starts
+_COUNT_CLAIM = (
     update(_LINKS)
     .where(_LINKS.c.id == bindparam("id"))
     .values(claims=_LINKS.c.claims + 1, updated_at=bindparam("now"))
 )
-REVOKE = (
+_REVOKE = (
     update(_LINKS)
     .where(_LINKS.c.id == bindparam("id"), _LINKS.c.revoked_at.is_(None))
     .values(revoked_at=bindparam("now"), updated_at=bindparam("now"))
 )
-REQUIRES_ACTIVATION = select(table_of(Project).c.require_activation).where(
+_REQUIRES_ACTIVATION = select(table_of(Project).c.require_activation).where(
     table_of(Project).c.id == bindparam("id")
 )
 
 
 async def read_link(
     rows: Rows, project_id: uuid.UUID, product_id: uuid.UUID, link_id: uuid.UUID
-) -> Any | None:
-    return await rows.first(_LINK, project_id=project_id, product_id=product_id, id=link_id)
+) -> LinkRow | None:
+    return await rows.first(
+        _LINK, LinkRow, project_id=project_id, product_id=product_id, id=link_id
+    )
 
 
 async def read_links(
     rows: Rows, project_id: uuid.UUID, product_id: uuid.UUID, paging: PageParams
-) -> tuple[list[Any], int] | None:
+) -> tuple[list[LinkRow], int] | None:
     """A page of the product's links (oldest first) and their total; None without the product."""
     keys = {"project_id": project_id, "product_id": product_id}
     if await rows.scalar(_PRODUCT_EXISTS, **keys) is None:
         return None
-    total = await rows.scalar(_LINK_TOTAL, **keys)
-    page = await rows.all(_LINK_PAGE, **keys, limit=paging.limit, offset=paging.offset)
+    total: int = await rows.scalar(_LINK_TOTAL, **keys)
+    page = await rows.all(_LINK_PAGE, LinkRow, **keys, limit=paging.limit, offset=paging.offset)
     return page, total
 
 
-async def read_offer(rows: Rows, digest: str) -> Any | None:
-    return await rows.first(_OFFER, digest=digest)
+async def read_offer(rows: Rows, digest: str) -> OfferRow | None:
+    return await rows.first(_OFFER, OfferRow, digest=digest)
 
 
-async def read_link_by_token(rows: Rows, digest: str) -> Any | None:
+async def read_link_by_token(rows: Rows, digest: str) -> LinkKey | None:
     """The ``id`` and ``project_id`` of the link whose token has ``digest``."""
-    return await rows.first(_LINK_BY_TOKEN, digest=digest)
+    return await rows.first(_LINK_BY_TOKEN, LinkKey, digest=digest)
+
+
+async def lock_link_by_token(tx: Transaction, digest: str) -> LinkRow | None:
+    """The link whose token has ``digest``, locked until the transaction ends, or None."""
+    return await tx.first(_LOCK_BY_TOKEN, LinkRow, digest=digest)
+
+
+async def claimed_item(rows: Rows, link_id: uuid.UUID, email: str) -> ClaimedItem | None:
+    """The item ``email`` claimed through the link before, with its product, or None."""
+    row = await rows.first(_CLAIMED_ITEM, ClaimedItemRow, link_id=link_id, email=email)
+    if row is None:
+        return None
+    product = ClaimedProduct._make((row.product_id, *row[_PRODUCT_AT:]))
+    return ClaimedItem._make((*row[:_PRODUCT_AT], product))
+
+
+async def count_claim(tx: Transaction, link_id: uuid.UUID, now: datetime) -> None:
+    await tx.execute(_COUNT_CLAIM, id=link_id, now=now)
+
+
+async def revoke(tx: Transaction, link_id: uuid.UUID, now: datetime) -> None:
+    """Revoke the link (of any project: the caller reads it back in its project), unless it
+    is revoked already."""
+    await tx.execute(_REVOKE, id=link_id, now=now)
+
+
+async def requires_activation(rows: Rows, project_id: uuid.UUID) -> bool:
+    """Whether the project requires activation (``Principal.require_activation``)."""
+    required: bool = await rows.scalar(_REQUIRES_ACTIVATION, id=project_id)
+    return required

@@ -10,6 +10,7 @@ from sqlalchemy.exc import IntegrityError
 from tessera.auth.principal import Principal
 from tessera.changes.outbox import EventType, record
 from tessera.claims import repository
+from tessera.claims.repository import LinkRow, OfferRow
 from tessera.claims.schemas import (
     ClaimedEvent,
     ClaimLinkCreate,
@@ -23,7 +24,7 @@ from tessera.claims.schemas import (
 )
 from tessera.config import Settings
 from tessera.crypto import SecretBox, keyed_hash
-from tessera.db import Database, joined
+from tessera.db import Database
 from tessera.errors import (
     ClaimLinkClosed,
     ClaimLinkNotFound,
@@ -120,7 +121,7 @@ async def revoke_link(
     """Revoke a link for good: its token answers 404 from now on. Revoking again changes
     nothing (the first ``revoked_at`` stays)."""
     async with database.transaction() as tx:
-        await tx.execute(repository.REVOKE, id=link_id, now=utcnow())
+        await repository.revoke(tx, link_id, utcnow())
         link = await repository.read_link(tx, principal.project_id, product_id, link_id)
         if link is None:  # the update touched nothing: no such link in this project
             raise ClaimLinkNotFound
@@ -128,7 +129,7 @@ async def revoke_link(
     return ClaimLinkRead.of(link, unix_now())
 
 
-def _open(link: Any) -> None:
+def _open(link: LinkRow | OfferRow) -> None:
     """404 for a revoked link (as for an unknown token), 410 for one expired or used up."""
     status = link_status(link, unix_now())
     if status is LinkStatus.REVOKED:
@@ -154,8 +155,12 @@ async def view_offer(database: Database, *, token: str, hash_key: bytes) -> Clai
     event = None
     if offer.event_name is not None:
         event = {
-            name: getattr(offer, f"event_{name}")
-            for name in ("name", "description", "location", "address", "start_date", "end_date")
+            "name": offer.event_name,
+            "description": offer.event_description,
+            "location": offer.event_location,
+            "address": offer.event_address,
+            "start_date": offer.event_start_date,
+            "end_date": offer.event_end_date,
         }
     return ClaimView.model_validate(
         {
@@ -191,13 +196,12 @@ async def claim(
     fresh = new_user(person, box=box, ss58_prefix=settings.ss58_prefix, at=now, activated=True)
     async with database.transaction() as tx:
         digest = token_digest(settings.hash_key_bytes, token)
-        link = await tx.first(repository.LOCK_BY_TOKEN, digest=digest)
+        link = await repository.lock_link_by_token(tx, digest)
         if link is None or link.revoked_at is not None:
             raise ClaimLinkNotFound
-        earlier = await tx.first(repository.CLAIMED_ITEM, link_id=link.id, email=body.email)
+        earlier = await repository.claimed_item(tx, link.id, body.email)
         if earlier is not None:
-            product = await get_product_row(tx, link.project_id, link.product_id)
-            return earlier.owner_id, joined(earlier, product=product), False
+            return earlier.owner_id, earlier, False
         _open(link)
         if link.email is not None and link.email != body.email:
             raise ClaimNotForYou
@@ -206,12 +210,12 @@ async def claim(
             project_id=link.project_id,
             can_write=True,
             credential=f"claim_link:{link.id}",
-            require_activation=await tx.scalar(repository.REQUIRES_ACTIVATION, id=link.project_id),
+            require_activation=await repository.requires_activation(tx, link.project_id),
         )
         [item] = await rules.issue(tx, principal, link.product_id, [user])
         if not item.product.is_claimable:
             raise ProductNotClaimable
-        await tx.execute(repository.COUNT_CLAIM, id=link.id, now=now)
+        await repository.count_claim(tx, link.id, now)
         await tx.insert(
             Claim,
             [{"link_id": link.id, "email": body.email, "user_id": user.id, "item_id": item.id}],

@@ -23,15 +23,16 @@ from argon2.exceptions import InvalidHashError, VerificationError
 from limits import RateLimitItemPerMinute
 from limits.storage import MemoryStorage
 from limits.strategies import MovingWindowRateLimiter
-from sqlalchemy import and_, bindparam, delete, or_, select
 from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from tessera.auth.api_keys import access_for_api_key
 from tessera.auth.principal import Principal
+from tessera.console import repository
 from tessera.crypto import hashes_match, keyed_hash
-from tessera.db import Database, table_of
+from tessera.db import Database
 from tessera.errors import AppError, Conflict, CredentialInvalid, InvalidInput, TooManyRequests
-from tessera.models import ApiKey, ConsoleSession, Operator
+from tessera.models import ConsoleSession, Operator
 from tessera.models.base import utcnow
 from tessera.schemas import normalize_email
 
@@ -134,9 +135,7 @@ async def sign_in(database: Database, *, email: str, password: str, hash_key: by
     password, or a locked account: the same answer)."""
     email = normalize_email(email)
     async with database.session() as session:
-        operator = await session.scalar(
-            select(Operator).where(Operator.email == email).with_for_update()
-        )
+        operator = await repository.operator_to_sign_in(session, email)
         now = utcnow()
         if operator is None:
             _verified(_NOBODY, password)
@@ -178,7 +177,7 @@ async def sign_in_with_key(database: Database, *, api_key: str, hash_key: bytes)
     return token
 
 
-def _new_session(session: Any, hash_key: bytes, **who: Any) -> str:
+def _new_session(session: AsyncSession, hash_key: bytes, **who: Any) -> str:
     token = secrets.token_urlsafe(32)
     session.add(
         ConsoleSession(
@@ -191,36 +190,6 @@ def _new_session(session: Any, hash_key: bytes, **who: Any) -> str:
     return token
 
 
-_SESSIONS, _OPERATORS, _KEYS = table_of(ConsoleSession), table_of(Operator), table_of(ApiKey)
-_SESSION = (
-    select(
-        _SESSIONS.c.token_hash,
-        _SESSIONS.c.csrf_token,
-        _SESSIONS.c.operator_id,
-        _OPERATORS.c.email.label("operator_email"),
-        _SESSIONS.c.project_id,
-    )
-    .select_from(
-        _SESSIONS.outerjoin(_OPERATORS, _OPERATORS.c.id == _SESSIONS.c.operator_id).outerjoin(
-            _KEYS, _KEYS.c.id == _SESSIONS.c.api_key_id
-        )
-    )
-    .where(
-        _SESSIONS.c.token_hash == bindparam("token_hash"),
-        _SESSIONS.c.expires_at > bindparam("now"),
-        or_(
-            _SESSIONS.c.operator_id.is_not(None),
-            and_(
-                _KEYS.c.revoked_at.is_(None),
-                or_(_KEYS.c.expires_at.is_(None), _KEYS.c.expires_at > bindparam("now")),
-            ),
-        ),
-    )
-)
-_END = delete(_SESSIONS).where(_SESSIONS.c.token_hash == bindparam("token_hash"))
-_PURGE = delete(_SESSIONS).where(_SESSIONS.c.expires_at <= bindparam("now"))
-
-
 async def session_of(
     database: Database, token: str | None, *, hash_key: bytes
 ) -> ConsoleUser | None:
@@ -228,7 +197,7 @@ async def session_of(
     if not token or len(token) > 100:
         return None
     digest = keyed_hash(hash_key, token)
-    row = await database.read(_read_session, digest)
+    row = await database.read(repository.read_session, digest)
     if row is None or not hashes_match(row.token_hash, digest):
         return None
     return ConsoleUser(
@@ -240,12 +209,8 @@ async def session_of(
     )
 
 
-async def _read_session(rows: Any, digest: str) -> Any:
-    return await rows.first(_SESSION, token_hash=digest, now=utcnow())
-
-
 async def sign_out(database: Database, user: ConsoleUser) -> None:
     async with database.transaction() as tx:
-        await tx.execute(_END, token_hash=user.token_hash)
-        await tx.execute(_PURGE, now=utcnow())  # and forget the expired ones
+        await repository.end_session(tx, user.token_hash)
+        await repository.purge_sessions(tx, utcnow())  # and forget the expired ones
         await tx.commit()

@@ -15,7 +15,6 @@ from typing import Annotated, Any, TypeVar
 from fastapi import APIRouter, Form, Query, Request
 from fastapi.responses import HTMLResponse, Response
 from pydantic import StringConstraints, ValidationError
-from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from tessera.console.accounts import ConsoleUser
@@ -24,9 +23,9 @@ from tessera.console.web import PosterDep, UserDep, back_to, page, problem, proj
 from tessera.errors import AppError, InvalidInput, NotFound, validation_messages
 from tessera.events import repository, service
 from tessera.events.schemas import AttendeeRegister, EventCreate, EventUpdate
-from tessera.models import Attendee, Event, ProductItem, Project, User
+from tessera.models import Event, Project, User
 from tessera.schemas import MAX_PAGE, Input, PageParams, normalize_email
-from tessera.users.repository import find_user
+from tessera.users.repository import find_user, owner_of_item
 from tessera.users.schemas import UserRef
 
 router = APIRouter(prefix="/console", include_in_schema=False)
@@ -165,20 +164,6 @@ def _form_of(event: Event) -> dict[str, str]:
     }
 
 
-async def _attendance(
-    session: AsyncSession, event_ids: list[uuid.UUID]
-) -> dict[uuid.UUID, tuple[int, int]]:
-    """Attendees and check-ins per event, in one grouped count."""
-    if not event_ids:
-        return {}
-    rows = await session.execute(
-        select(Attendee.event_id, func.count(), func.count(Attendee.checked_in_at))
-        .where(Attendee.event_id.in_(event_ids))
-        .group_by(Attendee.event_id)
-    )
-    return {event_id: (registered, checked_in) for event_id, registered, checked_in in rows}
-
-
 def _events_path(project: Project, event_id: uuid.UUID | None = None) -> str:
     path = f"/console/projects/{project.id}/events"
     return path if event_id is None else f"{path}/{event_id}"
@@ -200,7 +185,7 @@ async def events_page(
     paging = PageParams(page=max(1, min(page_number, MAX_PAGE)), limit=PAGE_SIZE)
     async with database.session(write=False) as session:
         found, total = await service.list_events(session, user.principal(project), paging=paging)
-        attendance = await _attendance(session, [event.id for event in found])
+        attendance = await repository.count_attendance(session, [event.id for event in found])
     return page(
         request,
         "events.html",
@@ -318,11 +303,7 @@ async def _person(session: AsyncSession, project_id: uuid.UUID, typed: str) -> U
     except ValueError:
         pass
     else:
-        owner = await session.scalar(
-            select(ProductItem.owner_id).where(
-                ProductItem.project_id == project_id, ProductItem.id == item_id
-            )
-        )
+        owner = await owner_of_item(session, project_id, item_id)
         if owner is not None:
             refs.append(UserRef("id", owner))
     refs.append(UserRef("reference_id", text))

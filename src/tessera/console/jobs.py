@@ -3,58 +3,22 @@ An operator sees every project's jobs; a project owner only their project's (ano
 project's job is 404, as one that does not exist)."""
 
 import uuid
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse, Response
-from sqlalchemy import bindparam, func, select
 
 from tessera.console.accounts import ConsoleUser
 from tessera.console.web import PageNotFound, PosterDep, UserDep, back_to, page, problem, project_of
-from tessera.db import Rows, table_of
 from tessera.errors import AppError, InvalidInput
+from tessera.jobs import repository
 from tessera.jobs import service as jobs
 from tessera.jobs.worker import JobContext
-from tessera.models import Job, JobStatus, Project
+from tessera.models import JobStatus
 
 router = APIRouter(prefix="/console", include_in_schema=False)
 
 NEWEST = 50
-
-_JOBS, _PROJECTS = table_of(Job), table_of(Project)
-_NEWEST = (
-    select(_JOBS, _PROJECTS.c.name.label("project_name"))
-    .join(_PROJECTS, _PROJECTS.c.id == _JOBS.c.project_id)
-    .order_by(_JOBS.c.created_at.desc(), _JOBS.c.id.desc())
-    .limit(NEWEST)
-)
-_COUNTS = select(_JOBS.c.kind, _JOBS.c.status, func.count().label("count")).group_by(
-    _JOBS.c.kind, _JOBS.c.status
-)
-_OF_PROJECT = _JOBS.c.project_id == bindparam("project_id")
-_OF_STATUS = _JOBS.c.status == bindparam("status")
-# Operator or owner, any status or one: each statement built once.
-_LISTS = {
-    (mine, status): _NEWEST.where(
-        *([_OF_PROJECT] if mine else []), *([_OF_STATUS] if status else [])
-    )
-    for mine in (False, True)
-    for status in (False, True)
-}
-_COUNTS_OF = {False: _COUNTS, True: _COUNTS.where(_OF_PROJECT)}
-_PROJECT_OF_JOB = select(_JOBS.c.project_id).where(_JOBS.c.id == bindparam("id"))
-
-
-async def _queue(rows: Rows, project_id: uuid.UUID | None, status: str | None) -> Any:
-    """Counts by kind and status, and the newest jobs (of one project, of one status)."""
-    values: dict[str, Any] = {}
-    if project_id is not None:
-        values["project_id"] = project_id
-    counts = await rows.all(_COUNTS_OF[project_id is not None], **values)
-    if status is not None:
-        values["status"] = status
-    newest = await rows.all(_LISTS[project_id is not None, status is not None], **values)
-    return counts, newest
 
 
 def _status(value: str) -> JobStatus | None:
@@ -77,12 +41,12 @@ async def jobs_page(
         return problem(request, error)
     database = request.app.state.database
     mine = None if user.is_operator else user.project_id
-    counts, newest = await database.read(_queue, mine, shown)
+    counts, newest = await database.read(repository.queue, mine, shown, limit=NEWEST)
     # A project owner's nav names their project.
     project = None if mine is None else await project_of(database, user, mine)
     by_kind: dict[str, dict[str, int]] = {}
     for row in counts:
-        by_kind.setdefault(row.kind, {})[row.status] = row.count
+        by_kind.setdefault(row.kind, {})[row.status] = row.jobs
     totals = {s.value: sum(kind.get(s.value, 0) for kind in by_kind.values()) for s in JobStatus}
     return page(
         request,
@@ -100,14 +64,9 @@ async def jobs_page(
 
 
 async def _check_visible(request: Request, user: ConsoleUser, job_id: uuid.UUID) -> None:
-    project_id = await request.app.state.database.read(_project_of_job, job_id)
+    project_id = await request.app.state.database.read(repository.project_of_job, job_id)
     if project_id is None or not user.may_see(project_id):
         raise PageNotFound
-
-
-async def _project_of_job(rows: Rows, job_id: uuid.UUID) -> uuid.UUID | None:
-    project_id: uuid.UUID | None = await rows.scalar(_PROJECT_OF_JOB, id=job_id)
-    return project_id
 
 
 @router.post("/jobs/{job_id}/retry", response_class=HTMLResponse)

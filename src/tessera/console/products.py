@@ -4,12 +4,13 @@ as a chart, and its items with their owners and NFTs.
 
 Every change goes through the API's use-cases (``tessera.products.service``) with the project's
 write principal, so the rules and refusals are the API's. The reads the API has no use-case for
-(issued and redeemed per product, quantities sold per day, the events to choose from) are small
-Core statements here, built once.
+(issued and redeemed per product, quantities sold per day, the events to choose from) are the
+products repository's.
 """
 
 import re
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import date, timedelta
 from typing import Annotated, Any, get_args
@@ -17,14 +18,14 @@ from typing import Annotated, Any, get_args
 from fastapi import APIRouter, Form, Query, Request
 from fastapi.responses import HTMLResponse, Response
 from pydantic import StringConstraints, ValidationError
-from sqlalchemy import bindparam, case, func, or_, select
 
 from tessera.console.forms import Field
 from tessera.console.web import PosterDep, UserDep, back_to, page, project_of
-from tessera.db import Database, Rows, UtcDay, table_of
+from tessera.db import Database
 from tessera.errors import InvalidInput, validation_messages
-from tessera.models import Event, Order, OrderItem, OrderStatus, Product, ProductItem, Project
-from tessera.products import service
+from tessera.models import Project
+from tessera.products import repository, service
+from tessera.products.repository import DaySold, EventChoice, ProductCounts
 from tessera.products.schemas import (
     MAX_ISSUE,
     ItemFilter,
@@ -161,83 +162,6 @@ def changes_of(stored: ProductRead, form: ProductForm) -> ProductUpdate:
     return ProductUpdate.model_validate(changed)
 
 
-# Reads the API has no use-case for, each one statement, built once (see users.repository).
-_PRODUCTS, _ITEMS, _EVENTS = table_of(Product), table_of(ProductItem), table_of(Event)
-_LINES, _ORDERS = table_of(OrderItem), table_of(Order)
-
-_PRODUCT_TOTAL = (
-    select(func.count())
-    .select_from(_PRODUCTS)
-    .where(_PRODUCTS.c.project_id == bindparam("project_id"))
-)
-_COUNTS = (
-    select(
-        _PRODUCTS.c.id,
-        _PRODUCTS.c.issued_count,
-        func.coalesce(func.sum(case((_ITEMS.c.redemption_count > 0, 1), else_=0)), 0).label(
-            "redeemed"
-        ),
-        func.coalesce(func.sum(_ITEMS.c.redemption_count), 0).label("redemptions"),
-    )
-    .select_from(_PRODUCTS.outerjoin(_ITEMS, _ITEMS.c.product_id == _PRODUCTS.c.id))
-    .where(
-        _PRODUCTS.c.project_id == bindparam("project_id"),
-        _PRODUCTS.c.id.in_(bindparam("ids", expanding=True)),
-    )
-    .group_by(_PRODUCTS.c.id, _PRODUCTS.c.issued_count)
-)
-_EVENT_CHOICES = (
-    select(_EVENTS.c.id, _EVENTS.c.name)
-    .where(_EVENTS.c.project_id == bindparam("project_id"))
-    .order_by(_EVENTS.c.created_at, _EVENTS.c.id)
-)
-
-
-_DAY = UtcDay(_LINES.c.created_at)
-# The quantities of the order lines of completed and pending orders, per day, latest first.
-_SOLD_PER_DAY = (
-    select(_DAY.label("day"), func.sum(_LINES.c.quantity).label("quantity"))
-    .select_from(_LINES.join(_ORDERS, _ORDERS.c.id == _LINES.c.order_id))
-    .where(
-        _ORDERS.c.project_id == bindparam("project_id"),
-        _LINES.c.product_id == bindparam("product_id"),
-        or_(_ORDERS.c.status == OrderStatus.COMPLETED, _ORDERS.c.status == OrderStatus.PENDING),
-    )
-    .group_by(_DAY)
-    .order_by(_DAY.desc())
-    .limit(CHART_DAYS + 1)  # one more: whether days before the chart's had sales
-)
-
-
-@dataclass(frozen=True, slots=True)
-class Counts:
-    issued: int
-    redeemed: int  # items redeemed at least once
-    redemptions: int
-
-
-async def _read_counts(
-    rows: Rows, project_id: uuid.UUID, ids: list[uuid.UUID]
-) -> dict[uuid.UUID, Counts]:
-    found = await rows.all(_COUNTS, project_id=project_id, ids=ids) if ids else []
-    return {
-        row.id: Counts(int(row.issued_count), int(row.redeemed), int(row.redemptions))
-        for row in found
-    }
-
-
-async def _read_total(rows: Rows, project_id: uuid.UUID) -> int:
-    return int(await rows.scalar(_PRODUCT_TOTAL, project_id=project_id) or 0)
-
-
-async def _read_events(rows: Rows, project_id: uuid.UUID) -> list[Any]:
-    return await rows.all(_EVENT_CHOICES, project_id=project_id)
-
-
-async def _read_sold(rows: Rows, project_id: uuid.UUID, product_id: uuid.UUID) -> list[Any]:
-    return await rows.all(_SOLD_PER_DAY, project_id=project_id, product_id=product_id)
-
-
 @dataclass(frozen=True, slots=True)
 class Bar:
     day: str
@@ -264,7 +188,7 @@ class Chart:
 SLOT, BAR_WIDTH, PLOT_HEIGHT, TOP, BOTTOM, SIDE = 40, 28, 150, 24, 36, 16
 
 
-def chart_of(sold: list[Any]) -> Chart | None:
+def chart_of(sold: Sequence[DaySold]) -> Chart | None:
     """The calendar days from the first to the last day with a sale (at most ``CHART_DAYS``,
     ending on the last), a day without a sale as 0; None when nothing was sold."""
     if not sold:
@@ -309,7 +233,7 @@ def chart_of(sold: list[Any]) -> Chart | None:
     )
 
 
-def _choices(request: Request, events: list[Any]) -> dict[str, Any]:
+def _choices(request: Request, events: list[EventChoice]) -> dict[str, Any]:
     """What the product forms offer: types, the project's events, the configured chains."""
     return {
         "types": get_args(ProductType),
@@ -331,15 +255,15 @@ async def products_page(
     products = await service.list_products(
         database, user.principal(project), paging=PageParams(page=page_number, limit=PAGE_SIZE)
     )
-    counts = await database.read(_read_counts, project.id, [p.id for p in products])
-    total = await database.read(_read_total, project.id)
-    events = await database.read(_read_events, project.id)
+    counts = await database.read(repository.read_counts, project.id, [p.id for p in products])
+    total = await database.read(repository.count_products, project.id)
+    events = await database.read(repository.event_choices, project.id)
     return page(
         request,
         "products.html",
         {
             "project": project,
-            "products": [(p, counts.get(p.id, Counts(0, 0, 0))) for p in products],
+            "products": [(p, counts.get(p.id, ProductCounts(p.id, 0, 0, 0))) for p in products],
             "page_number": page_number,
             "pages": max(1, -(-total // PAGE_SIZE)),
             "total": total,
@@ -383,16 +307,17 @@ async def product_page(
         product_id=product_id,
         query=ItemFilter(page=page_number, limit=PAGE_SIZE),
     )
-    counts = await database.read(_read_counts, project.id, [product.id])
-    sold = await database.read(_read_sold, project.id, product.id)
-    events = await database.read(_read_events, project.id)
+    counts = await database.read(repository.read_counts, project.id, [product.id])
+    # One day more than the chart's: whether days before the chart's had sales.
+    sold = await database.read(repository.sold_per_day, project.id, product.id, days=CHART_DAYS + 1)
+    events = await database.read(repository.event_choices, project.id)
     return page(
         request,
         "products_detail.html",
         {
             "project": project,
             "product": product,
-            "counts": counts.get(product.id, Counts(0, 0, 0)),
+            "counts": counts.get(product.id, ProductCounts(product.id, 0, 0, 0)),
             "chart": chart_of(sold),
             "items": items.items,
             "page_number": page_number,

@@ -5,7 +5,6 @@ from typing import Annotated
 
 from fastapi import APIRouter, Form, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
-from sqlalchemy import select
 
 from tessera.console import accounts
 from tessera.console.forms import ClientForm, KeyForm, KeyLoginForm, LoginForm, ProjectForm
@@ -22,7 +21,7 @@ from tessera.console.web import (
 )
 from tessera.crypto import SecretBox
 from tessera.errors import AppError, InvalidInput
-from tessera.models import Project, ProjectWallet, ProjectWalletBalance
+from tessera.projects import repository as projects_repository
 from tessera.projects import service as projects
 from tessera.projects.schemas import ApiKeyRead, ClientRead
 
@@ -86,7 +85,7 @@ async def home(request: Request, user: UserDep) -> Response:
     if not user.is_operator:
         return RedirectResponse(f"/console/projects/{user.project_id}", status_code=303)
     async with request.app.state.database.session(write=False) as session:
-        found = list(await session.scalars(select(Project).order_by(Project.created_at)))
+        found = await projects_repository.all_projects(session)
     return page(request, "projects.html", {"projects": found, "created": None})
 
 
@@ -127,17 +126,7 @@ async def project_page(request: Request, user: UserDep, project_id: uuid.UUID) -
     async with state.database.session(write=False) as session:
         keys = await projects.list_api_keys(session, project_id=project.id)
         clients = await projects.list_token_clients(session, project_id=project.id)
-        wallets = list(
-            await session.execute(
-                select(ProjectWallet, ProjectWalletBalance)
-                .outerjoin(
-                    ProjectWalletBalance,
-                    ProjectWalletBalance.project_wallet_id == ProjectWallet.id,
-                )
-                .where(ProjectWallet.project_id == project.id)
-                .order_by(ProjectWallet.created_at, ProjectWalletBalance.chain)
-            )
-        )
+        wallets = await projects_repository.wallet_balances(session, project.id)
     return page(
         request,
         "project.html",

@@ -2,18 +2,16 @@
 them, and one user's profile with its wallets, holdings and reputation history."""
 
 import uuid
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse, Response
 from pydantic import ValidationError
-from sqlalchemy import bindparam, select
 
 from tessera.console.web import UserDep, page, problem, project_of
-from tessera.db import NotIndexed, Rows, table_of
 from tessera.errors import AppError
-from tessera.models import User
 from tessera.schemas import MAX_LIMIT, MAX_PAGE
+from tessera.users import repository
 from tessera.users import service as users
 from tessera.users.schemas import UserFetch, UserLookup, UserPageLookup
 
@@ -23,12 +21,6 @@ PAGE = 50
 Page = Annotated[int, Query(ge=1, le=MAX_PAGE)]
 Search = Annotated[str, Query(max_length=1000)]
 PageNumber = Annotated[int, Query(alias="page", ge=1, le=MAX_PAGE)]
-
-_USERS = table_of(User)
-_REPUTATIONS = select(_USERS.c.id, _USERS.c.reputation).where(
-    NotIndexed(_USERS.c.project_id) == bindparam("project_id"),
-    _USERS.c.id.in_(bindparam("ids", expanding=True)),
-)
 
 
 def _searches(q: str) -> list[UserFetch]:
@@ -41,14 +33,6 @@ def _searches(q: str) -> list[UserFetch]:
         except ValidationError:
             continue
     return found
-
-
-async def _reputations(rows: Rows, project_id: uuid.UUID, ids: list[uuid.UUID]) -> dict[Any, int]:
-    """The listed users' reputation balances (the listing leaves them out)."""
-    if not ids:
-        return {}
-    found = await rows.all(_REPUTATIONS, project_id=project_id, ids=ids)
-    return {row.id: row.reputation for row in found}
 
 
 @router.get("/projects/{project_id}/users", response_class=HTMLResponse)
@@ -66,8 +50,9 @@ async def users_page(
         return problem(request, error, "Not found")
     principal = user.principal(project)
     q = q.strip()
+    found: list[repository.ListedUser] = []
+    total = 0
     if q:
-        found, total = [], 0
         for search in _searches(q):
             listed = await users.fetch_users(database, principal, query=search)
             if listed.users:
@@ -77,7 +62,9 @@ async def users_page(
         query = UserFetch(limit=PAGE, offset=(page_number - 1) * PAGE)
         listed = await users.fetch_users(database, principal, query=query)
         found, total = listed.users, listed.total
-    reputations = await database.read(_reputations, project.id, [u.id for u in found])
+    reputations = await database.read(
+        repository.read_reputations, project.id, [u.id for u in found]
+    )
     return page(
         request,
         "users.html",

@@ -31,7 +31,7 @@ from tessera.db.requests import (
     reads_only,
     writes,
 )
-from tessera.db.rows import Row, Rows, Transaction, attach, joined, part
+from tessera.db.rows import Rows, Transaction
 from tessera.db.sql import (
     AnySelect,
     NotIndexed,
@@ -52,20 +52,16 @@ __all__ = [
     "Database",
     "DatabaseDep",
     "NotIndexed",
-    "Row",
     "Rows",
     "SessionDep",
     "Transaction",
     "UtcDay",
-    "attach",
     "get_database",
     "get_in_project",
     "get_session",
     "is_read_only",
-    "joined",
     "lock_for_share",
     "lock_for_update",
-    "part",
     "reads_only",
     "serialize",
     "skip_locked",

@@ -1,6 +1,5 @@
 """Core statements compiled once per backend, their arguments and their rows."""
 
-from collections import namedtuple
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -10,12 +9,6 @@ from sqlalchemy.orm import DeclarativeBase
 from sqlalchemy.sql import visitors
 
 MAX_COMPILED = 1000  # statements x lengths of their list parameters
-
-
-def row_type(name: str, keys: list[str]) -> Any:
-    """The named tuple of a statement's columns, known only at run time; its rows take other
-    attributes too (``attach``)."""
-    return type(name, (namedtuple(name, keys),), {})  # no __slots__: a __dict__ when needed
 
 
 _INSERTS: dict[Table, Any] = {}
@@ -88,7 +81,6 @@ class Compiled:
     params: tuple[tuple[str, int | None, Processor, Any], ...]
     columns: tuple[Any, ...]  # the selected (or returned) columns' types, for this dialect
     keys: tuple[str, ...]  # and their names
-    make: Callable[[Any], Any]
     dialect: Dialect
     # (column index, conversion) of the columns that have one, once the driver described them
     converters: tuple[tuple[int, Callable[[Any], Any]], ...] | None = None
@@ -120,8 +112,7 @@ class Compiled:
         columns = list(statement.exported_columns)
         keys = [c.key or f"column_{i}" for i, c in enumerate(columns)]
         types = tuple(c.type.dialect_impl(dialect) for c in columns)
-        make = row_type("Row", keys)._make
-        return cls(compiled.string, tuple(params), types, tuple(keys), make, dialect)
+        return cls(compiled.string, tuple(params), types, tuple(keys), dialect)
 
     def check(self, into: type[tuple[Any, ...]]) -> None:
         """Refuse a row type whose fields are not the statement's columns, in their order:
@@ -141,13 +132,10 @@ class Compiled:
         )
         self.converters = tuple((i, p) for i, p in enumerate(processors) if p is not None)
 
-    def rows(
-        self, raw: Iterable[Sequence[Any]], make: Callable[[Any], Any] | None = None
-    ) -> list[Any]:
+    def rows(self, raw: Iterable[Sequence[Any]], make: Callable[[Any], Any]) -> list[Any]:
         """The driver's rows made by ``make`` (a named tuple's ``_make``), converted: only the
         columns that have a conversion are touched (most of a row's text and numbers have
         none)."""
-        make = make or self.make
         converters = self.converters
         if not converters:
             return [make(values) for values in raw]

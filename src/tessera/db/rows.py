@@ -6,13 +6,12 @@ from collections.abc import (
     Awaitable,
     Callable,
     Hashable,
-    Iterable,
     Iterator,
     Sequence,
 )
 from contextlib import asynccontextmanager, contextmanager
 from types import SimpleNamespace
-from typing import TYPE_CHECKING, Any, TypeVar, overload
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import asyncpg
 from sqlalchemy import Executable, Table
@@ -21,37 +20,56 @@ from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import DeclarativeBase
 
-from tessera.db.compiled import column_values, insert_all, sizes_of, table_of, with_table_defaults
+from tessera.db.compiled import (
+    Compiled,
+    column_values,
+    insert_all,
+    sizes_of,
+    table_of,
+    with_table_defaults,
+)
 
 if TYPE_CHECKING:
     from tessera.db.database import Database
 
 RowT = TypeVar("RowT", bound=tuple[Any, ...])
-# A row read without a row type: its columns, and what the read attached (``attach``), as
-# attributes. Being replaced by typed rows (``Rows.all(statement, RowType)``).
-Row = Any
 
 
 class Rows:
     """What a read function is given (``Database.read``): its statements' rows, converted as
     SQLAlchemy would convert them, each a ``NamedTuple`` whose fields are the statement's
-    columns (``await rows.all(statement, UserRow, project_id=...)``), checked on first use."""
+    columns in order (``await rows.all(STATEMENT, UserRow, project_id=...)``), checked on the
+    statement's first use with that row type: a row type that names a column wrongly fails
+    there, not when a field is read."""
 
     def __init__(self, database: "Database", connection: Any) -> None:
         self._database = database
         self._connection = connection  # sqlite3.Connection or asyncpg.Connection
 
-    @overload
-    async def all(self, statement: Executable, /, **params: Any) -> list[Any]: ...
+    async def all(self, statement: Executable, into: type[RowT], /, **params: Any) -> list[RowT]:
+        compiled, raw = await self._fetch(statement, params)
+        if into not in compiled.checked:
+            compiled.check(into)
+            compiled.checked.add(into)
+        return compiled.rows(raw, into._make)  # type: ignore[attr-defined]  # a NamedTuple's
 
-    @overload
-    async def all(
-        self, statement: Executable, into: type[RowT], /, **params: Any
-    ) -> list[RowT]: ...
+    async def first(self, statement: Executable, into: type[RowT], /, **params: Any) -> RowT | None:
+        rows = await self.all(statement, into, **params)
+        return rows[0] if rows else None
 
-    async def all(
-        self, statement: Executable, into: type[RowT] | None = None, /, **params: Any
-    ) -> list[Any]:
+    async def scalar(self, statement: Executable, /, **params: Any) -> Any:
+        """The first column of the first row (converted), or None without a row."""
+        compiled, raw = await self._fetch(statement, params)
+        return compiled.rows(raw[:1], tuple)[0][0] if raw else None
+
+    @property
+    def on_postgresql(self) -> bool:
+        """For the db package's statements written for one backend (``db.issuing``)."""
+        return not isinstance(self._connection, sqlite3.Connection)
+
+    async def _fetch(
+        self, statement: Executable, params: dict[str, Any]
+    ) -> tuple[Compiled, list[Any]]:
         compiled = self._database.compiled(statement, sizes_of(params))
         args = compiled.arguments(params)
         if isinstance(self._connection, sqlite3.Connection):
@@ -62,37 +80,7 @@ class Rows:
             if compiled.converters is None:
                 compiled.describe(await self._connection.prepare(compiled.sql))
             raw = await self._connection.fetch(compiled.sql, *args)
-        if into is None:
-            return compiled.rows(raw)
-        if into not in compiled.checked:
-            compiled.check(into)
-            compiled.checked.add(into)
-        return compiled.rows(raw, into._make)  # type: ignore[attr-defined]  # a NamedTuple
-
-    @overload
-    async def first(self, statement: Executable, /, **params: Any) -> Any | None: ...
-
-    @overload
-    async def first(
-        self, statement: Executable, into: type[RowT], /, **params: Any
-    ) -> RowT | None: ...
-
-    async def first(
-        self, statement: Executable, into: type[RowT] | None = None, /, **params: Any
-    ) -> Any | None:
-        rows = await (
-            self.all(statement, **params) if into is None else self.all(statement, into, **params)
-        )
-        return rows[0] if rows else None
-
-    @property
-    def on_postgresql(self) -> bool:
-        """For the few statements written for one backend (see ``products.rules.issue``)."""
-        return not isinstance(self._connection, sqlite3.Connection)
-
-    async def scalar(self, statement: Executable, **params: Any) -> Any:
-        row = await self.first(statement, **params)
-        return None if row is None else row[0]
+        return compiled, raw
 
 
 class Transaction(Rows):
@@ -185,7 +173,7 @@ class Transaction(Rows):
                 .on_conflict_do_nothing(index_elements=list(unique))
                 .returning(*table.primary_key.columns)
             )
-        inserted = await self.first(statement, **full)
+        inserted = await self.scalar(statement, **full)
         return None if inserted is None else SimpleNamespace(**full)
 
 
@@ -198,23 +186,3 @@ def _integrity(sql: str) -> Iterator[None]:
         yield
     except (sqlite3.IntegrityError, asyncpg.exceptions.IntegrityConstraintViolationError) as exc:
         raise IntegrityError(sql, None, exc) from exc
-
-
-def part(row: Any, prefix: str, keys: Iterable[str], **known: object) -> SimpleNamespace:
-    """The row of a joined table within ``row``, whose statement selected its columns as
-    ``<prefix><key>`` (``products.c.name.label("product_name")``), plus ``known`` values."""
-    return SimpleNamespace(**known, **{key: getattr(row, prefix + key) for key in keys})
-
-
-def joined(row: Any, **related: object) -> SimpleNamespace:
-    """A row read with ``Rows``, with its related rows attached as attributes, so that schemas
-    built ``from_attributes`` read it as they read an ORM object: a copy that the caller may
-    change (a row's columns are read-only)."""
-    return SimpleNamespace(**row._asdict(), **related)
-
-
-def attach(row: Any, **related: object) -> Any:
-    """``joined`` without the copy of the row's columns: the row read with ``Rows`` itself,
-    with ``related`` as new attributes, for a read that only renders it."""
-    row.__dict__.update(related)
-    return row

@@ -4,9 +4,10 @@ from typing import Annotated
 from fastapi import Path, Query, Request, Response
 
 from tessera.auth.dependencies import Caller, project_router
-from tessera.db import Row, SessionDep
+from tessera.db import SessionDep
 from tessera.errors import responses
 from tessera.events import service
+from tessera.events.repository import EventRow
 from tessera.events.schemas import (
     AttendeeList,
     AttendeeRead,
@@ -86,7 +87,7 @@ async def fetch_event_attendees(
 async def get_event(
     request: Request,
     id_or_reference: Annotated[str, Path(alias="IdOrReferenceId", min_length=1, max_length=255)],
-) -> Row:
+) -> EventRow:
     """An event by its id or by the caller's ``reference_id``."""
     caller = Caller.of(request)
     return await service.get_event(

@@ -3,14 +3,12 @@
 import uuid
 from dataclasses import dataclass
 
-from sqlalchemy import delete, exists, func, or_, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
-from sqlalchemy.orm import joinedload
 
 from tessera.auth.principal import Principal
 from tessera.changes.outbox import EventType, record
-from tessera.db import Database, Row, joined
+from tessera.db import Database
 from tessera.errors import (
     EventDatesOutOfOrder,
     EventInUse,
@@ -25,7 +23,7 @@ from tessera.events.schemas import (
     EventCreate,
     EventUpdate,
 )
-from tessera.models import Attendee, Event, OrderItem, Product
+from tessera.models import Attendee, Event
 from tessera.models.base import utcnow
 from tessera.schemas import PageParams
 from tessera.users.repository import add_reputation, get_user_row
@@ -39,13 +37,7 @@ async def _reject_taken_reference(
 ) -> None:
     if reference_id is None:
         return
-    statement = select(Event.id).where(
-        Event.project_id == project_id, Event.reference_id == reference_id
-    )
-    if but is not None:
-        statement = statement.where(Event.id != but)
-    clash = await session.scalar(statement)
-    if clash is not None:
+    if await repository.reference_taken(session, project_id, reference_id, but=but):
         raise ReferenceIdTaken(f"reference_id already used by another event: {reference_id!r}")
 
 
@@ -101,7 +93,9 @@ async def update_event(session: AsyncSession, principal: Principal, *, body: Eve
     return await _commit_event(session, event)
 
 
-async def get_event(database: Database, principal: Principal, *, id_or_reference: str) -> Row:
+async def get_event(
+    database: Database, principal: Principal, *, id_or_reference: str
+) -> repository.EventRow:
     """The project's event by id or reference id, as a row that ``EventRead`` reads."""
     row = await database.read(repository.read_event, principal.project_id, id_or_reference)
     if row is None:
@@ -112,16 +106,7 @@ async def get_event(database: Database, principal: Principal, *, id_or_reference
 async def list_events(
     session: AsyncSession, principal: Principal, *, paging: PageParams
 ) -> tuple[list[Event], int]:
-    project = Event.project_id == principal.project_id
-    total = await session.scalar(select(func.count()).select_from(Event).where(project))
-    events = await session.scalars(
-        select(Event)
-        .where(project)
-        .order_by(Event.created_at, Event.id)
-        .limit(paging.limit)
-        .offset(paging.offset)
-    )
-    return list(events), total or 0
+    return await repository.list_events(session, principal.project_id, paging)
 
 
 async def delete_event(
@@ -134,22 +119,9 @@ async def delete_event(
     event = await repository.get_event_by_id_or_reference(
         session, principal.project_id, id_or_reference
     )
-    in_use = await session.scalar(
-        select(
-            exists().where(
-                Product.event_id == event.id,
-                or_(
-                    Product.issued_count > 0,
-                    exists().where(OrderItem.product_id == Product.id),
-                ),
-            )
-        )
-    )
-    if in_use:
+    if await repository.event_in_use(session, event.id):
         raise EventInUse
-    await session.execute(delete(Attendee).where(Attendee.event_id == event.id))
-    await session.execute(delete(Product).where(Product.event_id == event.id))
-    await session.execute(delete(Event).where(Event.id == event.id))
+    await repository.delete_event(session, event.id)
     await session.commit()
 
 
@@ -157,13 +129,7 @@ async def list_attendees(
     session: AsyncSession, principal: Principal, *, event_id: uuid.UUID
 ) -> tuple[Event, list[Attendee]]:
     event = await repository.get_event(session, principal.project_id, event_id)
-    attendees = await session.scalars(
-        select(Attendee)
-        .where(Attendee.event_id == event.id)
-        .options(joinedload(Attendee.user))
-        .order_by(Attendee.created_at, Attendee.id)
-    )
-    return event, list(attendees)
+    return event, await repository.attendees_of(session, event.id)
 
 
 @dataclass(frozen=True, slots=True)
@@ -204,35 +170,22 @@ async def register_attendee(
         if new is not None:
             attendee_id = new.id
         else:
-            attendee_id = await tx.scalar(
-                repository.ATTENDEE_OF, event_id=event.id, user_id=user.id
-            )
+            attendee_id = await repository.attendee_id_of(tx, event.id, user.id)
             if body.registered_at is not None:
-                await tx.execute(
-                    repository.REGISTERED,
-                    id=attendee_id,
-                    registered_at=body.registered_at,
-                    updated_at=now,
-                )
+                await repository.set_registered(tx, attendee_id, body.registered_at, now)
         checked_in, before = False, None
         if body.checked_in_at is not None:
-            # Locked: of two check-ins at once, one is the first.
-            before = await tx.scalar(repository.CHECK_IN_OF, id=attendee_id)
+            before = await repository.lock_check_in(tx, attendee_id)
             if before is None:
                 await add_reputation(
                     tx, user, delta=FIRST_CHECK_IN_REPUTATION, reason=f"check-in:{event.id}"
                 )
             if before != body.checked_in_at:
-                await tx.execute(
-                    repository.CHECKED_IN,
-                    id=attendee_id,
-                    checked_in_at=body.checked_in_at,
-                    updated_at=now,
-                )
+                await repository.set_checked_in(tx, attendee_id, body.checked_in_at, now)
                 checked_in = True
         # Read back inside the transaction: one transaction per registration, not two.
-        attendee = await tx.first(repository.ATTENDEE, id=attendee_id)
-        registered = AttendeeRegistered.model_validate(joined(attendee, user=user, event=event))
+        attendee = await repository.read_registered(tx, attendee_id, user=user, event=event)
+        registered = AttendeeRegistered.model_validate(attendee)
         if new is not None or body.registered_at is not None:
             await record(tx, principal.project_id, EventType.ATTENDEE_REGISTERED, [registered])
         if checked_in:

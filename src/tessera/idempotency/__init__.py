@@ -37,7 +37,6 @@ from starlette.types import Message, Receive, Scope, Send
 from tessera.db import Database
 from tessera.errors import ErrorMessage, IdempotencyKeyReused, IdempotencyKeyRunning, InvalidInput
 from tessera.idempotency import repository
-from tessera.models import IdempotencyKey
 from tessera.models.base import utcnow
 
 HEADER = b"idempotency-key"
@@ -98,42 +97,53 @@ class IdempotencyStore:
         """The record's id when this request is to run; the stored answer of the same request;
         409 while it runs; 422 for a key used with another request."""
         now = utcnow()
-        fresh = {
+        running_until = now + timedelta(seconds=RUNNING_SECONDS)
+        expires_at = now + self.ttl
+        row = {
+            "project_id": scope.project_id,
+            "scope": scope.within,
+            "key": key,
+            "created_at": now,
             "fingerprint": fingerprint,
-            "running_until": now + timedelta(seconds=RUNNING_SECONDS),
-            "expires_at": now + self.ttl,
+            "running_until": running_until,
+            "expires_at": expires_at,
         }
-        where = {"project_id": scope.project_id, "scope": scope.within, "key": key}
-        row = {**where, "created_at": now, **fresh}
         found = None
         while found is None:  # the record may be purged between the insert and the read
             async with self.database.transaction() as tx:
-                created = await tx.insert_new(
-                    IdempotencyKey, row, unique=("project_id", "scope", "key")
-                )
+                created = await repository.create(tx, row)
                 if created is not None:
                     await tx.commit()
-                    return uuid.UUID(str(created.id))
-                found = await tx.first(repository.FOUND, **where)
+                    return created
+                found = await repository.lock_record(
+                    tx, project_id=scope.project_id, scope=scope.within, key=key
+                )
                 if found is None:
                     continue
                 abandoned = found.status_code is None and found.running_until <= now
                 if found.expires_at <= now or abandoned:
-                    await tx.execute(repository.TAKE_OVER, id=found.id, now=now, **fresh)
+                    await repository.take_over(
+                        tx,
+                        found.id,
+                        now=now,
+                        fingerprint=fingerprint,
+                        running_until=running_until,
+                        expires_at=expires_at,
+                    )
                     await tx.commit()
-                    return uuid.UUID(str(found.id))
+                    return found.id
         if found.fingerprint != fingerprint:
             raise IdempotencyKeyReused
         if found.status_code is None:
             raise IdempotencyKeyRunning
-        headers = [(name, value) for name, value in json.loads(found.headers)]
+        headers = [(name, value) for name, value in json.loads(found.headers or "[]")]
         return Answer(found.status_code, headers, found.body or b"")
 
     async def answered(self, record: uuid.UUID, answer: Answer) -> None:
         async with self.database.transaction() as tx:
-            await tx.execute(
-                repository.ANSWERED,
-                id=record,
+            await repository.set_answer(
+                tx,
+                record,
                 status=answer.status,
                 headers=json.dumps(answer.headers),
                 body=answer.body,
@@ -142,14 +152,14 @@ class IdempotencyStore:
 
     async def forget(self, record: uuid.UUID) -> None:
         async with self.database.transaction() as tx:
-            await tx.execute(repository.FORGET, id=record)
+            await repository.delete_record(tx, record)
             await tx.commit()
 
 
 async def purge_expired(database: Database) -> int:
     """Delete the records past their time (a chore of the job worker); how many."""
     async with database.transaction() as tx:
-        purged = await tx.execute(repository.EXPIRED, now=utcnow())
+        purged = await repository.delete_expired(tx, utcnow())
         await tx.commit()
     return purged
 

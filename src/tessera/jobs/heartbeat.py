@@ -42,7 +42,7 @@ class Heartbeat:
         and the rows of workers silent for ``KEEP`` deleted."""
         now = utcnow()
         async with self.database.transaction() as tx:
-            if not await tx.execute(repository.HEARTBEAT_MOVE, worker_id=self.worker_id, now=now):
+            if not await repository.move_heartbeat(tx, self.worker_id, now):
                 row = {
                     "worker_id": self.worker_id,
                     "host": self.host,
@@ -51,13 +51,13 @@ class Heartbeat:
                     "beat_at": now,
                 }
                 await tx.insert(WorkerHeartbeat, [row])
-            await tx.execute(repository.HEARTBEAT_SILENT, before=now - KEEP)
+            await repository.forget_silent_heartbeats(tx, now - KEEP)
             await tx.commit()
 
     async def forget(self) -> None:
         """This worker stops: its row goes, so that no one counts on it any more."""
         async with self.database.transaction() as tx:
-            await tx.execute(repository.HEARTBEAT_FORGET, worker_id=self.worker_id)
+            await repository.forget_heartbeat(tx, self.worker_id)
             await tx.commit()
 
     @asynccontextmanager
@@ -89,6 +89,5 @@ class Heartbeat:
 
 async def freshest(rows: Rows, since: datetime) -> tuple[datetime | None, int]:
     """The last beat of any worker, and how many workers have beaten since ``since``."""
-    row = await rows.first(repository.HEARTBEAT_FRESHEST, since=since)
-    assert row is not None  # an aggregate without GROUP BY: one row
-    return row.beat_at, int(row.beating)
+    row = await repository.freshest_heartbeat(rows, since)
+    return row.beat_at, row.beating

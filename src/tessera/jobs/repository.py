@@ -1,14 +1,15 @@
 """Job and worker-heartbeat statements."""
 
+import uuid
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from sqlalchemy import and_, bindparam, case, delete, exists, func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import aliased
 
-from tessera.db import skip_locked, table_of
-from tessera.models import Job, JobStatus, WorkerHeartbeat
+from tessera.db import Rows, Transaction, skip_locked, table_of
+from tessera.models import Job, JobStatus, Project, WorkerHeartbeat
 
 
 async def next_due(session: AsyncSession, now: datetime) -> Job | None:
@@ -51,16 +52,123 @@ async def newest(session: AsyncSession, *, status: JobStatus | None, limit: int)
     return list(await session.scalars(statement))
 
 
+# The console's job queue page (tessera.console.jobs).
+_JOBS, _PROJECTS = table_of(Job), table_of(Project)
+
+
+class JobCount(NamedTuple):
+    kind: str
+    status: JobStatus
+    jobs: int
+
+
+class JobShown(NamedTuple):
+    id: uuid.UUID
+    project_id: uuid.UUID
+    kind: str
+    subject: str
+    status: JobStatus
+    attempts: int
+    run_after: datetime
+    created_at: datetime
+    last_error: str | None
+    project_name: str
+
+
+class JobQueue(NamedTuple):
+    counts: list[JobCount]  # by kind and status
+    newest: list[JobShown]  # newest first
+
+
+_NEWEST = (
+    select(
+        _JOBS.c.id,
+        _JOBS.c.project_id,
+        _JOBS.c.kind,
+        _JOBS.c.subject,
+        _JOBS.c.status,
+        _JOBS.c.attempts,
+        _JOBS.c.run_after,
+        _JOBS.c.created_at,
+        _JOBS.c.last_error,
+        _PROJECTS.c.name.label("project_name"),
+    )
+    .join(_PROJECTS, _PROJECTS.c.id == _JOBS.c.project_id)
+    .order_by(_JOBS.c.created_at.desc(), _JOBS.c.id.desc())
+    .limit(bindparam("limit"))
+)
+_COUNTS = select(_JOBS.c.kind, _JOBS.c.status, func.count().label("jobs")).group_by(
+    _JOBS.c.kind, _JOBS.c.status
+)
+_OF_PROJECT = _JOBS.c.project_id == bindparam("project_id")
+_OF_STATUS = _JOBS.c.status == bindparam("status")
+# Every project's or one's, any status or one: each statement built once.
+_SHOWN = {
+    (mine, status): _NEWEST.where(
+        *([_OF_PROJECT] if mine else []), *([_OF_STATUS] if status else [])
+    )
+    for mine in (False, True)
+    for status in (False, True)
+}
+_COUNTS_OF = {False: _COUNTS, True: _COUNTS.where(_OF_PROJECT)}
+_PROJECT_OF_JOB = select(_JOBS.c.project_id).where(_JOBS.c.id == bindparam("id"))
+
+
+async def queue(
+    rows: Rows, project_id: uuid.UUID | None, status: JobStatus | None, *, limit: int
+) -> JobQueue:
+    """Counts by kind and status, and the newest ``limit`` jobs (of one project, of one
+    status), each with its project's name."""
+    values: dict[str, object] = {}
+    if project_id is not None:
+        values["project_id"] = project_id
+    counts = await rows.all(_COUNTS_OF[project_id is not None], JobCount, **values)
+    if status is not None:
+        values["status"] = status
+    shown = _SHOWN[project_id is not None, status is not None]
+    return JobQueue(counts, await rows.all(shown, JobShown, limit=limit, **values))
+
+
+async def project_of_job(rows: Rows, job_id: uuid.UUID) -> uuid.UUID | None:
+    project_id: uuid.UUID | None = await rows.scalar(_PROJECT_OF_JOB, id=job_id)
+    return project_id
+
+
 # Workers' heartbeats (tessera.jobs.heartbeat).
 _BEATS = table_of(WorkerHeartbeat)
-HEARTBEAT_MOVE = (
+_HEARTBEAT_MOVE = (
     update(_BEATS)
     .where(_BEATS.c.worker_id == bindparam("worker_id"))
     .values(beat_at=bindparam("now"))
 )
-HEARTBEAT_FORGET = delete(_BEATS).where(_BEATS.c.worker_id == bindparam("worker_id"))
-HEARTBEAT_SILENT = delete(_BEATS).where(_BEATS.c.beat_at < bindparam("before"))
-HEARTBEAT_FRESHEST = select(
+_HEARTBEAT_FORGET = delete(_BEATS).where(_BEATS.c.worker_id == bindparam("worker_id"))
+_HEARTBEAT_SILENT = delete(_BEATS).where(_BEATS.c.beat_at < bindparam("before"))
+_HEARTBEAT_FRESHEST = select(
     func.max(_BEATS.c.beat_at).label("beat_at"),
     func.count(case((_BEATS.c.beat_at >= bindparam("since"), 1))).label("beating"),
 )
+
+
+class Freshest(NamedTuple):
+    beat_at: datetime | None  # the last beat of any worker
+    beating: int  # the workers that have beaten since ``since``
+
+
+async def move_heartbeat(tx: Transaction, worker_id: str, now: datetime) -> bool:
+    """The worker's row beats at ``now``; whether it was there to move."""
+    return bool(await tx.execute(_HEARTBEAT_MOVE, worker_id=worker_id, now=now))
+
+
+async def forget_silent_heartbeats(tx: Transaction, before: datetime) -> None:
+    """The rows of the workers that have not beaten since ``before`` go."""
+    await tx.execute(_HEARTBEAT_SILENT, before=before)
+
+
+async def forget_heartbeat(tx: Transaction, worker_id: str) -> None:
+    await tx.execute(_HEARTBEAT_FORGET, worker_id=worker_id)
+
+
+async def freshest_heartbeat(rows: Rows, since: datetime) -> Freshest:
+    row = await rows.first(_HEARTBEAT_FRESHEST, Freshest, since=since)
+    assert row is not None  # an aggregate without GROUP BY: one row
+    return row

@@ -132,12 +132,12 @@ def _gauges() -> PoolGauges:
 
 
 def sample_pool(database: Database) -> None:
-    """The pool of the hot reads and writes (``db.ConnectionPool``)."""
-    if database.is_sqlite:
+    """The pool of the hot reads and writes (``db.ConnectionPool``; SQLite has none)."""
+    pool = database.pool
+    if pool is None:
         return
     gauges = _gauges()
-    pool = database.pool
-    open_, idle = (pool.opened, pool.idle) if pool is not None else (0, 0)
+    open_, idle = pool.opened, pool.idle
     gauges.checked_out.set(open_ - idle)
     gauges.idle.set(idle)
     gauges.size.set(database.pool_size)
@@ -153,7 +153,7 @@ def observe_pool_wait(seconds: float) -> None:
 async def sample_pool_until(database: Database, stop: asyncio.Event) -> None:
     """This process's pool gauges, every second until ``stop``: a sample costs the requests
     nothing, where pool events would cost each of them two updates."""
-    if database.is_sqlite:
+    if database.pool is None:
         return
     while not stop.is_set():
         sample_pool(database)

@@ -3,7 +3,7 @@
 import uuid
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any
+from typing import NamedTuple
 
 from sqlalchemy import bindparam, case, delete, func, select
 
@@ -63,36 +63,73 @@ _ENDPOINT_STATES = select(
 _FORGET_CHAIN = delete(_BALANCES).where(_BALANCES.c.chain == bindparam("chain"))
 
 
-async def job_queue(rows: Rows) -> list[Any]:
-    """(kind, status, jobs, oldest created_at) of the unfinished and failed jobs, one
-    statement."""
-    return await rows.all(_QUEUE, statuses=UNFINISHED)
+class QueuedJobs(NamedTuple):
+    kind: str
+    status: JobStatus
+    jobs: int
+    oldest: datetime  # the oldest one's created_at
 
 
-async def shown_balances(rows: Rows) -> list[Any]:
-    """(project_id, address, chain, free, read_at) of every recorded balance."""
-    return await rows.all(_SHOWN_BALANCES)
+class ShownBalance(NamedTuple):
+    project_id: uuid.UUID
+    address: str
+    chain: str
+    free: str  # in the chain's smallest unit, decimal text
+    read_at: datetime
+
+
+class _DeliveriesByStatus(NamedTuple):
+    status: str
+    deliveries: int
+
+
+class _EndpointsByStatus(NamedTuple):
+    status: str
+    endpoints: int
+
+
+class WalletKey(NamedTuple):
+    id: uuid.UUID
+    public_key: bytes
+
+
+class _LastRead(NamedTuple):
+    chain: str
+    read_at: datetime
+
+
+async def job_queue(rows: Rows) -> list[QueuedJobs]:
+    """The unfinished and failed jobs by kind and status, one statement."""
+    return await rows.all(_QUEUE, QueuedJobs, statuses=UNFINISHED)
+
+
+async def shown_balances(rows: Rows) -> list[ShownBalance]:
+    """Every recorded balance, with its wallet's project and address."""
+    return await rows.all(_SHOWN_BALANCES, ShownBalance)
 
 
 async def recent_deliveries(rows: Rows, since: datetime) -> dict[str, int]:
     """Webhook delivery attempts made since ``since``, by outcome."""
-    found = await rows.all(_RECENT_DELIVERIES, since=since, statuses=["succeeded", "failed"])
+    found = await rows.all(
+        _RECENT_DELIVERIES, _DeliveriesByStatus, since=since, statuses=["succeeded", "failed"]
+    )
     return {row.status: row.deliveries for row in found}
 
 
 async def endpoint_states(rows: Rows) -> dict[str, int]:
     """Webhook endpoints by status (enabled, failing, disabled)."""
-    return {row.status: row.endpoints for row in await rows.all(_ENDPOINT_STATES)}
+    found = await rows.all(_ENDPOINT_STATES, _EndpointsByStatus)
+    return {row.status: row.endpoints for row in found}
 
 
-async def project_wallets(rows: Rows) -> list[Any]:
-    """(id, public_key) of every project wallet."""
-    return await rows.all(_ALL_WALLETS)
+async def project_wallets(rows: Rows) -> list[WalletKey]:
+    """Every project wallet."""
+    return await rows.all(_ALL_WALLETS, WalletKey)
 
 
 async def last_reads(rows: Rows) -> dict[str, datetime]:
     """When each chain's balances were last recorded."""
-    return {row.chain: row.read_at for row in await rows.all(_LAST_READS)}
+    return {row.chain: row.read_at for row in await rows.all(_LAST_READS, _LastRead)}
 
 
 async def replace_balances(

@@ -12,7 +12,6 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from datetime import timedelta
-from typing import Any
 
 from prometheus_client import generate_latest
 from prometheus_client.metrics_core import GaugeMetricFamily, Metric
@@ -40,7 +39,9 @@ async def scrape(database: Database, settings: Settings) -> bytes:
     """The Prometheus text exposition: every process's request and pool figures, the job
     queue and the recorded balances."""
 
-    async def read(rows: Rows) -> tuple[list[Any], list[Any], list[Metric]]:
+    async def read(
+        rows: Rows,
+    ) -> tuple[list[repository.QueuedJobs], list[repository.ShownBalance], list[Metric]]:
         webhooks = _webhook_families(
             await repository.recent_deliveries(rows, utcnow() - timedelta(hours=1)),
             await repository.endpoint_states(rows),
@@ -66,7 +67,7 @@ class _Families(Collector):
         return self.families
 
 
-def _job_families(queue: Sequence[Any]) -> list[Metric]:
+def _job_families(queue: Sequence[repository.QueuedJobs]) -> list[Metric]:
     depth = GaugeMetricFamily(
         "tessera_job_queue_depth",
         "Jobs queued (due, or waiting for a retry) or running, by kind and status.",
@@ -116,7 +117,9 @@ def _webhook_families(deliveries: dict[str, int], endpoints: dict[str, int]) -> 
     return [attempts, states]
 
 
-def _balance_families(balances: Sequence[Any], settings: Settings) -> list[Metric]:
+def _balance_families(
+    balances: Sequence[repository.ShownBalance], settings: Settings
+) -> list[Metric]:
     labels = ["project_id", "chain", "address"]
     balance = GaugeMetricFamily(
         "tessera_project_wallet_balance",

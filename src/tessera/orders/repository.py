@@ -1,18 +1,142 @@
 """Order queries."""
 
 import uuid
-from typing import Any
+from datetime import datetime
+from decimal import Decimal
+from typing import NamedTuple
 
-from sqlalchemy import bindparam, func, select
+from sqlalchemy import bindparam, func, select, update
 
-from tessera.db import AnySelect, Row, Rows, Transaction, joined, lock_for_update, part
+from tessera.db import AnySelect, Rows, Transaction, lock_for_update, table_of
 from tessera.errors import OrderNotFound
-from tessera.models import Order, OrderItem, Product, ProductItem, User
-from tessera.orders.schemas import OrderFilter, OrderList, OrderSummary, order_view
+from tessera.models import NftStatus, Order, OrderItem, OrderStatus, Product, ProductItem, User
+from tessera.models.base import utcnow
+from tessera.orders.schemas import OrderFilter, OrderList, OrderSummary, OrderView, order_view
 from tessera.products.repository import products_by_id
 from tessera.schemas import Pagination
 
-_ORDERS, _LINES = Order.__table__, OrderItem.__table__
+
+class OrderRow(NamedTuple):
+    """An order's row (``orders``)."""
+
+    project_id: uuid.UUID
+    order_number: str
+    user_id: uuid.UUID
+    status: OrderStatus
+    id: uuid.UUID
+    created_at: datetime
+    updated_at: datetime
+
+
+class LineRow(NamedTuple):
+    """An order line's row (``order_items``)."""
+
+    order_id: uuid.UUID
+    product_id: uuid.UUID
+    position: int
+    quantity: int
+    unit_price: Decimal
+    created_at: datetime
+    id: uuid.UUID
+
+
+class OrderReadRow(NamedTuple):
+    """``_ORDER_READ``'s rows: the order, a line, its product, and an item issued for the
+    line (None without items) with its owner."""
+
+    project_id: uuid.UUID
+    order_number: str
+    user_id: uuid.UUID
+    status: OrderStatus
+    id: uuid.UUID
+    created_at: datetime
+    updated_at: datetime
+    line_id: uuid.UUID
+    line_product_id: uuid.UUID
+    line_position: int
+    line_quantity: int
+    line_unit_price: Decimal
+    line_created_at: datetime
+    product_name: str
+    product_type: str
+    product_redemption_quantity: int
+    item__project_id: uuid.UUID | None
+    item__product_id: uuid.UUID | None
+    item__item_id: int | None
+    item__owner_id: uuid.UUID | None
+    item__order_item_id: uuid.UUID | None
+    item__redemption_count: int | None
+    item__redeemed_at: int | None
+    item__nft_status: NftStatus | None
+    item__nft_tx_hash: str | None
+    item__nft_block: int | None
+    item__nft_transfer_status: NftStatus | None
+    item__nft_transfer_tx_hash: str | None
+    item__nft_transfer_block: int | None
+    item__nft_wallet_id: uuid.UUID | None
+    item__id: uuid.UUID | None
+    item__created_at: datetime | None
+    item__updated_at: datetime | None
+    owner__email: str | None
+    owner__first_name: str | None
+    owner__last_name: str | None
+
+
+class OrderLine(NamedTuple):
+    """A line as the answer shows it (``_LINE_KEYS``)."""
+
+    id: uuid.UUID
+    product_id: uuid.UUID
+    position: int
+    quantity: int
+    unit_price: Decimal
+    created_at: datetime
+
+
+class LineProduct(NamedTuple):
+    """What the answer shows of a line's product (``ItemProduct``)."""
+
+    id: uuid.UUID
+    name: str
+    type: str
+    redemption_quantity: int
+
+
+class Owner(NamedTuple):
+    """What the answer shows of an item's owner (``ItemOwner``)."""
+
+    id: uuid.UUID
+    email: str
+    first_name: str | None
+    last_name: str | None
+
+
+class IssuedItem(NamedTuple):
+    """An item issued for a line (``product_items``), with its product and its owner, as
+    ``item_view`` reads it."""
+
+    project_id: uuid.UUID
+    product_id: uuid.UUID
+    item_id: int
+    owner_id: uuid.UUID
+    order_item_id: uuid.UUID | None
+    redemption_count: int
+    redeemed_at: int | None
+    nft_status: NftStatus | None
+    nft_tx_hash: str | None
+    nft_block: int | None
+    nft_transfer_status: NftStatus | None
+    nft_transfer_tx_hash: str | None
+    nft_transfer_block: int | None
+    nft_wallet_id: uuid.UUID | None
+    id: uuid.UUID
+    created_at: datetime
+    updated_at: datetime
+    product: LineProduct
+    owner: Owner
+
+
+_ORDERS, _LINES = table_of(Order), OrderItem.__table__
 _PRODUCTS, _ITEMS, _USERS = Product.__table__, ProductItem.__table__, User.__table__
 # Built once (see users.repository).
 _ORDER = select(_ORDERS).where(
@@ -20,10 +144,15 @@ _ORDER = select(_ORDERS).where(
 )
 _LINES_OF = select(_LINES).where(_LINES.c.order_id == bindparam("id")).order_by(_LINES.c.position)
 _LOCK_ORDER = lock_for_update(_ORDER)
+_STATUS = (
+    update(_ORDERS)
+    .where(_ORDERS.c.id == bindparam("id"))
+    .values(status=bindparam("status"), updated_at=bindparam("updated_at"))
+)
 # An order (every order has a line) with its lines, what the answer shows of their products,
 # and the items issued for each line with what it shows of their owners: one row per item, or
 # per line without items.
-_LINE_KEYS = ("id", "product_id", "position", "quantity", "unit_price", "created_at")
+_LINE_KEYS = OrderLine._fields
 _PRODUCT_KEYS = ("name", "type", "redemption_quantity")
 _ITEM_KEYS = tuple(_ITEMS.c.keys())
 _OWNER_KEYS = ("email", "first_name", "last_name")
@@ -42,38 +171,50 @@ _ORDER_READ = (
     .where(_ORDERS.c.project_id == bindparam("project_id"), _ORDERS.c.id == bindparam("id"))
     .order_by(_LINES.c.position, _ITEMS.c.item_id)
 )
+# Where each part of an ``OrderReadRow`` starts.
+_LINE_AT = len(_ORDERS.c)
+_PRODUCT_AT = _LINE_AT + len(_LINE_KEYS)
+_ITEM_AT = _PRODUCT_AT + len(_PRODUCT_KEYS)
+_OWNER_AT = _ITEM_AT + len(_ITEM_KEYS)
 
 
 async def lock_order(
     tx: Transaction, project_id: uuid.UUID, order_id: uuid.UUID
-) -> tuple[Any, list[Any]]:
+) -> tuple[OrderRow, list[LineRow]]:
     """The project's order, locked until the transaction ends, and its lines (404 otherwise)."""
-    order = await tx.first(_LOCK_ORDER, project_id=project_id, id=order_id)
+    order = await tx.first(_LOCK_ORDER, OrderRow, project_id=project_id, id=order_id)
     if order is None:
         raise OrderNotFound
-    return joined(order), await tx.all(_LINES_OF, id=order_id)
+    return order, await tx.all(_LINES_OF, LineRow, id=order_id)
 
 
-async def read_order(rows: Rows, project_id: uuid.UUID, order_id: uuid.UUID) -> Row | None:
+async def set_status(tx: Transaction, order: OrderRow, status: OrderStatus) -> OrderRow:
+    """The order in ``status`` from now on, written."""
+    changed = order._replace(status=status, updated_at=utcnow())
+    await tx.execute(_STATUS, id=order.id, status=status, updated_at=changed.updated_at)
+    return changed
+
+
+async def read_order(rows: Rows, project_id: uuid.UUID, order_id: uuid.UUID) -> OrderView | None:
     """The order with its lines, their products and the items issued for them, with their
     owners (a read for ``Database.read``), in one statement, as ``OrderRead`` reads it; or
     None."""
-    found = await rows.all(_ORDER_READ, project_id=project_id, id=order_id)
+    found = await rows.all(_ORDER_READ, OrderReadRow, project_id=project_id, id=order_id)
     if not found:
         return None
-    order = part(found[0], "", _ORDERS.c.keys())
-    lines = {row.line_id: part(row, "line_", _LINE_KEYS) for row in found}
+    order = OrderRow._make(found[0][:_LINE_AT])
+    lines = {row.line_id: OrderLine._make(row[_LINE_AT:_PRODUCT_AT]) for row in found}
     products = {
-        row.line_product_id: part(row, "product_", _PRODUCT_KEYS, id=row.line_product_id)
+        row.line_product_id: LineProduct._make((row.line_product_id, *row[_PRODUCT_AT:_ITEM_AT]))
         for row in found
     }
     items = [
-        part(
-            row,
-            "item__",
-            _ITEM_KEYS,
-            product=products[row.line_product_id],
-            owner=part(row, "owner__", _OWNER_KEYS, id=row.item__owner_id),
+        IssuedItem._make(
+            (
+                *row[_ITEM_AT:_OWNER_AT],
+                products[row.line_product_id],
+                Owner._make((row.item__owner_id, *row[_OWNER_AT:])),
+            )
         )
         for row in found
         if row.item__id is not None
@@ -134,10 +275,10 @@ async def read_orders(rows: Rows, project_id: uuid.UUID, query: OrderFilter) -> 
         "product_id": query.product_id,
     }
     count = await rows.scalar(total, **values)
-    orders = await rows.all(page, **values, limit=query.limit, offset=query.offset)
-    lines: dict[uuid.UUID, list[Any]] = {order.id: [] for order in orders}
+    orders = await rows.all(page, OrderRow, **values, limit=query.limit, offset=query.offset)
+    lines: dict[uuid.UUID, list[LineRow]] = {order.id: [] for order in orders}
     if orders:
-        for line in await rows.all(_LINES_OF_ORDERS, ids=list(lines)):
+        for line in await rows.all(_LINES_OF_ORDERS, LineRow, ids=list(lines)):
             lines[line.order_id].append(line)
     product_ids = {line.product_id for some in lines.values() for line in some}
     products = await products_by_id(rows, project_id, product_ids) if product_ids else {}

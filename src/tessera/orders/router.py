@@ -4,10 +4,9 @@ from typing import Annotated
 from fastapi import Query, Request
 
 from tessera.auth.dependencies import Caller, project_router
-from tessera.db import Row
 from tessera.errors import responses
 from tessera.orders import service
-from tessera.orders.schemas import OrderCreate, OrderFilter, OrderList, OrderRead
+from tessera.orders.schemas import OrderCreate, OrderFilter, OrderList, OrderRead, OrderView
 
 router = project_router("/orders", tags=["orders"])
 
@@ -31,7 +30,7 @@ async def list_orders(request: Request, query: Annotated[OrderFilter, Query()]) 
 
 
 @router.get("/{id}", response_model=OrderRead, responses=responses(400, 401, 404))
-async def get_order(request: Request, id: uuid.UUID) -> Row:
+async def get_order(request: Request, id: uuid.UUID) -> OrderView:
     """One order with its lines and issued items."""
     caller = Caller.of(request)
     return await service.get_order(caller.database, caller.principal, order_id=id)

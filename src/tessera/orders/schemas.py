@@ -3,7 +3,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from decimal import Decimal
 from types import SimpleNamespace
-from typing import Annotated, Any, Literal, Self
+from typing import Annotated, Any, Literal, NamedTuple, Self
 
 from pydantic import Field, StrictInt, StringConstraints, model_validator
 
@@ -71,8 +71,8 @@ class OrderSummary(SnakeModel):
         lines: Sequence[OrderItem | Any],
         products: Mapping[uuid.UUID, Product | Any],
     ) -> Self:
-        """From ORM objects, or from Core rows with the same attributes (``db.joined``): the
-        order, its lines (by position) and their products."""
+        """From ORM objects, or from rows with the same attributes: the order, its lines (by
+        position) and their products."""
         return cls.model_validate(order_view(order, lines, products))
 
 
@@ -92,27 +92,51 @@ class OrderRead(OrderSummary):
         return cls.model_validate(order_view(order, lines, products, items))
 
 
+class LineView(NamedTuple):
+    """A line as ``OrderLineRead`` reads it."""
+
+    id: uuid.UUID
+    product_id: uuid.UUID
+    product_name: str
+    quantity: int
+    unit_price: Decimal
+
+
+class OrderView(NamedTuple):
+    """An order as ``OrderRead`` (and ``OrderSummary``) reads it."""
+
+    id: uuid.UUID
+    order_number: str
+    status: OrderStatus
+    user_id: uuid.UUID
+    total: float
+    items: list[LineView]
+    created_at: datetime
+    updated_at: datetime
+    product_items: list[SimpleNamespace]
+
+
 def order_view(
     order: Order | Any,
     lines: Sequence[OrderItem | Any],
     products: Mapping[uuid.UUID, Product | Any],
     items: Sequence[ProductItem | Any] = (),
-) -> SimpleNamespace:
+) -> OrderView:
     """An order as ``OrderRead`` (and ``OrderSummary``) reads it, for a route to render or
     ``of`` to validate: its lines with their products' names, the total, and its items."""
-    return SimpleNamespace(
+    return OrderView(
         id=order.id,
         order_number=order.order_number,
         status=order.status,
         user_id=order.user_id,
         total=float(sum((line.unit_price * line.quantity for line in lines), Decimal(0))),
         items=[
-            SimpleNamespace(
-                id=line.id,
-                product_id=line.product_id,
-                product_name=products[line.product_id].name,
-                quantity=line.quantity,
-                unit_price=line.unit_price,
+            LineView(
+                line.id,
+                line.product_id,
+                products[line.product_id].name,
+                line.quantity,
+                line.unit_price,
             )
             for line in lines
         ],

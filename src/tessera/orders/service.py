@@ -6,12 +6,11 @@ from decimal import Decimal
 from types import SimpleNamespace
 from typing import Any
 
-from sqlalchemy import bindparam, update
 from sqlalchemy.exc import IntegrityError
 
 from tessera.auth.principal import Principal
 from tessera.changes.outbox import EventType, record
-from tessera.db import Database, Row, Rows, Transaction, table_of, with_defaults
+from tessera.db import Database, Rows, Transaction, with_defaults
 from tessera.errors import (
     OrderNotFound,
     OrderNotPending,
@@ -22,19 +21,12 @@ from tessera.errors import (
 from tessera.models import Order, OrderItem, OrderStatus
 from tessera.models.base import new_id, utcnow
 from tessera.orders import repository
-from tessera.orders.schemas import OrderCreate, OrderFilter, OrderList, OrderRead
+from tessera.orders.repository import LineRow, OrderRow
+from tessera.orders.schemas import OrderCreate, OrderFilter, OrderList, OrderRead, OrderView
 from tessera.products import repository as products
 from tessera.products import rules
-from tessera.users.repository import get_user_row
+from tessera.users.repository import UserRow, get_user_row
 from tessera.users.schemas import UserRef
-
-_ORDERS = table_of(Order)
-# Built once (see users.repository).
-_STATUS = (
-    update(_ORDERS)
-    .where(_ORDERS.c.id == bindparam("id"))
-    .values(status=bindparam("status"), updated_at=bindparam("updated_at"))
-)
 
 
 async def create_order(database: Database, principal: Principal, *, body: OrderCreate) -> OrderRead:
@@ -112,7 +104,8 @@ async def complete_order(
         order, lines = await repository.lock_order(tx, principal.project_id, order_id)
         _require_pending(order, "completed")
         user = await get_user_row(tx, principal.project_id, UserRef("id", order.user_id))
-        await _set_status(tx, order, OrderStatus.COMPLETED)  # before any product is locked
+        # Before any product is locked.
+        order = await repository.set_status(tx, order, OrderStatus.COMPLETED)
         items = await _issue_lines(tx, principal, lines, user)
         read = await _view(tx, principal, order, lines, items)
         await record(tx, principal.project_id, EventType.ORDER_COMPLETED, [read])
@@ -127,14 +120,14 @@ async def cancel_order(
     async with database.transaction() as tx:
         order, lines = await repository.lock_order(tx, principal.project_id, order_id)
         _require_pending(order, "cancelled")
-        await _set_status(tx, order, OrderStatus.CANCELLED)
+        order = await repository.set_status(tx, order, OrderStatus.CANCELLED)
         read = await _view(tx, principal, order, lines, [])
         await record(tx, principal.project_id, EventType.ORDER_CANCELLED, [read])
         await tx.commit()
     return read
 
 
-async def get_order(database: Database, principal: Principal, *, order_id: uuid.UUID) -> Row:
+async def get_order(database: Database, principal: Principal, *, order_id: uuid.UUID) -> OrderView:
     """The order as ``OrderRead`` reads it."""
     order = await database.read(repository.read_order, principal.project_id, order_id)
     if order is None:
@@ -147,14 +140,9 @@ async def list_orders(database: Database, principal: Principal, *, query: OrderF
     return await database.read(repository.read_orders, principal.project_id, query)
 
 
-def _require_pending(order: Any, action: str) -> None:
+def _require_pending(order: OrderRow, action: str) -> None:
     if order.status != OrderStatus.PENDING:
         raise OrderNotPending(f"only a pending order can be {action}; this one is {order.status}")
-
-
-async def _set_status(tx: Transaction, order: Any, status: OrderStatus) -> None:
-    order.status, order.updated_at = status, utcnow()
-    await tx.execute(_STATUS, id=order.id, status=status, updated_at=order.updated_at)
 
 
 def _lock_order(product_id: uuid.UUID, position: int) -> tuple[str, int]:
@@ -164,7 +152,7 @@ def _lock_order(product_id: uuid.UUID, position: int) -> tuple[str, int]:
 
 
 async def _issue_lines(
-    tx: Transaction, principal: Principal, lines: list[Any], user: Any
+    tx: Transaction, principal: Principal, lines: list[LineRow], user: UserRow
 ) -> list[Any]:
     """The items of a completed order's lines, issued by the issuing rules."""
     items: list[Any] = []
@@ -176,7 +164,7 @@ async def _issue_lines(
 
 
 async def _view(
-    rows: Rows, principal: Principal, order: Any, lines: list[Any], items: list[Any]
+    rows: Rows, principal: Principal, order: OrderRow, lines: list[LineRow], items: list[Any]
 ) -> OrderRead:
     ids = {line.product_id for line in lines}
     by_id = await products.products_by_id(rows, principal.project_id, ids)

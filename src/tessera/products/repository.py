@@ -1,40 +1,226 @@
-"""Product, item and sales queries (the locks are in ``products.rules``)."""
+"""Product, item and sales queries and writes: the products' rows, their locks (the rules that
+take them are in ``products.rules``), issuing, redemptions, transfers, the NFT jobs' rows and the
+console's product pages."""
 
 import uuid
 from collections.abc import Collection, Sequence
-from types import SimpleNamespace
-from typing import Any
+from datetime import datetime
+from decimal import Decimal
+from operator import attrgetter
+from typing import Any, NamedTuple, Protocol
 
-from sqlalchemy import and_, bindparam, func, select
+from sqlalchemy import BigInteger, Update, and_, bindparam, case, cast, func, or_, select, update
+from sqlalchemy.ext.asyncio import AsyncSession
 
-from tessera.db import AnySelect, NotIndexed, Row, Rows, attach, joined, part
+from tessera.chain.keys import CUSTODIAL
+from tessera.db import (
+    AnySelect,
+    NotIndexed,
+    Rows,
+    Transaction,
+    UtcDay,
+    lock_for_share,
+    lock_for_update,
+    table_of,
+)
+from tessera.db.issuing import issue_items, with_related
 from tessera.errors import ProductItemNotFound, ProductNotFound
-from tessera.models import Event, ItemTransfer, Order, OrderItem, Product, ProductItem, User
+from tessera.events.repository import EventRow
+from tessera.models import (
+    Event,
+    ItemTransfer,
+    Job,
+    NftStatus,
+    Order,
+    OrderItem,
+    OrderStatus,
+    Product,
+    ProductItem,
+    Redemption,
+    User,
+    UserWallet,
+)
 from tessera.products.schemas import (
     ItemFilter,
     ItemList,
     ItemTransferList,
     ProductItemRead,
-    ProductRead,
+    ProductUpdate,
 )
 from tessera.schemas import PageParams, Pagination
 from tessera.users.repository import get_user_row
 from tessera.users.schemas import UserRef
 
-_PRODUCTS, _EVENTS = Product.__table__, Event.__table__
+_PRODUCTS, _EVENTS, _ITEMS = table_of(Product), table_of(Event), table_of(ProductItem)
+_LINES, _ORDERS, _USERS = table_of(OrderItem), table_of(Order), table_of(User)
+
+
+class ProductRow(NamedTuple):
+    """A product's whole row (``products``)."""
+
+    project_id: uuid.UUID
+    event_id: uuid.UUID | None
+    type: str
+    name: str
+    description: str | None
+    price: str
+    active: bool
+    is_claimable: bool
+    is_transferable: bool
+    stock: int | None
+    redemption_quantity: int
+    max_per_account: int | None
+    min_rep_balance: int
+    metadata_uri: str | None
+    mint_nft: bool
+    chain: str | None
+    max_items: int | None
+    issued_count: int
+    nft_status: NftStatus | None
+    nft_collection_id: int | None
+    id: uuid.UUID
+    created_at: datetime
+    updated_at: datetime
+
+
+class ProductReadRow(NamedTuple):
+    """The columns of a product that ``ProductRead`` shows."""
+
+    id: uuid.UUID
+    created_at: datetime
+    updated_at: datetime
+    type: str
+    name: str
+    event_id: uuid.UUID | None
+    description: str | None
+    price: str
+    active: bool
+    is_claimable: bool
+    is_transferable: bool
+    stock: int | None
+    redemption_quantity: int
+    max_per_account: int | None
+    min_rep_balance: int
+    metadata_uri: str | None
+    mint_nft: bool
+    chain: str | None
+    max_items: int | None
+    nft_status: NftStatus | None
+    nft_collection_id: int | None
+
+
+class ProductEventRow(NamedTuple):
+    """``ProductReadRow``'s columns and the product's event's (``EventRow``'s, as
+    ``event__<key>``): all None when the product has no event (``event_id``)."""
+
+    id: uuid.UUID
+    created_at: datetime
+    updated_at: datetime
+    type: str
+    name: str
+    event_id: uuid.UUID | None
+    description: str | None
+    price: str
+    active: bool
+    is_claimable: bool
+    is_transferable: bool
+    stock: int | None
+    redemption_quantity: int
+    max_per_account: int | None
+    min_rep_balance: int
+    metadata_uri: str | None
+    mint_nft: bool
+    chain: str | None
+    max_items: int | None
+    nft_status: NftStatus | None
+    nft_collection_id: int | None
+    event__project_id: uuid.UUID
+    event__name: str
+    event__description: str | None
+    event__start_date: int
+    event__end_date: int
+    event__location: str
+    event__address: str
+    event__reference_id: str | None
+    event__id: uuid.UUID
+    event__created_at: datetime
+    event__updated_at: datetime
+
+
+class ProductView(NamedTuple):
+    """A product with its event, as ``ProductRead`` shows it."""
+
+    id: uuid.UUID
+    created_at: datetime
+    updated_at: datetime
+    type: str
+    name: str
+    event_id: uuid.UUID | None
+    description: str | None
+    price: str
+    active: bool
+    is_claimable: bool
+    is_transferable: bool
+    stock: int | None
+    redemption_quantity: int
+    max_per_account: int | None
+    min_rep_balance: int
+    metadata_uri: str | None
+    mint_nft: bool
+    chain: str | None
+    max_items: int | None
+    nft_status: NftStatus | None
+    nft_collection_id: int | None
+    event: EventRow | None
+
+
+def product_view(
+    product: ProductRow | ProductReadRow | ProductEventRow, event: EventRow | None
+) -> ProductView:
+    """``product`` with ``event`` (the one its ``event_id`` names), for ``ProductRead``: the
+    columns of a ``ProductReadRow`` (which a ``ProductEventRow`` starts with) and the event."""
+    if isinstance(product, ProductReadRow):
+        return ProductView._make((*product, event))
+    if isinstance(product, ProductEventRow):
+        return ProductView._make((*product[:_SHOWN], event))
+    return ProductView._make((*(getattr(product, name) for name in _SHOWN_FIELDS), event))
+
+
+_SHOWN_FIELDS = ProductReadRow._fields
+_SHOWN = len(_SHOWN_FIELDS)
+# What lets ``product_view`` make a view from the columns as they come.
+assert ProductView._fields == (*_SHOWN_FIELDS, "event")
+assert ProductEventRow._fields[:_SHOWN] == _SHOWN_FIELDS
+
+
+def _event_of(row: ProductEventRow) -> EventRow:
+    """The event of a product that has one, read with it (``ProductEventRow``)."""
+    return EventRow(
+        project_id=row.event__project_id,
+        name=row.event__name,
+        description=row.event__description,
+        start_date=row.event__start_date,
+        end_date=row.event__end_date,
+        location=row.event__location,
+        address=row.event__address,
+        reference_id=row.event__reference_id,
+        id=row.event__id,
+        created_at=row.event__created_at,
+        updated_at=row.event__updated_at,
+    )
+
+
 # Built once (see users.repository).
 _PRODUCT = select(_PRODUCTS).where(
     _PRODUCTS.c.project_id == bindparam("project_id"), _PRODUCTS.c.id == bindparam("id")
 )
-# Products as ``ProductRead`` reads them: the columns it reads, with their events (the event's
-# columns as ``event__<key>``) in the same statement for one product, and on PostgreSQL for a
-# page, where reading the page's events apart would cost a second round trip. On SQLite, where a
-# statement costs none, a page reads its events apart, each once: its rows then carry 21
-# columns instead of 32, mostly repeated or empty.
-_PRODUCT_READ = [c for c in _PRODUCTS.c if c.key in ProductRead.model_fields]
-_EVENT_KEYS = tuple(_EVENTS.c.keys())
+_LOCK_PRODUCT = lock_for_update(_PRODUCT)
+_SHARE_PRODUCT = lock_for_share(_PRODUCT)
+# Products as ``ProductRead`` reads them: the columns it reads, with their events in the same
+# statement for one product, and on PostgreSQL for a page (``db.issuing.with_related``).
+_PRODUCT_READ = [_PRODUCTS.c[key] for key in ProductReadRow._fields]
 _PRODUCTS_AND_EVENTS = (
-    select(*_PRODUCT_READ, *(_EVENTS.c[key].label(f"event__{key}") for key in _EVENT_KEYS))
+    select(*_PRODUCT_READ, *(_EVENTS.c[key].label(f"event__{key}") for key in EventRow._fields))
     .outerjoin(_EVENTS, _EVENTS.c.id == _PRODUCTS.c.event_id)
     .where(_PRODUCTS.c.project_id == bindparam("project_id"))
 )
@@ -62,14 +248,139 @@ _PRODUCTS_IN = select(_PRODUCTS).where(
     NotIndexed(_PRODUCTS.c.project_id) == bindparam("project_id"),
     _PRODUCTS.c.id.in_(bindparam("ids", expanding=True)),
 )
-_ITEMS = ProductItem.__table__
 _PRODUCT_OF_ITEM = select(_ITEMS.c.product_id).where(
     _ITEMS.c.project_id == bindparam("project_id"), _ITEMS.c.id == bindparam("id")
 )
+_EVENT_ID = attrgetter("event_id")
+
+
+async def get_product_row(rows: Rows, project_id: uuid.UUID, product_id: uuid.UUID) -> ProductRow:
+    """The project's product as a row (404 otherwise)."""
+    row = await rows.first(_PRODUCT, ProductRow, project_id=project_id, id=product_id)
+    if row is None:
+        raise ProductNotFound
+    return row
+
+
+async def lock_product(tx: Transaction, project_id: uuid.UUID, product_id: uuid.UUID) -> ProductRow:
+    """The project's product, locked until the transaction ends (404 otherwise)."""
+    row = await tx.first(_LOCK_PRODUCT, ProductRow, project_id=project_id, id=product_id)
+    if row is None:
+        raise ProductNotFound
+    return row
+
+
+async def share_product(
+    tx: Transaction, project_id: uuid.UUID, product_id: uuid.UUID
+) -> ProductRow:
+    """The project's product, share-locked until the transaction ends (404 otherwise): it cannot
+    change meanwhile, while others that share-lock it go on."""
+    row = await tx.first(_SHARE_PRODUCT, ProductRow, project_id=project_id, id=product_id)
+    if row is None:
+        raise ProductNotFound
+    return row
+
+
+async def products_by_id(
+    rows: Rows, project_id: uuid.UUID, ids: Collection[uuid.UUID]
+) -> dict[uuid.UUID, ProductRow]:
+    found = await rows.all(_PRODUCTS_IN, ProductRow, project_id=project_id, ids=list(ids))
+    return {product.id: product for product in found}
+
+
+async def product_of_item(
+    rows: Rows, project_id: uuid.UUID, item_id: uuid.UUID
+) -> uuid.UUID | None:
+    """The product of the project's item (a read for ``Database.read``), or None."""
+    product_id: uuid.UUID | None = await rows.scalar(
+        _PRODUCT_OF_ITEM, project_id=project_id, id=item_id
+    )
+    return product_id
+
+
+async def read_product(
+    rows: Rows, project_id: uuid.UUID, product_id: uuid.UUID
+) -> ProductView | None:
+    """The product with its event (a read for ``Database.read``), or None."""
+    row = await rows.first(
+        _PRODUCT_AND_EVENT, ProductEventRow, project_id=project_id, id=product_id
+    )
+    if row is None:
+        return None
+    return product_view(row, None if row.event_id is None else _event_of(row))
+
+
+async def read_products(rows: Rows, project_id: uuid.UUID, paging: PageParams) -> list[ProductView]:
+    """A page of the project's products, oldest first, with their events, each read once."""
+    found = await with_related(
+        rows,
+        joined=(_PRODUCT_PAGE_AND_EVENTS, ProductEventRow),
+        alone=(_PRODUCT_PAGE, ProductReadRow),
+        related_in=(_EVENTS_IN, EventRow),
+        key=_EVENT_ID,
+        related_of=_event_of,
+        project_id=project_id,
+        limit=paging.limit,
+        offset=paging.offset,
+    )
+    return [product_view(product, event) for product, event in found]
+
+
+_EDITABLE = (*ProductUpdate.model_fields, "nft_status")
+# Every column an update may change, in one statement built once: the row is locked, so the
+# columns that do not change are written back as they were read.
+_UPDATE_PRODUCT = (
+    update(_PRODUCTS)
+    .where(_PRODUCTS.c.id == bindparam("id"))
+    .values({name: bindparam(name) for name in (*_EDITABLE, "updated_at")})
+    .returning(*_PRODUCTS.c)
+)
+
+
+async def insert_product(tx: Transaction, values: dict[str, Any]) -> ProductRow:
+    """A new product of ``values`` (the other columns as their defaults), as written."""
+    [product] = await tx.insert(Product, [values])
+    return ProductRow(**vars(product))
+
+
+async def update_product(
+    tx: Transaction, product: ProductRow, changed: dict[str, Any], *, now: datetime
+) -> ProductRow:
+    """``product`` (locked) with the ``changed`` columns written, as it now is."""
+    values = {name: getattr(product, name) for name in _EDITABLE} | changed
+    row = await tx.first(_UPDATE_PRODUCT, ProductRow, **values, id=product.id, updated_at=now)
+    assert row is not None  # the product is locked
+    return row
+
+
+# Sales: a product's order lines.
+class SaleRow(NamedTuple):
+    """An order line of the product, as ``SaleRead`` shows it, and the product's sales."""
+
+    total: int
+    id: uuid.UUID
+    order_number: str
+    order_status: OrderStatus
+    product_name: str
+    quantity: int
+    unit_price: Decimal
+    user_id: uuid.UUID
+    user_email: str
+    user_first_name: str | None
+    user_last_name: str | None
+    created_at: datetime
+
+
+class SalePage(NamedTuple):
+    """A page of a product's sales, as ``SaleList`` shows it."""
+
+    sales: list[SaleRow]
+    pagination: Pagination
+
+
 _PRODUCT_NAME = select(_PRODUCTS.c.name).where(
     _PRODUCTS.c.project_id == bindparam("project_id"), _PRODUCTS.c.id == bindparam("id")
 )
-_LINES, _ORDERS, _USERS = OrderItem.__table__, Order.__table__, User.__table__
 _SALES_TOTAL = select(func.count()).where(_LINES.c.product_id == bindparam("id"))
 # A page of the product's sales with its name, and on each line the number of sales (a scalar
 # subquery, counted once: one round trip, one snapshot); the product of another project has none.
@@ -102,67 +413,18 @@ _SALES_PAGE = (
 )
 
 
-async def get_product_row(rows: Rows, project_id: uuid.UUID, product_id: uuid.UUID) -> Any:
-    """The project's product as a row (404 otherwise)."""
-    row = await rows.first(_PRODUCT, project_id=project_id, id=product_id)
-    if row is None:
-        raise ProductNotFound
-    return joined(row)
-
-
-async def products_by_id(
-    rows: Rows, project_id: uuid.UUID, ids: Collection[uuid.UUID]
-) -> dict[uuid.UUID, Any]:
-    found = await rows.all(_PRODUCTS_IN, project_id=project_id, ids=list(ids))
-    return {product.id: product for product in found}
-
-
-async def product_of_item(
-    rows: Rows, project_id: uuid.UUID, item_id: uuid.UUID
-) -> uuid.UUID | None:
-    """The product of the project's item (a read for ``Database.read``), or None."""
-    product_id: uuid.UUID | None = await rows.scalar(
-        _PRODUCT_OF_ITEM, project_id=project_id, id=item_id
-    )
-    return product_id
-
-
-def _with_events(page: Sequence[Any]) -> list[Any]:
-    """Products read with their events (``_PRODUCTS_AND_EVENTS``) as ``ProductRead`` reads
-    them: each with its event (or None), one row however many products share it."""
-    events: dict[uuid.UUID, Any] = {}
-    for row in page:
-        if row.event__id is not None and row.event__id not in events:
-            events[row.event__id] = part(row, "event__", _EVENT_KEYS)
-    return [attach(row, event=events.get(row.event__id)) for row in page]
-
-
-async def read_product(rows: Rows, project_id: uuid.UUID, product_id: uuid.UUID) -> Any | None:
-    """The product with its event (a read for ``Database.read``), or None."""
-    row = await rows.first(_PRODUCT_AND_EVENT, project_id=project_id, id=product_id)
-    return None if row is None else _with_events([row])[0]
-
-
-async def read_products(rows: Rows, project_id: uuid.UUID, paging: PageParams) -> list[Row]:
-    """A page of the project's products, oldest first, with their events (see
-    ``_PRODUCT_READ``)."""
-    page_of = {"project_id": project_id, "limit": paging.limit, "offset": paging.offset}
-    if rows.on_postgresql:
-        return _with_events(await rows.all(_PRODUCT_PAGE_AND_EVENTS, **page_of))
-    page = await rows.all(_PRODUCT_PAGE, **page_of)
-    ids = list({product.event_id for product in page if product.event_id is not None})
-    found = await rows.all(_EVENTS_IN, project_id=project_id, ids=ids) if ids else []
-    events = {event.id: event for event in found}
-    return [attach(product, event=events.get(product.event_id)) for product in page]
-
-
 async def read_sales(
     rows: Rows, project_id: uuid.UUID, product_id: uuid.UUID, paging: PageParams
-) -> Row | None:
+) -> SalePage | None:
     """A page of the product's order lines (oldest first) with their order's status and buyer,
     as ``SaleList`` reads it, or None when the project has no such product."""
     page = await rows.all(
-        _SALES_PAGE, project_id=project_id, id=product_id, limit=paging.limit, offset=paging.offset
+        _SALES_PAGE,
+        SaleRow,
+        project_id=project_id,
+        id=product_id,
+        limit=paging.limit,
+        offset=paging.offset,
     )
     if page:
         total = page[0].total
@@ -170,20 +432,298 @@ async def read_sales(
         if await rows.scalar(_PRODUCT_NAME, project_id=project_id, id=product_id) is None:
             return None
         total = await rows.scalar(_SALES_TOTAL, id=product_id)
-    return SimpleNamespace(
+    return SalePage(
         sales=page, pagination=Pagination(page=paging.page, limit=paging.limit, total=total)
     )
 
 
-# Items, holdings and transfers: each item with its owner as ``ItemOwner`` reads it.
-_TRANSFERS = ItemTransfer.__table__
+# Items, with their product and their owner as ``ItemOwner`` shows it.
+class ItemRow(NamedTuple):
+    """An item's whole row (``product_items``)."""
+
+    project_id: uuid.UUID
+    product_id: uuid.UUID
+    item_id: int
+    owner_id: uuid.UUID
+    order_item_id: uuid.UUID | None
+    redemption_count: int
+    redeemed_at: int | None
+    nft_status: NftStatus | None
+    nft_tx_hash: str | None
+    nft_block: int | None
+    nft_transfer_status: NftStatus | None
+    nft_transfer_tx_hash: str | None
+    nft_transfer_block: int | None
+    nft_wallet_id: uuid.UUID | None
+    id: uuid.UUID
+    created_at: datetime
+    updated_at: datetime
+
+
+class OwnedItemRow(NamedTuple):
+    """An item's row and what ``ItemOwner`` shows of its owner (``owner_<key>``)."""
+
+    project_id: uuid.UUID
+    product_id: uuid.UUID
+    item_id: int
+    owner_id: uuid.UUID
+    order_item_id: uuid.UUID | None
+    redemption_count: int
+    redeemed_at: int | None
+    nft_status: NftStatus | None
+    nft_tx_hash: str | None
+    nft_block: int | None
+    nft_transfer_status: NftStatus | None
+    nft_transfer_tx_hash: str | None
+    nft_transfer_block: int | None
+    nft_wallet_id: uuid.UUID | None
+    id: uuid.UUID
+    created_at: datetime
+    updated_at: datetime
+    owner_email: str
+    owner_first_name: str | None
+    owner_last_name: str | None
+
+
+class Owner(Protocol):
+    """A user as an item shows its owner (``ItemOwner``): a user's row, or an ``OwnerRow``."""
+
+    @property
+    def id(self) -> uuid.UUID: ...
+    @property
+    def email(self) -> str: ...
+    @property
+    def first_name(self) -> str | None: ...
+    @property
+    def last_name(self) -> str | None: ...
+
+
+class Recipient(Owner, Protocol):
+    """A user about to receive items (``rules.check_recipients``)."""
+
+    @property
+    def is_activated(self) -> bool: ...
+    @property
+    def reputation(self) -> int: ...
+
+
+class OwnerRow(NamedTuple):
+    """What ``ItemOwner`` shows of a user."""
+
+    id: uuid.UUID
+    email: str
+    first_name: str | None
+    last_name: str | None
+
+
+class Item(NamedTuple):
+    """An item's row with its product and its owner, as ``ProductItemRead`` reads it."""
+
+    project_id: uuid.UUID
+    product_id: uuid.UUID
+    item_id: int
+    owner_id: uuid.UUID
+    order_item_id: uuid.UUID | None
+    redemption_count: int
+    redeemed_at: int | None
+    nft_status: NftStatus | None
+    nft_tx_hash: str | None
+    nft_block: int | None
+    nft_transfer_status: NftStatus | None
+    nft_transfer_tx_hash: str | None
+    nft_transfer_block: int | None
+    nft_wallet_id: uuid.UUID | None
+    id: uuid.UUID
+    created_at: datetime
+    updated_at: datetime
+    product: ProductRow
+    owner: Owner
+
+
+def item_of(row: ItemRow | OwnedItemRow, *, product: ProductRow, owner: Owner) -> Item:
+    """The item of ``row`` with its ``product`` and ``owner``."""
+    return Item(
+        project_id=row.project_id,
+        product_id=row.product_id,
+        item_id=row.item_id,
+        owner_id=row.owner_id,
+        order_item_id=row.order_item_id,
+        redemption_count=row.redemption_count,
+        redeemed_at=row.redeemed_at,
+        nft_status=row.nft_status,
+        nft_tx_hash=row.nft_tx_hash,
+        nft_block=row.nft_block,
+        nft_transfer_status=row.nft_transfer_status,
+        nft_transfer_tx_hash=row.nft_transfer_tx_hash,
+        nft_transfer_block=row.nft_transfer_block,
+        nft_wallet_id=row.nft_wallet_id,
+        id=row.id,
+        created_at=row.created_at,
+        updated_at=row.updated_at,
+        product=product,
+        owner=owner,
+    )
+
+
+class HeldRow(NamedTuple):
+    owner_id: uuid.UUID
+    held: int
+
+
+_LOCK_ITEM = lock_for_update(
+    select(_ITEMS).where(
+        _ITEMS.c.product_id == bindparam("product_id"), _ITEMS.c.id == bindparam("id")
+    )
+)
+_ITEM = select(_ITEMS).where(_ITEMS.c.id == bindparam("id"))
+_HELD = (
+    select(_ITEMS.c.owner_id, func.count().label("held"))
+    .where(
+        _ITEMS.c.product_id == bindparam("product_id"),
+        _ITEMS.c.owner_id.in_(bindparam("owners", expanding=True)),
+    )
+    .group_by(_ITEMS.c.owner_id)
+)
+_HIGHEST_REDEMPTION = select(func.max(_ITEMS.c.redemption_count)).where(
+    _ITEMS.c.product_id == bindparam("product_id")
+)
+
+
+async def lock_item(tx: Transaction, product: ProductRow, item_id: uuid.UUID) -> ItemRow:
+    """An item of ``product`` (already locked, or share-locked: products are always locked
+    first), locked (404 otherwise)."""
+    row = await tx.first(_LOCK_ITEM, ItemRow, product_id=product.id, id=item_id)
+    if row is None:
+        raise ProductItemNotFound
+    return row
+
+
+async def item_row(rows: Rows, item_id: uuid.UUID) -> ItemRow | None:
+    """An item by its id, whichever its project (for the worker's jobs)."""
+    return await rows.first(_ITEM, ItemRow, id=item_id)
+
+
+async def issue(
+    tx: Transaction,
+    project_id: uuid.UUID,
+    product_id: uuid.UUID,
+    recipients: Sequence[Recipient],
+    *,
+    order_item_id: uuid.UUID | None,
+    new_line: dict[str, Any] | None,
+) -> tuple[ProductRow, list[Item]] | None:
+    """Take an item number of the project's product for each recipient (locking the product)
+    and write their items, for the order line ``order_item_id`` or ``new_line`` (written first,
+    with all its columns): the product as bumped and the items; None for no such product."""
+    issued = await issue_items(
+        tx,
+        ProductRow,
+        project_id=project_id,
+        product_id=product_id,
+        owners=[user.id for user in recipients],
+        order_item_id=order_item_id,
+        new_line=new_line,
+    )
+    if issued is None:
+        return None
+    product, rows = issued
+    items = [
+        Item(**row, product=product, owner=user) for row, user in zip(rows, recipients, strict=True)
+    ]
+    return product, items
+
+
+async def held_by(
+    tx: Transaction, product_id: uuid.UUID, owners: Collection[uuid.UUID]
+) -> dict[uuid.UUID, int]:
+    """How many items of the product each of ``owners`` holds (none: absent)."""
+    found = await tx.all(_HELD, HeldRow, product_id=product_id, owners=list(owners))
+    return {row.owner_id: row.held for row in found}
+
+
+async def highest_redemption(tx: Transaction, product_id: uuid.UUID) -> int:
+    """The highest ``redemption_count`` of the product's items (0 without items)."""
+    highest: int | None = await tx.scalar(_HIGHEST_REDEMPTION, product_id=product_id)
+    return highest or 0
+
+
+# Redemptions and transfers.
+class RedemptionRow(NamedTuple):
+    """A redemption's whole row (``redemptions``)."""
+
+    item_id: uuid.UUID
+    nonce: str | None
+    redemption_count: int
+    redeemed_at: int
+    created_at: datetime
+    id: uuid.UUID
+
+
+class HolderRow(NamedTuple):
+    custody: str
+    address: str
+
+
+_REDEMPTIONS, _WALLETS = table_of(Redemption), table_of(UserWallet)
+_REDEMPTION = select(_REDEMPTIONS).where(
+    _REDEMPTIONS.c.item_id == bindparam("item_id"), _REDEMPTIONS.c.nonce == bindparam("nonce")
+)
+_REDEEMED = (
+    update(_ITEMS)
+    .where(_ITEMS.c.id == bindparam("id"))
+    .values(
+        redemption_count=bindparam("redemption_count"),
+        redeemed_at=bindparam("redeemed_at"),
+        updated_at=bindparam("updated_at"),
+    )
+)
+_TRANSFERRED = (
+    update(_ITEMS)
+    .where(_ITEMS.c.id == bindparam("id"))
+    .values(
+        owner_id=bindparam("owner_id"),
+        nft_transfer_status=bindparam("nft_transfer_status"),
+        updated_at=bindparam("now"),
+    )
+)
+_HOLDER = select(_WALLETS.c.custody, _WALLETS.c.address).where(_WALLETS.c.id == bindparam("id"))
+
+
+async def find_redemption(tx: Transaction, item_id: uuid.UUID, nonce: str) -> RedemptionRow | None:
+    """The item's redemption recorded with ``nonce``, or None."""
+    return await tx.first(_REDEMPTION, RedemptionRow, item_id=item_id, nonce=nonce)
+
+
+async def write_redemption(tx: Transaction, item: Item) -> None:
+    """The item's redemption count and times as ``item`` (locked) has them now."""
+    await tx.execute(
+        _REDEEMED,
+        id=item.id,
+        redemption_count=item.redemption_count,
+        redeemed_at=item.redeemed_at,
+        updated_at=item.updated_at,
+    )
+
+
+async def write_transfer(tx: Transaction, item: Item) -> None:
+    """The item's owner and NFT transfer status as ``item`` (locked) has them now."""
+    await tx.execute(
+        _TRANSFERRED,
+        id=item.id,
+        owner_id=item.owner_id,
+        nft_transfer_status=item.nft_transfer_status,
+        now=item.updated_at,
+    )
+
+
+async def nft_holder(tx: Transaction, wallet_id: uuid.UUID) -> HolderRow | None:
+    """The custody and address of the user wallet an item's NFT sits in."""
+    return await tx.first(_HOLDER, HolderRow, id=wallet_id)
+
+
+# Items, holdings and transfers as the API lists them.
 _OWNER_KEYS = ("id", "email", "first_name", "last_name")
 _ITEMS_AND_OWNERS = _ITEMS.join(_USERS, _USERS.c.id == _ITEMS.c.owner_id)
-
-
-def _owner(row: Any, prefix: str) -> dict[str, Any]:
-    """The ``ItemOwner`` fields of a row that selected them under ``prefix``."""
-    return vars(part(row, prefix, _OWNER_KEYS))
 
 
 def _items_of_product(by_owner_id: bool, by_owner_email: bool) -> tuple[AnySelect, AnySelect]:
@@ -222,6 +762,15 @@ _HOLDINGS_PAGE = (
     .limit(bindparam("limit"))
     .offset(bindparam("offset"))
 )
+
+
+class ItemKeyRow(NamedTuple):
+    """A product's id, and its item's (None: no such item in it)."""
+
+    id: uuid.UUID
+    item: uuid.UUID | None
+
+
 # The product, and its item by sequential item_id or by id: no row, no product; no item id, no
 # such item in it.
 _ITEM_OF_PRODUCT = {
@@ -234,6 +783,25 @@ _ITEM_OF_PRODUCT = {
     .where(_PRODUCTS.c.project_id == bindparam("project_id"), _PRODUCTS.c.id == bindparam("id"))
     for field, column in (("item_id", _ITEMS.c.item_id), ("id", _ITEMS.c.id))
 }
+
+
+class TransferRow(NamedTuple):
+    """A transfer of an item, with what ``ItemOwner`` shows of its sender (``from_<key>``) and
+    its recipient (``to_<key>``)."""
+
+    id: uuid.UUID
+    transferred_at: int
+    from_id: uuid.UUID
+    from_email: str
+    from_first_name: str | None
+    from_last_name: str | None
+    to_id: uuid.UUID
+    to_email: str
+    to_first_name: str | None
+    to_last_name: str | None
+
+
+_TRANSFERS = table_of(ItemTransfer)
 _SENDERS, _RECIPIENTS = _USERS.alias("sender"), _USERS.alias("recipient")
 _TRANSFER_TOTAL = select(func.count()).where(_TRANSFERS.c.item_id == bindparam("item"))
 _TRANSFER_PAGE = (
@@ -269,10 +837,18 @@ async def read_product_items(
         "owner_email": query.owner_email,
     }
     count = await rows.scalar(total, **filters)
-    found = await rows.all(page, **filters, limit=query.limit, offset=query.offset)
+    found = await rows.all(page, OwnedItemRow, **filters, limit=query.limit, offset=query.offset)
     return ItemList(
         items=[
-            ProductItemRead.of(attach(row, product=product, owner=_owner(row, "owner_")))
+            ProductItemRead.of(
+                item_of(
+                    row,
+                    product=product,
+                    owner=OwnerRow(
+                        row.owner_id, row.owner_email, row.owner_first_name, row.owner_last_name
+                    ),
+                )
+            )
             for row in found
         ],
         pagination=Pagination(page=query.page, limit=query.limit, total=count),
@@ -287,13 +863,18 @@ async def read_holdings(
     user = await get_user_row(rows, project_id, ref)
     count = await rows.scalar(_HOLDINGS_TOTAL, project_id=project_id, id=user.id)
     found = await rows.all(
-        _HOLDINGS_PAGE, project_id=project_id, id=user.id, limit=paging.limit, offset=paging.offset
+        _HOLDINGS_PAGE,
+        ItemRow,
+        project_id=project_id,
+        id=user.id,
+        limit=paging.limit,
+        offset=paging.offset,
     )
     ids = {row.product_id for row in found}
     products = await products_by_id(rows, project_id, ids) if ids else {}
     return ItemList(
         items=[
-            ProductItemRead.of(attach(row, product=products[row.product_id], owner=user))
+            ProductItemRead.of(item_of(row, product=products[row.product_id], owner=user))
             for row in found
         ],
         pagination=Pagination(page=paging.page, limit=paging.limit, total=count),
@@ -311,24 +892,211 @@ async def read_item_transfers(
     integer, else by ``id``), oldest first. 404 when the project has no such product, or the
     product no such item."""
     field = "item_id" if isinstance(key, int) else "id"
-    found = await rows.first(_ITEM_OF_PRODUCT[field], project_id=project_id, id=product_id, key=key)
+    found = await rows.first(
+        _ITEM_OF_PRODUCT[field], ItemKeyRow, project_id=project_id, id=product_id, key=key
+    )
     if found is None:
         raise ProductNotFound
     if found.item is None:
         raise ProductItemNotFound
     count = await rows.scalar(_TRANSFER_TOTAL, item=found.item)
-    page = await rows.all(_TRANSFER_PAGE, item=found.item, limit=paging.limit, offset=paging.offset)
+    page = await rows.all(
+        _TRANSFER_PAGE, TransferRow, item=found.item, limit=paging.limit, offset=paging.offset
+    )
     return ItemTransferList.model_validate(
         {
             "transfers": [
                 {
                     "id": row.id,
-                    "from_user": _owner(row, "from_"),
-                    "to_user": _owner(row, "to_"),
+                    "from_user": OwnerRow(
+                        row.from_id, row.from_email, row.from_first_name, row.from_last_name
+                    ),
+                    "to_user": OwnerRow(
+                        row.to_id, row.to_email, row.to_first_name, row.to_last_name
+                    ),
                     "transferred_at": row.transferred_at,
                 }
                 for row in page
             ],
             "pagination": Pagination(page=paging.page, limit=paging.limit, total=count),
         }
+    )
+
+
+# The NFT jobs (``products.tasks``): their products' and items' rows, and the wallets involved.
+_PRODUCT_PROJECT = select(_PRODUCTS.c.project_id).where(_PRODUCTS.c.id == bindparam("id"))
+_JOBS = table_of(Job)
+_JOB_ERROR = select(_JOBS.c.last_error).where(_JOBS.c.id == bindparam("id"))
+_RECORDED_COLLECTIONS = select(Product.nft_collection_id).where(
+    Product.project_id == bindparam("project_id"),
+    Product.chain == bindparam("chain"),
+    Product.nft_collection_id.is_not(None),
+)
+_RECEIVING_WALLET_ID = select(User.receiving_wallet_id).where(User.id == bindparam("id"))
+_FIRST_CUSTODIAL = (
+    select(UserWallet)
+    .where(UserWallet.user_id == bindparam("user_id"), UserWallet.custody == CUSTODIAL)
+    .order_by(UserWallet.created_at)
+    .limit(1)
+)
+_CUSTODIAL_BY_KEY = select(UserWallet).where(
+    UserWallet.project_id == bindparam("project_id"),
+    UserWallet.public_key == bindparam("public_key"),
+    UserWallet.custody == CUSTODIAL,
+)
+_UPDATES: dict[tuple[type[Product] | type[ProductItem], tuple[str, ...]], Update] = {}
+
+
+async def project_of_product(rows: Rows, product_id: uuid.UUID) -> uuid.UUID:
+    """The project of a product (for the worker's jobs, which name the product alone)."""
+    project_id: uuid.UUID = await rows.scalar(_PRODUCT_PROJECT, id=product_id)
+    return project_id
+
+
+async def job_error(rows: Rows, job_id: uuid.UUID) -> str | None:
+    """The last error of the job."""
+    error: str | None = await rows.scalar(_JOB_ERROR, id=job_id)
+    return error
+
+
+def _update(model: type[Product] | type[ProductItem], names: tuple[str, ...]) -> Update:
+    """``UPDATE model SET names... WHERE id``, built once for each model and set of columns."""
+    statement = _UPDATES.get((model, names))
+    if statement is None:
+        table = table_of(model)
+        statement = _UPDATES[model, names] = (
+            update(table)
+            .where(table.c.id == bindparam("row_id"))
+            .values({name: bindparam(name) for name in names})
+        )
+    return statement
+
+
+async def write_columns(
+    tx: Transaction,
+    model: type[Product] | type[ProductItem],
+    row_id: uuid.UUID,
+    values: dict[str, Any],
+) -> None:
+    """Write ``values`` (columns by name) on the product's or item's row ``row_id``."""
+    await tx.execute(_update(model, tuple(sorted(values))), row_id=row_id, **values)
+
+
+async def recorded_collections(
+    session: AsyncSession, project_id: uuid.UUID, chain: str | None
+) -> set[int]:
+    """The NFT collections the project's products record on ``chain``."""
+    found = await session.scalars(_RECORDED_COLLECTIONS, {"project_id": project_id, "chain": chain})
+    return {collection_id for collection_id in found if collection_id is not None}
+
+
+async def receiving_wallet(session: AsyncSession, user_id: uuid.UUID) -> UserWallet:
+    """Where the user's NFTs go: the wallet they chose, else their first custodial wallet."""
+    chosen = await session.scalar(_RECEIVING_WALLET_ID, {"id": user_id})
+    wallet = await session.get(UserWallet, chosen) if chosen is not None else None
+    if wallet is None:
+        wallet = await session.scalar(_FIRST_CUSTODIAL, {"user_id": user_id})
+    if wallet is None:
+        raise RuntimeError(f"user {user_id} has no wallet")
+    return wallet
+
+
+async def custodial_wallet(
+    session: AsyncSession, project_id: uuid.UUID, public_key: bytes
+) -> UserWallet | None:
+    """The project's custodial user wallet of ``public_key``, or None."""
+    return await session.scalar(
+        _CUSTODIAL_BY_KEY, {"project_id": project_id, "public_key": public_key}
+    )
+
+
+# The console's product pages (``tessera.console.products``): what the API has no use-case for.
+class ProductCounts(NamedTuple):
+    id: uuid.UUID
+    issued: int
+    redeemed: int  # items redeemed at least once
+    redemptions: int
+
+
+class EventChoice(NamedTuple):
+    id: uuid.UUID
+    name: str
+
+
+class DaySold(NamedTuple):
+    day: str  # YYYY-MM-DD, in UTC
+    quantity: int
+
+
+_PRODUCT_TOTAL = (
+    select(func.count())
+    .select_from(_PRODUCTS)
+    .where(_PRODUCTS.c.project_id == bindparam("project_id"))
+)
+_COUNTS = (
+    select(
+        _PRODUCTS.c.id,
+        _PRODUCTS.c.issued_count.label("issued"),
+        cast(
+            func.coalesce(func.sum(case((_ITEMS.c.redemption_count > 0, 1), else_=0)), 0),
+            BigInteger,
+        ).label("redeemed"),
+        cast(func.coalesce(func.sum(_ITEMS.c.redemption_count), 0), BigInteger).label(
+            "redemptions"
+        ),
+    )
+    .select_from(_PRODUCTS.outerjoin(_ITEMS, _ITEMS.c.product_id == _PRODUCTS.c.id))
+    .where(
+        _PRODUCTS.c.project_id == bindparam("project_id"),
+        _PRODUCTS.c.id.in_(bindparam("ids", expanding=True)),
+    )
+    .group_by(_PRODUCTS.c.id, _PRODUCTS.c.issued_count)
+)
+_EVENT_CHOICES = (
+    select(_EVENTS.c.id, _EVENTS.c.name)
+    .where(_EVENTS.c.project_id == bindparam("project_id"))
+    .order_by(_EVENTS.c.created_at, _EVENTS.c.id)
+)
+_DAY = UtcDay(_LINES.c.created_at)
+# The quantities of the order lines of completed and pending orders, per day, latest first.
+_SOLD_PER_DAY = (
+    select(_DAY.label("day"), cast(func.sum(_LINES.c.quantity), BigInteger).label("quantity"))
+    .select_from(_LINES.join(_ORDERS, _ORDERS.c.id == _LINES.c.order_id))
+    .where(
+        _ORDERS.c.project_id == bindparam("project_id"),
+        _LINES.c.product_id == bindparam("product_id"),
+        or_(_ORDERS.c.status == OrderStatus.COMPLETED, _ORDERS.c.status == OrderStatus.PENDING),
+    )
+    .group_by(_DAY)
+    .order_by(_DAY.desc())
+    .limit(bindparam("days"))
+)
+
+
+async def count_products(rows: Rows, project_id: uuid.UUID) -> int:
+    return int(await rows.scalar(_PRODUCT_TOTAL, project_id=project_id) or 0)
+
+
+async def read_counts(
+    rows: Rows, project_id: uuid.UUID, ids: list[uuid.UUID]
+) -> dict[uuid.UUID, ProductCounts]:
+    """The items issued and redeemed, and the redemptions, of the project's products ``ids``."""
+    if not ids:
+        return {}
+    found = await rows.all(_COUNTS, ProductCounts, project_id=project_id, ids=ids)
+    return {row.id: row for row in found}
+
+
+async def event_choices(rows: Rows, project_id: uuid.UUID) -> list[EventChoice]:
+    """The project's events, oldest first, to choose a product's event from."""
+    return await rows.all(_EVENT_CHOICES, EventChoice, project_id=project_id)
+
+
+async def sold_per_day(
+    rows: Rows, project_id: uuid.UUID, product_id: uuid.UUID, *, days: int
+) -> list[DaySold]:
+    """The quantities of the product sold per day (completed and pending orders), for the
+    latest ``days`` days with a sale, latest first."""
+    return await rows.all(
+        _SOLD_PER_DAY, DaySold, project_id=project_id, product_id=product_id, days=days
     )

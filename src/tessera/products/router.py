@@ -4,9 +4,9 @@ from typing import Annotated
 from fastapi import Query, Request
 
 from tessera.auth.dependencies import Caller, project_router
-from tessera.db import Row
 from tessera.errors import responses
 from tessera.products import service
+from tessera.products.repository import ProductView, SalePage
 from tessera.products.schemas import (
     ItemFilter,
     ItemKey,
@@ -43,14 +43,16 @@ async def create_product(request: Request, body: ProductCreate) -> ProductRead:
 
 
 @router.get("", response_model=list[ProductRead], responses=responses(400, 401))
-async def list_products(request: Request, paging: Annotated[PageParams, Query()]) -> list[Row]:
+async def list_products(
+    request: Request, paging: Annotated[PageParams, Query()]
+) -> list[ProductView]:
     """The project's products, oldest first (``page`` from 1, ``limit`` 1-100, default 20)."""
     caller = Caller.of(request)
     return await service.list_products(caller.database, caller.principal, paging=paging)
 
 
 @router.get("/{id}", response_model=ProductRead, responses=responses(400, 401, 404))
-async def get_product(request: Request, id: uuid.UUID) -> Row:
+async def get_product(request: Request, id: uuid.UUID) -> ProductView:
     """One product with its event."""
     caller = Caller.of(request)
     return await service.get_product(caller.database, caller.principal, product_id=id)
@@ -74,7 +76,7 @@ async def list_product_sales(
     request: Request,
     id: uuid.UUID,
     paging: Annotated[PageParams, Query()],
-) -> Row:
+) -> SalePage:
     """Order lines of the product, oldest first, with order status and unit price at order time."""
     caller = Caller.of(request)
     return await service.list_sales(caller.database, caller.principal, product_id=id, paging=paging)

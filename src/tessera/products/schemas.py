@@ -1,7 +1,7 @@
 import uuid
 from datetime import datetime
 from types import SimpleNamespace
-from typing import Annotated, Any, Literal, Self
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Self
 
 from pydantic import (
     MISSING,
@@ -34,6 +34,9 @@ from tessera.schemas import (
     schema_rules,
 )
 from tessera.users.schemas import UserRef
+
+if TYPE_CHECKING:
+    from tessera.products.repository import Item, RedemptionRow
 
 ProductType = Literal["admission", "presale", "perks"]
 Text255 = Annotated[str, StringConstraints(min_length=1, max_length=255)]
@@ -297,12 +300,16 @@ class ProductItemRead(SnakeModel):
     nft: ItemNft | None
 
     @classmethod
-    def of(cls, item: ProductItem | Any, *, as_of: Redemption | None = None) -> Self:
+    def of(
+        cls, item: ProductItem | Any, *, as_of: "Redemption | RedemptionRow | None" = None
+    ) -> Self:
         """Render an item (product and owner loaded); ``as_of`` replays a recorded redemption."""
         return cls.model_validate(item_view(item, as_of=as_of))
 
 
-def item_view(item: ProductItem | Any, *, as_of: Redemption | None = None) -> SimpleNamespace:
+def item_view(
+    item: ProductItem | Any, *, as_of: "Redemption | RedemptionRow | None" = None
+) -> SimpleNamespace:
     """An item (product and owner loaded) as ``ProductItemRead`` reads it, for a route to render
     or ``ProductItemRead.of`` to validate; ``as_of`` replays a recorded redemption."""
     product = item.product
@@ -411,7 +418,7 @@ class TransferItem(SnakeModel):
     redeemed_at: int | None
 
     @classmethod
-    def of(cls, item: ProductItem) -> Self:
+    def of(cls, item: "ProductItem | Item") -> Self:
         product = item.product
         return cls(
             id=item.id,

@@ -1,17 +1,14 @@
 """Product use-cases: create, read, update, sales, issue items, redeem, transfer."""
 
 import uuid
-from types import SimpleNamespace
 from typing import Any
-
-from sqlalchemy import bindparam, select, update
 
 from tessera.auth.principal import Principal
 from tessera.chain.gateway import ChainGateway, Deposits
 from tessera.chain.keys import USER_CONTROLLED, ss58_address
 from tessera.chain.registry import Chains
 from tessera.changes.outbox import EventType, record
-from tessera.db import Database, Row, Transaction, joined, table_of
+from tessera.db import Database, Transaction
 from tessera.errors import (
     InsufficientCollectionBalance,
     InvalidInput,
@@ -21,9 +18,10 @@ from tessera.errors import (
 )
 from tessera.events.repository import get_event_row
 from tessera.jobs.queue import JobKind
-from tessera.models import ItemTransfer, NftStatus, Product, ProductItem, Redemption, UserWallet
+from tessera.models import ItemTransfer, NftStatus, Redemption
 from tessera.models.base import utcnow
 from tessera.products import repository, rules
+from tessera.products.repository import Item, ItemRow, ProductRow, ProductView, SalePage
 from tessera.products.schemas import (
     ItemFilter,
     ItemList,
@@ -68,21 +66,18 @@ async def create_product(
         event = None
         if body.event_id is not None:
             event = await get_event_row(tx, principal.project_id, body.event_id)
-        [product] = await tx.insert(
-            Product,
-            [
-                body.model_dump()
-                | {
-                    "project_id": principal.project_id,
-                    "issued_count": 0,
-                    "nft_status": NftStatus.QUEUED if body.mint_nft else None,
-                }
-            ],
+        product = await repository.insert_product(
+            tx,
+            body.model_dump()
+            | {
+                "project_id": principal.project_id,
+                "issued_count": 0,
+                "nft_status": NftStatus.QUEUED if body.mint_nft else None,
+            },
         )
         if product.mint_nft:
             await queue_nft(tx, JobKind.CREATE_COLLECTION, [product])
-        product.event = event
-        created = ProductRead.model_validate(product)
+        created = ProductRead.model_validate(repository.product_view(product, event))
         await record(tx, principal.project_id, EventType.PRODUCT_CREATED, [created])
         await tx.commit()
     return created
@@ -119,12 +114,14 @@ async def _require_collection_balance(
 
 async def list_products(
     database: Database, principal: Principal, *, paging: PageParams
-) -> list[Row]:
+) -> list[ProductView]:
     """A page of the project's products, oldest first, as rows that ``ProductRead`` reads."""
     return await database.read(repository.read_products, principal.project_id, paging)
 
 
-async def get_product(database: Database, principal: Principal, *, product_id: uuid.UUID) -> Row:
+async def get_product(
+    database: Database, principal: Principal, *, product_id: uuid.UUID
+) -> ProductView:
     """The project's product with its event, as a row that ``ProductRead`` reads."""
     row = await database.read(repository.read_product, principal.project_id, product_id)
     if row is None:
@@ -134,7 +131,7 @@ async def get_product(database: Database, principal: Principal, *, product_id: u
 
 async def list_sales(
     database: Database, principal: Principal, *, product_id: uuid.UUID, paging: PageParams
-) -> Row:
+) -> SalePage:
     """Order lines of a product (oldest first) with their order's status and buyer, as
     ``SaleList`` reads them."""
     sales = await database.read(repository.read_sales, principal.project_id, product_id, paging)
@@ -145,7 +142,7 @@ async def list_sales(
 
 async def issue_items(
     database: Database, principal: Principal, *, product_id: uuid.UUID, body: ItemsIssue
-) -> list[Any]:
+) -> list[Item]:
     """Give one item to each listed user (ids and/or emails), all or nothing."""
     if body.product_id is not None and body.product_id != product_id:
         raise InvalidInput("product_id: does not match the product in the path")
@@ -164,34 +161,9 @@ async def issue_items(
     return items
 
 
-_ITEMS, _REDEMPTIONS = table_of(ProductItem), table_of(Redemption)
-# Built once (see users.repository).
-_REDEMPTION = select(_REDEMPTIONS).where(
-    _REDEMPTIONS.c.item_id == bindparam("item_id"), _REDEMPTIONS.c.nonce == bindparam("nonce")
-)
-_REDEEMED = (
-    update(_ITEMS)
-    .where(_ITEMS.c.id == bindparam("id"))
-    .values(
-        redemption_count=bindparam("redemption_count"),
-        redeemed_at=bindparam("redeemed_at"),
-        updated_at=bindparam("updated_at"),
-    )
-)
-_TRANSFERRED = (
-    update(_ITEMS)
-    .where(_ITEMS.c.id == bindparam("id"))
-    .values(
-        owner_id=bindparam("owner_id"),
-        nft_transfer_status=bindparam("nft_transfer_status"),
-        updated_at=bindparam("now"),
-    )
-)
-
-
 async def redeem_item(
     database: Database, principal: Principal, *, product_id: uuid.UUID, body: RedeemRequest
-) -> tuple[Any, ProductItemRead]:
+) -> tuple[Item, ProductItemRead]:
     """Redeem an item once more, up to the product's ``redemption_quantity``: the item's row,
     and the item as the API shows it after the redemption.
 
@@ -200,24 +172,22 @@ async def redeem_item(
     that its ``redemption_quantity`` cannot be lowered under a redemption (``update_product``).
     """
     async with database.transaction() as tx:
-        product = await rules.share_product(tx, principal.project_id, product_id)
-        item = await rules.lock_item(tx, product, body.product_item_id)
-        item.owner = await get_user_row(tx, principal.project_id, UserRef("id", item.owner_id))
+        product = await repository.share_product(tx, principal.project_id, product_id)
+        row = await repository.lock_item(tx, product, body.product_item_id)
+        owner = await get_user_row(tx, principal.project_id, UserRef("id", row.owner_id))
+        item = repository.item_of(row, product=product, owner=owner)
         if body.nonce is not None:
-            earlier = await tx.first(_REDEMPTION, item_id=item.id, nonce=body.nonce)
+            earlier = await repository.find_redemption(tx, item.id, body.nonce)
             if earlier is not None:
                 return item, ProductItemRead.of(item, as_of=earlier)
         rules.check_redeemable(product, item)
         now = utcnow()
-        item.redemption_count += 1  # the item is locked
-        item.redeemed_at, item.updated_at = int(now.timestamp()), now
-        await tx.execute(
-            _REDEEMED,
-            id=item.id,
-            redemption_count=item.redemption_count,
-            redeemed_at=item.redeemed_at,
+        item = item._replace(
+            redemption_count=item.redemption_count + 1,  # the item is locked
+            redeemed_at=int(now.timestamp()),
             updated_at=now,
         )
+        await repository.write_redemption(tx, item)
         await tx.insert(
             Redemption,
             [
@@ -235,16 +205,12 @@ async def redeem_item(
     return item, redeemed
 
 
-_WALLETS = table_of(UserWallet)
-_HOLDER = select(_WALLETS.c.custody, _WALLETS.c.address).where(_WALLETS.c.id == bindparam("id"))
-
-
-async def _require_movable_nft(tx: Transaction, item: Any) -> None:
+async def _require_movable_nft(tx: Transaction, item: ItemRow) -> None:
     """An item whose NFT sits in a wallet its owner holds cannot change owner here: Tessera
     cannot sign for that wallet, and the database and the chain must not disagree (409)."""
     if item.nft_wallet_id is None:
         return
-    holder = await tx.first(_HOLDER, id=item.nft_wallet_id)
+    holder = await repository.nft_holder(tx, item.nft_wallet_id)
     if holder is not None and holder.custody == USER_CONTROLLED:
         raise NftHeldByUser(
             f"the NFT of this item sits in {holder.address}, a wallet its owner holds: "
@@ -259,30 +225,26 @@ async def transfer_item(
     ``rules.check_transfer``). Every transfer is kept in ``item_transfers``; for an NFT product
     the worker then moves the NFT to the new owner's wallet."""
     async with database.transaction() as tx:
-        product = await rules.lock_product(tx, principal.project_id, product_id)
+        product = await repository.lock_product(tx, principal.project_id, product_id)
         rules.check_transferable(product)
-        item = await rules.lock_item(tx, product, body.product_item_id)
-        await _require_movable_nft(tx, item)
+        row = await repository.lock_item(tx, product, body.product_item_id)
+        await _require_movable_nft(tx, row)
         sender = await find_user_row(tx, principal.project_id, body.sender())
         if sender is None:
             raise UserNotFound("sender not found")
         recipient = await find_user_row(tx, principal.project_id, body.recipient())
         if recipient is None:
             raise UserNotFound("recipient not found")
-        await rules.check_transfer(tx, principal, product, item, sender, recipient)
+        await rules.check_transfer(tx, principal, product, row, sender, recipient)
 
         now = utcnow()
         transferred_at = int(now.timestamp())
-        item.owner_id, item.owner, item.updated_at = recipient.id, recipient, now
-        if product.mint_nft:
-            item.nft_transfer_status = NftStatus.QUEUED
-        await tx.execute(
-            _TRANSFERRED,
-            id=item.id,
+        item = repository.item_of(row, product=product, owner=recipient)._replace(
             owner_id=recipient.id,
-            nft_transfer_status=item.nft_transfer_status,
-            now=now,
+            updated_at=now,
+            nft_transfer_status=NftStatus.QUEUED if product.mint_nft else row.nft_transfer_status,
         )
+        await repository.write_transfer(tx, item)
         transfer = {
             "project_id": principal.project_id,
             "item_id": item.id,
@@ -327,18 +289,6 @@ async def list_item_transfers(
     )
 
 
-_PRODUCTS = table_of(Product)
-# Every column an update may change, in one statement built once: the row is locked, so the
-# columns that do not change are written back as they were read.
-_EDITABLE = (*ProductUpdate.model_fields, "nft_status")
-_UPDATE_PRODUCT = (
-    update(_PRODUCTS)
-    .where(_PRODUCTS.c.id == bindparam("id"))
-    .values({name: bindparam(name) for name in (*_EDITABLE, "updated_at")})
-    .returning(*_PRODUCTS.c)
-)
-
-
 async def update_product(
     database: Database,
     principal: Principal,
@@ -363,12 +313,12 @@ async def update_product(
         changed = rules.changed_fields(stored, changes)
         if changed.get("mint_nft"):
             rules.check_nft_settings(stored, changed)
-            after = _with_nft(stored, changed)
+            chain, max_items = _nft_settings(stored, changed)
             await _require_collection_balance(
-                database, principal, chains, chain_name=after.chain, max_items=after.max_items
+                database, principal, chains, chain_name=chain, max_items=max_items
             )
     async with database.transaction() as tx:
-        product = await rules.lock_product(tx, principal.project_id, product_id)
+        product = await repository.lock_product(tx, principal.project_id, product_id)
         event_id = changes.get("event_id", product.event_id)
         event = None
         if event_id is not None:
@@ -376,25 +326,24 @@ async def update_product(
         changed = await rules.check_update(tx, product, changes)
         if changed.get("mint_nft"):
             # The chain may have changed since it was read: still one of the configured ones.
-            chains.config(_with_nft(product, changed).chain)
+            chains.config(_nft_settings(product, changed)[0])
             changed["nft_status"] = NftStatus.QUEUED
         if not changed:
-            product.event = event
-            return ProductRead.model_validate(product)
-        values = {name: getattr(product, name) for name in _EDITABLE} | changed
-        row = await tx.first(_UPDATE_PRODUCT, **values, id=product.id, updated_at=utcnow())
+            return ProductRead.model_validate(repository.product_view(product, event))
+        row = await repository.update_product(tx, product, changed, now=utcnow())
         if changed.get("mint_nft"):
             await queue_nft(tx, JobKind.CREATE_COLLECTION, [row])
-        updated = ProductRead.model_validate(joined(row, event=event))
+        updated = ProductRead.model_validate(repository.product_view(row, event))
         await record(tx, principal.project_id, EventType.PRODUCT_UPDATED, [updated])
         await tx.commit()
     return updated
 
 
-def _with_nft(product: Any, changed: dict[str, Any]) -> Any:
-    """The product as ``changed`` would leave it, switching NFTs on: 400 unless it then has a
-    ``metadata_uri`` and a ``chain``."""
-    after = SimpleNamespace(**(vars(product) | changed))
+def _nft_settings(product: ProductRow, changed: dict[str, Any]) -> tuple[str, int | None]:
+    """The ``chain`` and ``max_items`` of the product as ``changed`` would leave it, switching
+    NFTs on: 400 unless it then has a ``metadata_uri`` and a ``chain``."""
+    after = product._replace(**changed)
     if problems := missing_for_mint(after):
         raise InvalidInput(*problems)
-    return after
+    assert after.chain is not None  # missing_for_mint requires it
+    return after.chain, after.max_items

@@ -21,14 +21,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel
-from sqlalchemy import bindparam, select, update
-from sqlalchemy.ext.asyncio import AsyncSession
 
 from tessera.chain.gateway import ChainGateway, TxResult
-from tessera.chain.keys import CUSTODIAL, open_seed
+from tessera.chain.keys import open_seed
 from tessera.changes.outbox import EventType, record
 from tessera.crypto import Sealed, SecretBox
-from tessera.db import Transaction, joined, table_of
+from tessera.db import Transaction
 from tessera.jobs.queue import JobKind, NotReady, enqueue
 from tessera.jobs.worker import JobContext, JobHandler
 from tessera.models import (
@@ -38,11 +36,11 @@ from tessera.models import (
     Product,
     ProductItem,
     ProjectWallet,
-    User,
     UserWallet,
 )
 from tessera.models.base import utcnow
 from tessera.products import repository as products
+from tessera.products.repository import Item, ProductRow
 from tessera.products.schemas import NftFailure, ProductItemRead, ProductRead
 from tessera.projects.repository import primary_wallet
 from tessera.users.repository import get_user_row
@@ -61,11 +59,11 @@ class NftJob:
     subject: Callable[[Any], str]  # of the product's or item's row
 
 
-def _item_subject(item: Any) -> str:
+def _item_subject(item: Item) -> str:
     return f"item:{item.id}"
 
 
-def _collections_subject(product: Any) -> str:
+def _collections_subject(product: ProductRow) -> str:
     return f"collections:{product.project_id}:{product.chain}"
 
 
@@ -76,7 +74,9 @@ NFT_JOBS = {
 }
 
 
-async def queue_nft(tx: Transaction, kind: JobKind, rows: Sequence[Any]) -> None:
+async def queue_nft(
+    tx: Transaction, kind: JobKind, rows: Sequence[ProductRow] | Sequence[Item]
+) -> None:
     """Add the jobs of ``kind`` for ``rows`` in the caller's transaction, which writes their
     NFT state (``NFT_JOBS[kind].status_column``) as queued."""
     spec = NFT_JOBS[kind]
@@ -104,26 +104,9 @@ async def _set(
     row_id: uuid.UUID,
     **values: object,
 ) -> None:
-    async with context.database.session() as session:
-        await session.execute(update(model).where(model.id == row_id).values(**values))
-        await session.commit()
-
-
-_UPDATES: dict[tuple[type[Product] | type[ProductItem], tuple[str, ...]], Any] = {}
-_JOB_ERROR = select(Job.__table__.c.last_error).where(Job.__table__.c.id == bindparam("id"))
-
-
-def _update(model: type[Product] | type[ProductItem], names: tuple[str, ...]) -> Any:
-    """``UPDATE model SET names... WHERE id``, built once for each model and set of columns."""
-    statement = _UPDATES.get((model, names))
-    if statement is None:
-        table = table_of(model)
-        statement = _UPDATES[model, names] = (
-            update(table)
-            .where(table.c.id == bindparam("row_id"))
-            .values({name: bindparam(name) for name in names})
-        )
-    return statement
+    async with context.database.transaction() as tx:
+        await products.write_columns(tx, model, row_id, values | {"updated_at": utcnow()})
+        await tx.commit()
 
 
 async def _finish(
@@ -141,36 +124,31 @@ async def _finish(
     model = NFT_JOBS[kind].model
     values["updated_at"] = utcnow()
     async with context.database.transaction() as tx:
-        await tx.execute(_update(model, tuple(sorted(values))), row_id=row_id, **values)
+        await products.write_columns(tx, model, row_id, values)
         project_id, shown = await (_product_read if model is Product else _item_read)(tx, row_id)
         data: BaseModel = shown
         if job is not None:
-            error = await tx.scalar(_JOB_ERROR, id=job.id) or ""
+            error = await products.job_error(tx, job.id) or ""
             key = "product" if model is Product else "product_item"
             data = NftFailure(job=kind.value, error=error, **{key: shown})
         await record(tx, project_id, event, [data])
         await tx.commit()
 
 
-_PRODUCTS, _ITEMS = table_of(Product), table_of(ProductItem)
-_PRODUCT_PROJECT = select(_PRODUCTS.c.project_id).where(_PRODUCTS.c.id == bindparam("id"))
-_ITEM = select(_ITEMS).where(_ITEMS.c.id == bindparam("id"))
-
-
 async def _product_read(tx: Transaction, product_id: uuid.UUID) -> tuple[uuid.UUID, BaseModel]:
-    project_id = await tx.scalar(_PRODUCT_PROJECT, id=product_id)
-    return project_id, ProductRead.model_validate(
-        await products.read_product(tx, project_id, product_id)
-    )
+    project_id = await products.project_of_product(tx, product_id)
+    product = await products.read_product(tx, project_id, product_id)
+    assert product is not None  # its job's row, just written
+    return project_id, ProductRead.model_validate(product)
 
 
 async def _item_read(tx: Transaction, item_id: uuid.UUID) -> tuple[uuid.UUID, BaseModel]:
-    item = await tx.first(_ITEM, id=item_id)
+    item = await products.item_row(tx, item_id)
     assert item is not None  # its job's row: items are not deleted
-    project_id = await tx.scalar(_PRODUCT_PROJECT, id=item.product_id)
+    project_id = await products.project_of_product(tx, item.product_id)
     product = await products.get_product_row(tx, project_id, item.product_id)
     owner = await get_user_row(tx, project_id, UserRef("id", item.owner_id))
-    return project_id, ProductItemRead.of(joined(item, product=product, owner=owner))
+    return project_id, ProductItemRead.of(products.item_of(item, product=product, owner=owner))
 
 
 def _seed(box: SecretBox, wallet: ProjectWallet | UserWallet) -> bytes:
@@ -179,22 +157,6 @@ def _seed(box: SecretBox, wallet: ProjectWallet | UserWallet) -> bytes:
     return open_seed(
         box, public_key=wallet.public_key, secret=Sealed(wallet.secret_key_id, wallet.secret_blob)
     )
-
-
-async def _receiving_wallet(session: AsyncSession, user_id: uuid.UUID) -> UserWallet:
-    """Where the user's NFTs go: the wallet they chose, else their first custodial wallet."""
-    chosen = await session.scalar(select(User.receiving_wallet_id).where(User.id == user_id))
-    wallet = await session.get(UserWallet, chosen) if chosen is not None else None
-    if wallet is None:
-        wallet = await session.scalar(
-            select(UserWallet)
-            .where(UserWallet.user_id == user_id, UserWallet.custody == CUSTODIAL)
-            .order_by(UserWallet.created_at)
-            .limit(1)
-        )
-    if wallet is None:
-        raise RuntimeError(f"user {user_id} has no wallet")
-    return wallet
 
 
 def _tx(tx: TxResult | None, prefix: str) -> dict[str, Any]:
@@ -210,15 +172,7 @@ async def create_collection(context: JobContext, job: Job) -> None:
         if product is None or product.nft_collection_id is not None:
             return  # deleted with its unused event, or done
         wallet = await primary_wallet(session, product.project_id)
-        recorded = set(
-            await session.scalars(
-                select(Product.nft_collection_id).where(
-                    Product.project_id == product.project_id,
-                    Product.chain == product.chain,
-                    Product.nft_collection_id.is_not(None),
-                )
-            )
-        )
+        recorded = await products.recorded_collections(session, product.project_id, product.chain)
     seed = _seed(context.box, wallet)
     max_supply = product.max_items
 
@@ -256,7 +210,7 @@ async def mint(context: JobContext, job: Job) -> None:
             if product.nft_status == NftStatus.FAILED:
                 raise RuntimeError("the product's NFT collection could not be created")
             raise NotReady("the product's NFT collection is not created yet")
-        owner = await _receiving_wallet(session, item.owner_id)
+        owner = await products.receiving_wallet(session, item.owner_id)
         wallet = await primary_wallet(session, product.project_id)
     seed = _seed(context.box, wallet)
     collection_id, nft_id, metadata = product.nft_collection_id, item.item_id, product.metadata_uri
@@ -296,7 +250,7 @@ async def transfer(context: JobContext, job: Job) -> None:
             raise NotReady("the item is not minted yet")
         product = await session.get(Product, item.product_id)
         assert product is not None and product.nft_collection_id is not None  # it is minted
-        target = await _receiving_wallet(session, item.owner_id)
+        target = await products.receiving_wallet(session, item.owner_id)
         wallet = await primary_wallet(session, product.project_id)
     chain, collection_id, nft_id = str(product.chain), product.nft_collection_id, item.item_id
 
@@ -304,12 +258,10 @@ async def transfer(context: JobContext, job: Job) -> None:
     tx = None  # when the chain already agrees (a run that died after submitting, or no move)
     if current != target.public_key:
         async with context.database.session(write=False) as session:
-            holder = await session.scalar(
-                select(UserWallet).where(
-                    UserWallet.project_id == product.project_id,
-                    UserWallet.public_key == current,
-                    UserWallet.custody == CUSTODIAL,
-                )
+            holder = (
+                None
+                if current is None
+                else await products.custodial_wallet(session, product.project_id, current)
             )
         if current is None or holder is None:
             raise RuntimeError("the on-chain owner is not a custodial wallet of this project")

@@ -2,15 +2,17 @@
 
 import uuid
 from collections.abc import Sequence
-from typing import Any
+from datetime import datetime
+from types import SimpleNamespace
+from typing import Any, NamedTuple
 
 from sqlalchemy import ColumnElement, Select, bindparam, func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import selectinload
 
-from tessera.db import NotIndexed, Row, Rows, Transaction, attach, part, table_of
+from tessera.db import NotIndexed, Rows, Transaction, table_of
 from tessera.errors import ReputationWouldBeNegative, UserNotFound
-from tessera.models import Project, ReputationEntry, User, UserWallet
+from tessera.models import ProductItem, Project, ReputationEntry, User, UserWallet
 from tessera.models.base import utcnow
 from tessera.schemas import PageParams, Pagination
 from tessera.users.schemas import ReputationHistory, UserRef
@@ -38,7 +40,45 @@ USER_FIELDS = (
     User.reference_id,
 )
 WALLET_FIELDS = (UserWallet.id, UserWallet.type, UserWallet.address, UserWallet.custody)
-_WALLET_KEYS = [column.key for column in WALLET_FIELDS]
+
+
+class ProfileRow(NamedTuple):
+    """A user (``USER_FIELDS``) and one of its wallets (``WALLET_FIELDS``, each ``wallet_``),
+    or none: ``_PROFILE``'s rows."""
+
+    id: uuid.UUID
+    is_activated: bool
+    activated_on: datetime | None
+    first_name: str | None
+    last_name: str | None
+    email: str
+    reference_id: str | None
+    wallet_id: uuid.UUID | None
+    wallet_type: str | None
+    wallet_address: str | None
+    wallet_custody: str | None
+
+
+class Wallet(NamedTuple):
+    """A wallet as ``WalletRead`` reads it."""
+
+    id: uuid.UUID
+    type: str
+    address: str
+    custody: str
+
+
+class Profile(NamedTuple):
+    """A user with its wallets, oldest first: ``UserRead``'s fields."""
+
+    id: uuid.UUID
+    is_activated: bool
+    activated_on: datetime | None
+    first_name: str | None
+    last_name: str | None
+    email: str
+    reference_id: str | None
+    wallets: list[Wallet]
 
 
 def _profile_statement(field: str) -> Select[*tuple[Any, ...]]:
@@ -53,16 +93,67 @@ def _profile_statement(field: str) -> Select[*tuple[Any, ...]]:
 
 # Built once: SQLAlchemy then finds the compiled form without rebuilding the statement.
 _PROFILE = {field: _profile_statement(field) for field in COLUMNS}
+_WALLET_AT = len(USER_FIELDS)  # where a profile row's wallet starts
 
 
-async def read_profile(rows: Rows, project_id: uuid.UUID, ref: UserRef) -> Row | None:
-    """A user and its wallets, oldest first, in one statement (a read for ``Database.read``),
-    as a row that ``UserRead`` reads."""
-    found = await rows.all(_PROFILE[ref.field], project_id=project_id, value=ref.value)
+async def read_profile(rows: Rows, project_id: uuid.UUID, ref: UserRef) -> Profile | None:
+    """A user and its wallets, oldest first, in one statement (a read for ``Database.read``)."""
+    found = await rows.all(_PROFILE[ref.field], ProfileRow, project_id=project_id, value=ref.value)
     if not found:
         return None
-    wallets = [part(row, "wallet_", _WALLET_KEYS) for row in found if row.wallet_id is not None]
-    return attach(found[0], wallets=wallets)
+    wallets = [Wallet._make(row[_WALLET_AT:]) for row in found if row.wallet_id is not None]
+    user = found[0]
+    return Profile(
+        user.id,
+        user.is_activated,
+        user.activated_on,
+        user.first_name,
+        user.last_name,
+        user.email,
+        user.reference_id,
+        wallets,
+    )
+
+
+class UserBaseRow(NamedTuple):
+    """A user as ``UserBase`` reads it (``USER_FIELDS``)."""
+
+    id: uuid.UUID
+    is_activated: bool
+    activated_on: datetime | None
+    first_name: str | None
+    last_name: str | None
+    email: str
+    reference_id: str | None
+
+
+class WalletSummaryRow(NamedTuple):
+    """A wallet of one of a page's users, as ``WalletSummary`` reads it."""
+
+    user_id: uuid.UUID
+    type: str
+    address: str
+    custody: str
+
+
+class ListedUser(NamedTuple):
+    """A user with its wallets, oldest first: ``UserListItem``'s fields."""
+
+    id: uuid.UUID
+    is_activated: bool
+    activated_on: datetime | None
+    first_name: str | None
+    last_name: str | None
+    email: str
+    reference_id: str | None
+    wallets: list[WalletSummaryRow]
+
+
+class UserPage(NamedTuple):
+    """A page of users and the total: ``UserList``'s fields."""
+
+    users: list[ListedUser]
+    total: int
 
 
 def _users_statement(field: str | None) -> Select[*tuple[Any, ...]]:
@@ -102,22 +193,23 @@ _ACTIVE_USERS = select(Project.active_user_count).where(Project.id == bindparam(
 
 async def read_users(
     rows: Rows, project_id: uuid.UUID, ref: UserRef | None, limit: int, offset: int
-) -> tuple[list[Row], int]:
-    """A page of the project's users (oldest first) with their wallets, as rows that
-    ``UserListItem`` reads, and the total."""
+) -> UserPage:
+    """A page of the project's users (oldest first) with their wallets, and the total."""
     field = None if ref is None else ref.field
     values = {"project_id": project_id, "value": None if ref is None else ref.value}
-    total = await rows.scalar(_USER_TOTAL[field], **values) or 0
-    page = await rows.all(_USER_PAGE[field], **values, limit=limit, offset=offset)
-    wallets: dict[uuid.UUID, list[Row]] = {user.id: [] for user in page}
+    total: int = await rows.scalar(_USER_TOTAL[field], **values) or 0
+    page = await rows.all(_USER_PAGE[field], UserBaseRow, **values, limit=limit, offset=offset)
+    wallets: dict[uuid.UUID, list[WalletSummaryRow]] = {user.id: [] for user in page}
     if page:
-        for wallet in await rows.all(_WALLETS_OF, user_ids=list(wallets)):
+        for wallet in await rows.all(_WALLETS_OF, WalletSummaryRow, user_ids=list(wallets)):
             wallets[wallet.user_id].append(wallet)
-    return [attach(user, wallets=wallets[user.id]) for user in page], total
+    make = ListedUser._make
+    return UserPage([make((*user, wallets[user.id])) for user in page], total)
 
 
 async def count_active_users(rows: Rows, project_id: uuid.UUID) -> int:
-    return await rows.scalar(_ACTIVE_USERS, project_id=project_id) or 0
+    count: int = await rows.scalar(_ACTIVE_USERS, project_id=project_id) or 0
+    return count
 
 
 _PROJECTS = table_of(Project)
@@ -184,6 +276,39 @@ async def get_user(
     return user
 
 
+_OWNER_OF_ITEM = select(ProductItem.owner_id).where(
+    ProductItem.project_id == bindparam("project_id"), ProductItem.id == bindparam("id")
+)
+
+
+async def owner_of_item(
+    session: AsyncSession, project_id: uuid.UUID, item_id: uuid.UUID
+) -> uuid.UUID | None:
+    """The id of the user who holds the project's item, or None (no such item)."""
+    owner: uuid.UUID | None = await session.scalar(
+        _OWNER_OF_ITEM, {"project_id": project_id, "id": item_id}
+    )
+    return owner
+
+
+class UserRow(NamedTuple):
+    """A user's whole row (``users``)."""
+
+    project_id: uuid.UUID
+    number: int
+    email: str
+    first_name: str | None
+    last_name: str | None
+    reference_id: str | None
+    is_activated: bool
+    activated_on: datetime | None
+    reputation: int
+    receiving_wallet_id: uuid.UUID | None
+    id: uuid.UUID
+    created_at: datetime
+    updated_at: datetime
+
+
 _ROWS = table_of(User)
 # Built once: the whole user row by each lookup column, and users by ids or emails.
 _USER_ROW = {
@@ -206,12 +331,12 @@ _USERS_IN = {
 }
 
 
-async def find_user_row(rows: Rows, project_id: uuid.UUID, ref: UserRef) -> Any | None:
+async def find_user_row(rows: Rows, project_id: uuid.UUID, ref: UserRef) -> UserRow | None:
     """The user ``ref`` names, as a row (for ``Database.transaction`` and ``Database.read``)."""
-    return await rows.first(_USER_ROW[ref.field], project_id=project_id, value=ref.value)
+    return await rows.first(_USER_ROW[ref.field], UserRow, project_id=project_id, value=ref.value)
 
 
-async def get_user_row(rows: Rows, project_id: uuid.UUID, ref: UserRef) -> Any:
+async def get_user_row(rows: Rows, project_id: uuid.UUID, ref: UserRef) -> UserRow:
     user = await find_user_row(rows, project_id, ref)
     if user is None:
         raise UserNotFound
@@ -220,17 +345,76 @@ async def get_user_row(rows: Rows, project_id: uuid.UUID, ref: UserRef) -> Any:
 
 async def users_by(
     rows: Rows, project_id: uuid.UUID, *, ids: Sequence[uuid.UUID], emails: Sequence[str]
-) -> tuple[dict[uuid.UUID, Any], dict[str, Any]]:
+) -> tuple[dict[uuid.UUID, UserRow], dict[str, UserRow]]:
     """Many users of a project at once, by id and by (lowercased) email."""
-    by_id: dict[uuid.UUID, Any] = {}
-    by_email: dict[str, Any] = {}
+    by_id: dict[uuid.UUID, UserRow] = {}
+    by_email: dict[str, UserRow] = {}
     if ids:
-        found = await rows.all(_USERS_IN["id"], project_id=project_id, values=list(set(ids)))
+        found = await rows.all(
+            _USERS_IN["id"], UserRow, project_id=project_id, values=list(set(ids))
+        )
         by_id = {user.id: user for user in found}
     if emails:
-        found = await rows.all(_USERS_IN["email"], project_id=project_id, values=list(set(emails)))
+        found = await rows.all(
+            _USERS_IN["email"], UserRow, project_id=project_id, values=list(set(emails))
+        )
         by_email = {user.email: user for user in found}
     return by_id, by_email
+
+
+class EmailRow(NamedTuple):
+    email: str
+
+
+class ReferenceIdRow(NamedTuple):
+    reference_id: str
+
+
+# Which of a batch's emails and reference ids the project's users have already.
+_TAKEN_EMAILS = select(_ROWS.c.email).where(
+    _ROWS.c.project_id == bindparam("project_id"),
+    _ROWS.c.email.in_(bindparam("values", expanding=True)),
+)
+_TAKEN_REFERENCE_IDS = select(_ROWS.c.reference_id).where(
+    _ROWS.c.project_id == bindparam("project_id"),
+    _ROWS.c.reference_id.in_(bindparam("values", expanding=True)),
+)
+
+
+async def taken_emails(rows: Rows, project_id: uuid.UUID, emails: list[str]) -> list[str]:
+    found = await rows.all(_TAKEN_EMAILS, EmailRow, project_id=project_id, values=emails)
+    return [row.email for row in found]
+
+
+async def taken_reference_ids(
+    rows: Rows, project_id: uuid.UUID, reference_ids: list[str]
+) -> list[str]:
+    found = await rows.all(
+        _TAKEN_REFERENCE_IDS, ReferenceIdRow, project_id=project_id, values=reference_ids
+    )
+    return [row.reference_id for row in found]
+
+
+class ReputationRow(NamedTuple):
+    id: uuid.UUID
+    reputation: int
+
+
+# By their ids, through the primary key (see ``_USERS_IN``).
+_REPUTATIONS = select(_ROWS.c.id, _ROWS.c.reputation).where(
+    NotIndexed(_ROWS.c.project_id) == bindparam("project_id"),
+    _ROWS.c.id.in_(bindparam("ids", expanding=True)),
+)
+
+
+async def read_reputations(
+    rows: Rows, project_id: uuid.UUID, ids: list[uuid.UUID]
+) -> dict[uuid.UUID, int]:
+    """The reputation balances of the project's users ``ids`` (a listing leaves them out)."""
+    if not ids:
+        return {}
+    found = await rows.all(_REPUTATIONS, ReputationRow, project_id=project_id, ids=ids)
+    return {row.id: row.reputation for row in found}
 
 
 _ADD_REPUTATION = (
@@ -241,16 +425,30 @@ _ADD_REPUTATION = (
 )
 
 
-async def add_reputation(tx: Transaction, user: Any, *, delta: int, reason: str) -> Any:
-    """Atomically move a user's balance (never below 0) and record the entry (the entry)."""
+async def add_reputation(
+    tx: Transaction, user: UserRow, *, delta: int, reason: str
+) -> SimpleNamespace:
+    """Atomically move a user's balance (never below 0) and record the entry (the entry, as
+    written)."""
     balance = await tx.scalar(_ADD_REPUTATION, id=user.id, delta=delta, now=utcnow())
     if balance is None:
         raise ReputationWouldBeNegative(
             f"reputation balance cannot go below 0 (balance {user.reputation}, delta {delta})"
         )
     values = {"project_id": user.project_id, "user_id": user.id, "delta": delta, "reason": reason}
-    [entry] = await tx.insert(ReputationEntry, [values | {"balance": balance}])
-    return entry
+    entries: list[SimpleNamespace] = await tx.insert(
+        ReputationEntry, [values | {"balance": balance}]
+    )
+    return entries[0]
+
+
+class EntryRow(NamedTuple):
+    """A reputation entry as ``ReputationEntryRead`` reads it."""
+
+    delta: int
+    balance: int
+    reason: str
+    created_at: datetime
 
 
 _ENTRIES = table_of(ReputationEntry)
@@ -271,7 +469,9 @@ async def read_reputation_history(
     ``Database.read``). 404 when the project has no such user."""
     user = await get_user_row(rows, project_id, ref)
     total = await rows.scalar(_ENTRY_TOTAL, user_id=user.id)
-    page = await rows.all(_ENTRY_PAGE, user_id=user.id, limit=paging.limit, offset=paging.offset)
+    page = await rows.all(
+        _ENTRY_PAGE, EntryRow, user_id=user.id, limit=paging.limit, offset=paging.offset
+    )
     return ReputationHistory.model_validate(
         {
             "user_id": user.id,

@@ -1,10 +1,11 @@
 from fastapi import Body, Request
 
 from tessera.auth.dependencies import Caller, project_router
-from tessera.db import Row, SessionDep, reads_only
+from tessera.db import SessionDep, reads_only
 from tessera.errors import responses
 from tessera.products.schemas import ItemList
 from tessera.users import service
+from tessera.users.repository import Profile, UserPage
 from tessera.users.schemas import (
     ActivationRead,
     BalancesQuery,
@@ -53,7 +54,7 @@ async def create_users(
 
 @router.post("/profile", response_model=UserRead, responses=responses(400, 401, 404))
 @reads_only
-async def fetch_user(request: Request, body: UserLookup) -> Row:
+async def fetch_user(request: Request, body: UserLookup) -> Profile:
     """One user with its wallets, by email, referenceId or id (in that priority)."""
     caller = Caller.of(request)
     return await service.get_profile(caller.database, caller.principal, lookup=body)
@@ -61,7 +62,7 @@ async def fetch_user(request: Request, body: UserLookup) -> Row:
 
 @router.post("/fetch", response_model=UserList, responses=responses(400, 401))
 @reads_only
-async def fetch_users(request: Request, body: UserFetch | None = None) -> Row:
+async def fetch_users(request: Request, body: UserFetch | None = None) -> UserPage:
     """The project's users, oldest first (``limit`` 1-1000, default 10; ``offset`` default 0)."""
     caller = Caller.of(request)
     return await service.fetch_users(caller.database, caller.principal, query=body or UserFetch())

@@ -6,7 +6,6 @@ from datetime import datetime, timedelta
 from types import SimpleNamespace
 from typing import Any, NamedTuple
 
-from sqlalchemy import bindparam, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -15,7 +14,7 @@ from tessera.chain.keys import new_custodial_key
 from tessera.chain.registry import Chains
 from tessera.changes.outbox import EventType, record
 from tessera.crypto import SecretBox
-from tessera.db import Database, Row, Transaction
+from tessera.db import Database, Transaction
 from tessera.errors import EmailTaken, InvalidInput, ReferenceIdTaken, UserNotFound
 from tessera.models import User, UserWallet
 from tessera.models.base import new_id, utcnow
@@ -123,7 +122,9 @@ async def insert_users(
     return created
 
 
-async def find_or_create_user(tx: Transaction, project_id: uuid.UUID, user: NewUser) -> Any:
+async def find_or_create_user(
+    tx: Transaction, project_id: uuid.UUID, user: NewUser
+) -> repository.UserRow | SimpleNamespace:
     """The project's user with ``user``'s email, or ``user`` written (wallet and counters
     too). A user that a concurrent request is creating with the same email is waited for and
     found, not duplicated (``insert_new``)."""
@@ -134,7 +135,7 @@ async def find_or_create_user(tx: Transaction, project_id: uuid.UUID, user: NewU
     owner = {"project_id": project_id}
     activated = int(user.row["is_activated"])
     number = await repository.count_created(tx, project_id, 1, activated=activated)
-    created = await tx.insert_new(
+    created: SimpleNamespace | None = await tx.insert_new(
         User, user.row | owner | {"number": number}, unique=("project_id", "email")
     )
     if created is None:  # not counted after all
@@ -158,45 +159,38 @@ def _reject_batch_duplicates(users: list[UserCreate]) -> None:
         raise InvalidInput(*problems)
 
 
-_TAKEN = {
-    column.key: select(column).where(
-        User.project_id == bindparam("project_id"),
-        column.in_(bindparam("values", expanding=True)),
-    )
-    for column in (User.email, User.reference_id)
-}
-
-
 async def _reject_taken(tx: Transaction, project_id: uuid.UUID, users: list[UserCreate]) -> None:
-    emails = [u.email for u in users]
-    taken = [row[0] for row in await tx.all(_TAKEN["email"], project_id=project_id, values=emails)]
+    taken = await repository.taken_emails(tx, project_id, [u.email for u in users])
     if taken:
         raise EmailTaken(
             f"email already registered in this project: {', '.join(sorted(taken)[:5])}"
         )
     refs = [u.reference_id for u in users if u.reference_id is not None]
     if refs:
-        found = await tx.all(_TAKEN["reference_id"], project_id=project_id, values=refs)
+        found = await repository.taken_reference_ids(tx, project_id, refs)
         if found:
-            listed = ", ".join(sorted(str(row[0]) for row in found)[:5])
+            listed = ", ".join(sorted(found)[:5])
             raise ReferenceIdTaken(f"referenceId already used in this project: {listed}")
 
 
-async def get_profile(database: Database, principal: Principal, *, lookup: UserLookup) -> Row:
-    """The user with its wallets, as a row that ``UserRead`` reads."""
+async def get_profile(
+    database: Database, principal: Principal, *, lookup: UserLookup
+) -> repository.Profile:
+    """The user with its wallets, as ``UserRead`` reads it."""
     profile = await database.read(repository.read_profile, principal.project_id, lookup.ref())
     if profile is None:
         raise UserNotFound
     return profile
 
 
-async def fetch_users(database: Database, principal: Principal, *, query: UserFetch) -> Row:
+async def fetch_users(
+    database: Database, principal: Principal, *, query: UserFetch
+) -> repository.UserPage:
     """A page of the project's users (oldest first), optionally narrowed to one identifier, as
     ``UserList`` reads it."""
-    users, total = await database.read(
+    return await database.read(
         repository.read_users, principal.project_id, query.ref_or_none(), query.limit, query.offset
     )
-    return SimpleNamespace(users=users, total=total)
 
 
 async def count_active_users(database: Database, principal: Principal) -> int:
@@ -222,7 +216,7 @@ async def activation_status(
 
 async def adjust_reputation(
     database: Database, principal: Principal, *, body: ReputationAdjust
-) -> Any:
+) -> SimpleNamespace:
     """Add a signed delta to a user's reputation; the balance never goes below 0."""
     async with database.transaction() as tx:
         user = await repository.get_user_row(tx, principal.project_id, body.ref())

@@ -10,7 +10,6 @@ from sqlalchemy.exc import IntegrityError
 from tessera.auth.principal import Principal
 from tessera.chain.gateway import ChainGateway
 from tessera.chain.keys import (
-    CUSTODIAL,
     USER_CONTROLLED,
     WALLET_TYPE,
     public_key_of,
@@ -19,12 +18,11 @@ from tessera.chain.keys import (
 )
 from tessera.chain.registry import Chains
 from tessera.config import CHAINS, Chain
-from tessera.db import Database, Rows, attach
+from tessera.db import Database
 from tessera.errors import ChallengeUnusable, WalletInUse, WalletNotFound, WalletTaken
 from tessera.models import UserWallet, WalletChallenge
 from tessera.models.base import CustodialKeyMixin, utcnow
-from tessera.users.repository import get_user_row, read_profile
-from tessera.users.schemas import UserRef
+from tessera.users.repository import get_user_row
 from tessera.wallets import repository
 from tessera.wallets.schemas import (
     AssetBalance,
@@ -118,9 +116,7 @@ async def link_wallet(
     now = utcnow()
     async with database.transaction() as tx:
         user = await get_user_row(tx, principal.project_id, body.ref())
-        challenge = await tx.first(
-            repository.LATEST_CHALLENGE, user_id=user.id, public_key=public_key
-        )
+        challenge = await repository.latest_challenge(tx, user.id, public_key)
         if challenge is None:
             raise ChallengeUnusable(
                 "no challenge for this address: ask POST /v1/users/wallets/challenge first"
@@ -131,11 +127,9 @@ async def link_wallet(
             raise ChallengeUnusable("this challenge has expired: ask a new one")
         if not signed_by(public_key, challenge.message.encode(), body.signature_bytes()):
             raise ChallengeUnusable("signature: not a signature of the challenge by this address")
-        if await tx.scalar(
-            repository.WALLET_BY_KEY, project_id=principal.project_id, public_key=public_key
-        ):
+        if await repository.key_is_linked(tx, principal.project_id, public_key):
             raise WalletTaken
-        if not await tx.execute(repository.USE_CHALLENGE, id=challenge.id, used_at=now):
+        if not await repository.use_challenge(tx, challenge.id, now):
             raise ChallengeUnusable("this challenge was answered already: ask a new one")
         wallet = {
             "user_id": user.id,
@@ -160,12 +154,10 @@ async def choose_receiving_wallet(
     """The user's wallet that NFTs are minted to from now on (404 for another's wallet)."""
     async with database.transaction() as tx:
         user = await get_user_row(tx, principal.project_id, body.ref())
-        wallet = await tx.first(
-            repository.WALLET, project_id=principal.project_id, id=body.wallet_id
-        )
+        wallet = await repository.read_wallet(tx, principal.project_id, body.wallet_id)
         if wallet is None or wallet.user_id != user.id:
             raise WalletNotFound
-        await tx.execute(repository.RECEIVING, id=user.id, wallet_id=wallet.id, updated_at=utcnow())
+        await repository.choose_receiving(tx, user.id, wallet.id, utcnow())
         await tx.commit()
     return await _user_wallets(database, principal, user.id)
 
@@ -174,30 +166,22 @@ async def unlink_wallet(database: Database, principal: Principal, *, wallet_id: 
     """Unlink a user-controlled wallet, unless NFTs of the project sit in it (409); custodial
     wallets stay (409). Mints then go to the first custodial wallet again."""
     async with database.transaction() as tx:
-        wallet = await tx.first(repository.WALLET, project_id=principal.project_id, id=wallet_id)
+        wallet = await repository.read_wallet(tx, principal.project_id, wallet_id)
         if wallet is None:
             raise WalletNotFound
         if wallet.custody != USER_CONTROLLED:
             raise WalletInUse("a custodial wallet cannot be unlinked")
-        if held := await tx.scalar(repository.NFTS_IN, wallet_id=wallet.id):
+        if held := await repository.count_nfts_in(tx, wallet.id):
             raise WalletInUse(
                 f"{held} NFTs of this project sit in {wallet.address}: it stays linked"
             )
-        await tx.execute(repository.NO_LONGER_RECEIVING, wallet_id=wallet.id, updated_at=utcnow())
-        await tx.execute(repository.UNLINK, id=wallet.id)
+        await repository.unlink(tx, wallet.id, utcnow())
         await tx.commit()
 
 
 async def _user_wallets(
     database: Database, principal: Principal, user_id: uuid.UUID
 ) -> UserWallets:
-    async def read(rows: Rows) -> UserWallets:
-        profile = await read_profile(rows, principal.project_id, UserRef("id", user_id))
-        assert profile is not None  # the user was just found
-        chosen = await rows.scalar(repository.RECEIVING_OF, id=user_id)
-        first_custodial = next(w.id for w in profile.wallets if w.custody == CUSTODIAL)
-        return UserWallets.model_validate(
-            attach(profile, receiving_wallet_id=chosen or first_custodial)
-        )
-
-    return await database.read(read)
+    found = await database.read(repository.read_user_wallets, principal.project_id, user_id)
+    assert found is not None  # the user was just found
+    return UserWallets.model_validate(found)

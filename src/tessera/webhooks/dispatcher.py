@@ -32,7 +32,6 @@ from functools import partial
 from typing import Any
 
 import httpx
-from sqlalchemy import and_, bindparam, exists, or_, select, tuple_, update
 from standardwebhooks.webhooks import Webhook
 
 from tessera import __build__
@@ -40,10 +39,11 @@ from tessera.changes import feed
 from tessera.changes.feed import ChangeRead, Place
 from tessera.config import Settings
 from tessera.crypto import SecretBox
-from tessera.db import Database, Rows, skip_locked, table_of
-from tessera.models import Change, WebhookDelivery, WebhookEndpoint
+from tessera.db import Database
 from tessera.models.base import utcnow
+from tessera.webhooks import repository
 from tessera.webhooks.addresses import UnsafeAddress, resolve
+from tessera.webhooks.repository import DeliveryRow, EndpointRow
 from tessera.webhooks.schemas import DeliveryStatus
 from tessera.webhooks.service import open_secret
 
@@ -55,115 +55,8 @@ RETRY_DELAYS = (5, 30, 120, 600, 1800, 3600, 7200, 14400, 21600)
 DISABLE_AFTER = timedelta(days=3)
 LEASE_SECONDS = 60.0
 BATCH = 100  # changes read per endpoint and round
-ENDPOINTS_PER_ROUND = 20
 BODY_KEPT = 1024
 USER_AGENT = f"Tessera-Webhooks/{__build__}"
-
-_ENDPOINTS, _CHANGES = table_of(WebhookEndpoint), table_of(Change)
-_DELIVERIES = table_of(WebhookDelivery)
-_PENDING_CHANGE = exists().where(
-    _CHANGES.c.project_id == _ENDPOINTS.c.project_id,
-    tuple_(_CHANGES.c.txid, _CHANGES.c.seq)
-    > tuple_(_ENDPOINTS.c.after_txid, _ENDPOINTS.c.after_seq),
-)
-_DUE = and_(
-    _ENDPOINTS.c.enabled.is_(True),
-    _ENDPOINTS.c.next_attempt_at <= bindparam("now"),
-    or_(_ENDPOINTS.c.leased_until.is_(None), _ENDPOINTS.c.leased_until < bindparam("now")),
-)
-
-
-def _claim_statement(final: Any) -> Any:
-    due = skip_locked(
-        select(_ENDPOINTS.c.id)
-        .where(_DUE, _PENDING_CHANGE.where(final))
-        .order_by(_ENDPOINTS.c.next_attempt_at)
-        .limit(ENDPOINTS_PER_ROUND)
-    )
-    return (
-        update(_ENDPOINTS)
-        .where(_ENDPOINTS.c.id.in_(due.scalar_subquery()))
-        .values(leased_by=bindparam("me"), leased_until=bindparam("until"))
-        .returning(*_ENDPOINTS.c)
-    )
-
-
-_CLAIM = {
-    True: _claim_statement(_CHANGES.c.txid < feed.HORIZON),
-    False: _claim_statement(_CHANGES.c.txid >= 0),
-}
-# Whether there is anything to do, read before any write: an idle round takes no write lock
-# (SQLite has one writer) and no row lock.
-_ANY_DUE = {
-    True: select(_ENDPOINTS.c.id)
-    .where(_DUE, _PENDING_CHANGE.where(_CHANGES.c.txid < feed.HORIZON))
-    .limit(1),
-    False: select(_ENDPOINTS.c.id).where(_DUE, _PENDING_CHANGE).limit(1),
-}
-_MINE = and_(_ENDPOINTS.c.id == bindparam("id"), _ENDPOINTS.c.leased_by == bindparam("me"))
-_ACCEPTED = (
-    update(_ENDPOINTS)
-    .where(_MINE)
-    .values(
-        after_txid=bindparam("txid"),
-        after_seq=bindparam("seq"),
-        failures=0,
-        failing_since=None,
-        leased_until=bindparam("until"),
-    )
-)
-_FAILED = (
-    update(_ENDPOINTS)
-    .where(_MINE)
-    .values(
-        failures=bindparam("failures"),
-        failing_since=bindparam("failing_since"),
-        next_attempt_at=bindparam("next_attempt_at"),
-        enabled=bindparam("enabled"),
-        disabled_reason=bindparam("disabled_reason"),
-        updated_at=bindparam("now"),
-        leased_by=None,
-        leased_until=None,
-    )
-)
-_RELEASE = (
-    update(_ENDPOINTS)
-    .where(_MINE)
-    .values(
-        after_txid=bindparam("txid"), after_seq=bindparam("seq"), leased_by=None, leased_until=None
-    )
-)
-_ANY_REPLAY = (
-    select(_DELIVERIES.c.id).where(_DELIVERIES.c.status == DeliveryStatus.PENDING).limit(1)
-)
-_TAKE_REPLAYS = (
-    update(_DELIVERIES)
-    .where(
-        _DELIVERIES.c.id.in_(
-            skip_locked(
-                select(_DELIVERIES.c.id)
-                .where(_DELIVERIES.c.status == DeliveryStatus.PENDING)
-                .order_by(_DELIVERIES.c.created_at)
-                .limit(ENDPOINTS_PER_ROUND)
-            ).scalar_subquery()
-        )
-    )
-    .values(status="sending")
-    .returning(*_DELIVERIES.c)
-)
-_SETTLE_REPLAY = (
-    update(_DELIVERIES)
-    .where(_DELIVERIES.c.id == bindparam("id"))
-    .values(
-        status=bindparam("status"),
-        response_status=bindparam("response_status"),
-        response_body=bindparam("response_body"),
-        error=bindparam("error"),
-        duration_ms=bindparam("duration_ms"),
-    )
-)
-_ENDPOINT = select(_ENDPOINTS).where(_ENDPOINTS.c.id == bindparam("id"))
-_CHANGE = select(_CHANGES).where(_CHANGES.c.id == bindparam("id"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -254,30 +147,22 @@ class Dispatcher:
     async def deliver_due(self) -> int:
         """One round: the replays asked for, and every due endpoint's pending changes (the
         endpoints at once, each in order); how many requests were sent."""
-
-        async def due(rows: Rows) -> tuple[bool, bool]:
-            endpoint = await rows.first(_ANY_DUE[rows.on_postgresql], now=utcnow())
-            return await rows.first(_ANY_REPLAY) is not None, endpoint is not None
-
-        replays, endpoints_due = await self.database.read(due)
-        sent = await self._replays() if replays else 0
-        endpoints = await self._claim() if endpoints_due else []
+        due = await self.database.read(repository.due_work, utcnow())
+        sent = await self._replays() if due.replays else 0
+        endpoints = await self._claim() if due.endpoints else []
         counts = await asyncio.gather(*(self._deliver(endpoint) for endpoint in endpoints))
         return sent + sum(counts)
 
-    async def _claim(self) -> list[Any]:
+    async def _claim(self) -> list[EndpointRow]:
         now = utcnow()
         async with self.database.transaction() as tx:
-            endpoints = await tx.all(
-                _CLAIM[tx.on_postgresql],
-                now=now,
-                me=self.me,
-                until=now + timedelta(seconds=LEASE_SECONDS),
+            endpoints = await repository.claim_endpoints(
+                tx, me=self.me, now=now, until=now + timedelta(seconds=LEASE_SECONDS)
             )
             await tx.commit()
         return endpoints
 
-    async def _deliver(self, endpoint: Any) -> int:
+    async def _deliver(self, endpoint: EndpointRow) -> int:
         """Send the endpoint its changes in order until one is not accepted; then it waits."""
         place = Place(endpoint.after_txid, endpoint.after_seq)
         changes = await self.database.read(
@@ -299,31 +184,31 @@ class Dispatcher:
             if not await self._record(endpoint, change, outcome):
                 return sent  # failed, or the lease was lost: stop here
             place = feed.place_of(change)
-        await self._write(_RELEASE, id=endpoint.id, me=self.me, txid=place.txid, seq=place.seq)
+        async with self.database.transaction() as tx:
+            await repository.release(tx, endpoint.id, me=self.me, txid=place.txid, seq=place.seq)
+            await tx.commit()
         return sent
 
-    async def _record(self, endpoint: Any, change: Any, outcome: Outcome) -> bool:
+    async def _record(self, endpoint: EndpointRow, change: Any, outcome: Outcome) -> bool:
         """Record the attempt and move the endpoint on (accepted) or back off; False when the
         endpoint is not to be sent more now."""
         now = utcnow()
         async with self.database.transaction() as tx:
-            await tx.insert(
-                WebhookDelivery,
-                [
-                    {
-                        "endpoint_id": endpoint.id,
-                        "change_id": change.id,
-                        "change_type": change.type,
-                        "replay": False,
-                        "created_at": now,
-                        **outcome.columns(),
-                    }
-                ],
+            await repository.add_delivery(
+                tx,
+                {
+                    "endpoint_id": endpoint.id,
+                    "change_id": change.id,
+                    "change_type": change.type,
+                    "replay": False,
+                    "created_at": now,
+                    **outcome.columns(),
+                },
             )
             if outcome.accepted:
-                kept = await tx.execute(
-                    _ACCEPTED,
-                    id=endpoint.id,
+                kept = await repository.move_past(
+                    tx,
+                    endpoint.id,
                     me=self.me,
                     txid=change.txid,
                     seq=change.seq,
@@ -333,9 +218,9 @@ class Dispatcher:
                 failures = endpoint.failures + 1
                 since = endpoint.failing_since or now
                 give_up = now - since >= self.disable_after
-                kept = await tx.execute(
-                    _FAILED,
-                    id=endpoint.id,
+                kept = await repository.back_off(
+                    tx,
+                    endpoint.id,
                     me=self.me,
                     failures=failures,
                     failing_since=since,
@@ -354,33 +239,27 @@ class Dispatcher:
             await tx.commit()
         if not kept:
             log.warning("webhooks: lost the lease of endpoint %s", endpoint.id)
-        return bool(kept) and outcome.accepted
+        return kept and outcome.accepted
 
     async def _replays(self) -> int:
         async with self.database.transaction() as tx:
-            taken = await tx.all(_TAKE_REPLAYS)
+            taken = await repository.take_replays(tx)
             await tx.commit()
         for delivery in taken:
-
-            async def read(rows: Rows, delivery: Any = delivery) -> tuple[Any, Any]:
-                endpoint = await rows.first(_ENDPOINT, id=delivery.endpoint_id)
-                return endpoint, await rows.first(_CHANGE, id=delivery.change_id)
-
-            endpoint, change = await self.database.read(read)
+            endpoint, change = await self.database.read(repository.read_replayed, delivery)
             if endpoint is None:
                 continue  # deleted meanwhile, with its deliveries
             if change is None:
                 outcome = Outcome(False, None, None, "the event is no longer kept", 0)
             else:
                 outcome = await self.send(endpoint.url, open_secret(self.box, endpoint), change)
-            await self._write(_SETTLE_REPLAY, id=delivery.id, **outcome.columns())
+            await self._settle(delivery, outcome)
         return len(taken)
 
-    async def _write(self, statement: Any, **params: Any) -> int:
+    async def _settle(self, replay: DeliveryRow, outcome: Outcome) -> None:
         async with self.database.transaction() as tx:
-            count = await tx.execute(statement, **params)
+            await repository.settle_replay(tx, replay.id, outcome.columns())
             await tx.commit()
-        return count
 
     async def send(self, url: str, secret: str, change: Any) -> Outcome:
         """One signed request of ``change`` to ``url``."""

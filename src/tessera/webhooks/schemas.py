@@ -1,12 +1,15 @@
 import uuid
 from datetime import datetime
 from enum import StrEnum
-from typing import Any, Self
+from typing import TYPE_CHECKING, Self
 
 from pydantic import Field
 
 from tessera.changes.outbox import EventType
 from tessera.schemas import Bool, Pagination, SnakeInput, SnakeModel
+
+if TYPE_CHECKING:  # the repository reads DeliveryStatus
+    from tessera.webhooks.repository import DeliveryRow, EndpointRow
 
 EventTypes = list[EventType] | None
 TYPES_DOC = "The event types delivered; absent or null: every type, those added later too."
@@ -50,7 +53,7 @@ class WebhookRead(SnakeModel):
     updated_at: datetime
 
     @classmethod
-    def of(cls, row: Any) -> Self:
+    def of(cls, row: "EndpointRow") -> Self:
         if not row.enabled:
             status = WebhookStatus.DISABLED
         elif row.failing_since is not None:
@@ -101,7 +104,7 @@ class DeliveryRead(SnakeModel):
     created_at: datetime
 
     @classmethod
-    def of(cls, row: Any) -> Self:
+    def of(cls, row: "DeliveryRow") -> Self:
         return cls(
             id=row.id,
             event_id=row.change_id,

@@ -5,17 +5,17 @@ import secrets
 import uuid
 from typing import Any
 
-from sqlalchemy import bindparam, delete, func, select, update
-
 from tessera.auth.principal import Principal
 from tessera.changes import feed
 from tessera.crypto import Sealed, SecretBox
-from tessera.db import Database, Rows, lock_for_update, table_of
+from tessera.db import Database, Rows
 from tessera.errors import DeliveryNotFound, WebhookNotFound
-from tessera.models import WebhookDelivery, WebhookEndpoint
+from tessera.models import WebhookEndpoint
 from tessera.models.base import new_id, utcnow
 from tessera.schemas import PageParams, Pagination
+from tessera.webhooks import repository
 from tessera.webhooks.addresses import check_reachable, check_url
+from tessera.webhooks.repository import UPDATE_FIELDS, DeliveryRow, EndpointRow
 from tessera.webhooks.schemas import (
     DeliveryList,
     DeliveryRead,
@@ -36,50 +36,9 @@ def secret_aad(endpoint_id: uuid.UUID) -> bytes:
     return b"webhook:" + endpoint_id.bytes
 
 
-def open_secret(box: SecretBox, endpoint: Any) -> str:
+def open_secret(box: SecretBox, endpoint: EndpointRow | WebhookEndpoint) -> str:
     sealed = Sealed(endpoint.secret_key_id, endpoint.secret_blob)
     return box.open(sealed, aad=secret_aad(endpoint.id)).decode()
-
-
-_ENDPOINTS, _DELIVERIES = table_of(WebhookEndpoint), table_of(WebhookDelivery)
-_OF_PROJECT = _ENDPOINTS.c.project_id == bindparam("project_id")
-_ENDPOINT = select(_ENDPOINTS).where(_OF_PROJECT, _ENDPOINTS.c.id == bindparam("id"))
-_LOCK_ENDPOINT = lock_for_update(_ENDPOINT)
-_ENDPOINT_PAGE = (
-    select(_ENDPOINTS)
-    .where(_OF_PROJECT)
-    .order_by(_ENDPOINTS.c.created_at, _ENDPOINTS.c.id)
-    .limit(bindparam("limit"))
-    .offset(bindparam("offset"))
-)
-_ENDPOINT_TOTAL = select(func.count()).where(_OF_PROJECT)
-_DELETE = delete(_ENDPOINTS).where(_OF_PROJECT, _ENDPOINTS.c.id == bindparam("id"))
-_DELIVERY_PAGE = (
-    select(_DELIVERIES)
-    .where(_DELIVERIES.c.endpoint_id == bindparam("endpoint_id"))
-    .order_by(_DELIVERIES.c.created_at.desc(), _DELIVERIES.c.id.desc())
-    .limit(bindparam("limit"))
-    .offset(bindparam("offset"))
-)
-_DELIVERY_TOTAL = select(func.count()).where(_DELIVERIES.c.endpoint_id == bindparam("endpoint_id"))
-_DELIVERY = select(_DELIVERIES).where(
-    _DELIVERIES.c.endpoint_id == bindparam("endpoint_id"), _DELIVERIES.c.id == bindparam("id")
-)
-_UPDATE_FIELDS = (
-    "url",
-    "event_types",
-    "enabled",
-    "disabled_reason",
-    "failures",
-    "failing_since",
-    "next_attempt_at",
-)
-_UPDATE = (
-    update(_ENDPOINTS)
-    .where(_ENDPOINTS.c.id == bindparam("id"))
-    .values({name: bindparam(name) for name in (*_UPDATE_FIELDS, "updated_at")})
-    .returning(*_ENDPOINTS.c)
-)
 
 
 async def create_webhook(
@@ -100,27 +59,25 @@ async def create_webhook(
     now = utcnow()
     async with database.transaction() as tx:
         start, snapshot = await feed.end(tx)
-        [endpoint] = await tx.insert(
-            WebhookEndpoint,
-            [
-                {
-                    "id": endpoint_id,
-                    "project_id": principal.project_id,
-                    "url": url,
-                    "event_types": _types(body.event_types),
-                    "secret_key_id": sealed.key_id,
-                    "secret_blob": sealed.blob,
-                    "secret_hint": secret[: len(SECRET_PREFIX) + 4],
-                    "enabled": True,
-                    "after_txid": start.txid,
-                    "after_seq": start.seq,
-                    "start_snapshot": snapshot,
-                    "next_attempt_at": now,
-                    "failures": 0,
-                    "created_at": now,
-                    "updated_at": now,
-                }
-            ],
+        endpoint = await repository.add_endpoint(
+            tx,
+            {
+                "id": endpoint_id,
+                "project_id": principal.project_id,
+                "url": url,
+                "event_types": _types(body.event_types),
+                "secret_key_id": sealed.key_id,
+                "secret_blob": sealed.blob,
+                "secret_hint": secret[: len(SECRET_PREFIX) + 4],
+                "enabled": True,
+                "after_txid": start.txid,
+                "after_seq": start.seq,
+                "start_snapshot": snapshot,
+                "next_attempt_at": now,
+                "failures": 0,
+                "created_at": now,
+                "updated_at": now,
+            },
         )
         await tx.commit()
     return WebhookCreated(**WebhookRead.of(endpoint).model_dump(), secret=secret)
@@ -130,8 +87,10 @@ def _types(types: list[Any] | None) -> list[str] | None:
     return None if types is None else sorted({str(t) for t in types})
 
 
-async def _read_endpoint(rows: Rows, project_id: uuid.UUID, endpoint_id: uuid.UUID) -> Any:
-    endpoint = await rows.first(_ENDPOINT, project_id=project_id, id=endpoint_id)
+async def _read_endpoint(
+    rows: Rows, project_id: uuid.UUID, endpoint_id: uuid.UUID, *, lock: bool = False
+) -> EndpointRow:
+    endpoint = await repository.read_endpoint(rows, project_id, endpoint_id, lock=lock)
     if endpoint is None:
         raise WebhookNotFound
     return endpoint
@@ -146,16 +105,7 @@ async def get_webhook(
 async def list_webhooks(
     database: Database, principal: Principal, *, paging: PageParams
 ) -> WebhookList:
-    async def read(rows: Rows) -> tuple[list[Any], int]:
-        found = await rows.all(
-            _ENDPOINT_PAGE,
-            project_id=principal.project_id,
-            limit=paging.limit,
-            offset=paging.offset,
-        )
-        return found, await rows.scalar(_ENDPOINT_TOTAL, project_id=principal.project_id)
-
-    found, total = await database.read(read)
+    found, total = await database.read(repository.read_endpoints, principal.project_id, paging)
     return WebhookList(
         webhooks=[WebhookRead.of(row) for row in found],
         pagination=Pagination(page=paging.page, limit=paging.limit, total=total),
@@ -177,10 +127,8 @@ async def update_webhook(
         check_url(sent["url"], allow_private=allow_private)
         await check_reachable(sent["url"], allow_private=allow_private)
     async with database.transaction() as tx:
-        endpoint = await tx.first(_LOCK_ENDPOINT, project_id=principal.project_id, id=endpoint_id)
-        if endpoint is None:
-            raise WebhookNotFound
-        values = {name: getattr(endpoint, name) for name in _UPDATE_FIELDS}
+        endpoint = await _read_endpoint(tx, principal.project_id, endpoint_id, lock=True)
+        values = {name: getattr(endpoint, name) for name in UPDATE_FIELDS}
         if sent.get("url") is not None:
             values["url"] = sent["url"]
         if "event_types" in sent:
@@ -196,9 +144,9 @@ async def update_webhook(
             }
         elif sent.get("enabled") is False and endpoint.enabled:
             values |= {"enabled": False, "disabled_reason": "disabled through the API"}
-        if all(values[name] == getattr(endpoint, name) for name in _UPDATE_FIELDS):
+        if all(values[name] == getattr(endpoint, name) for name in UPDATE_FIELDS):
             return WebhookRead.of(endpoint)  # no change: nothing written, updated_at stays
-        updated = await tx.first(_UPDATE, **values, id=endpoint.id, updated_at=now)
+        updated = await repository.update_endpoint(tx, endpoint.id, values, now=now)
         await tx.commit()
     return WebhookRead.of(updated)
 
@@ -208,7 +156,7 @@ async def delete_webhook(
 ) -> None:
     """Delete an endpoint and its delivery attempts; nothing more is sent to it."""
     async with database.transaction() as tx:
-        if not await tx.execute(_DELETE, project_id=principal.project_id, id=endpoint_id):
+        if not await repository.delete_endpoint(tx, principal.project_id, endpoint_id):
             raise WebhookNotFound
         await tx.commit()
 
@@ -218,12 +166,9 @@ async def list_deliveries(
 ) -> DeliveryList:
     """The endpoint's delivery attempts, newest first."""
 
-    async def read(rows: Rows) -> tuple[list[Any], int]:
+    async def read(rows: Rows) -> tuple[list[DeliveryRow], int]:
         await _read_endpoint(rows, principal.project_id, endpoint_id)
-        found = await rows.all(
-            _DELIVERY_PAGE, endpoint_id=endpoint_id, limit=paging.limit, offset=paging.offset
-        )
-        return found, await rows.scalar(_DELIVERY_TOTAL, endpoint_id=endpoint_id)
+        return await repository.read_deliveries(rows, endpoint_id, paging)
 
     found, total = await database.read(read)
     return DeliveryList(
@@ -240,20 +185,18 @@ async def replay_delivery(
     sends it, whether or not the endpoint is enabled."""
     async with database.transaction() as tx:
         await _read_endpoint(tx, principal.project_id, endpoint_id)
-        earlier = await tx.first(_DELIVERY, endpoint_id=endpoint_id, id=delivery_id)
+        earlier = await repository.read_delivery(tx, endpoint_id, delivery_id)
         if earlier is None:
             raise DeliveryNotFound
-        [replay] = await tx.insert(
-            WebhookDelivery,
-            [
-                {
-                    "endpoint_id": endpoint_id,
-                    "change_id": earlier.change_id,
-                    "change_type": earlier.change_type,
-                    "replay": True,
-                    "status": DeliveryStatus.PENDING,
-                }
-            ],
+        replay = await repository.add_delivery(
+            tx,
+            {
+                "endpoint_id": endpoint_id,
+                "change_id": earlier.change_id,
+                "change_type": earlier.change_type,
+                "replay": True,
+                "status": DeliveryStatus.PENDING,
+            },
         )
         await tx.commit()
     return DeliveryRead.of(replay)
