@@ -14,12 +14,13 @@ field: PostgreSQL cannot store it, and SQLite would store what other tools cut s
 checked here, by every request schema (``Input``); paths and queries in ``tessera.middleware``.
 """
 
+import inspect
+import typing
 from collections.abc import Callable
 from typing import Annotated, Any
 
 import email_validator
-from fastapi import Request
-from fastapi.dependencies.models import Dependant
+from fastapi import Request, Response, params
 from fastapi.routing import APIRoute
 from pydantic import (
     AfterValidator,
@@ -34,6 +35,7 @@ from pydantic import (
     field_validator,
 )
 from pydantic.alias_generators import to_camel
+from pydantic.fields import FieldInfo
 
 from tessera.errors import InvalidInput
 
@@ -172,23 +174,52 @@ _QUERY_NAMES: dict[int, tuple[APIRoute, frozenset[str]]] = {}
 
 
 def _query_names(route: APIRoute) -> frozenset[str]:
-    """The query parameters a route declares, a query model's fields included."""
+    """The query parameters a route declares, a query model's fields included: read from the
+    signatures of its endpoint and its dependencies, as FastAPI reads them (a ``Query``, or a
+    parameter of a plain type that is neither a path parameter nor the request)."""
     cached = _QUERY_NAMES.get(id(route))
     if cached is not None and cached[0] is route:
         return cached[1]
     names: set[str] = set()
-    pending: list[Dependant] = [route.dependant]
+    pending = [route.endpoint, *(d.dependency for d in route.dependencies if d.dependency)]
+    seen: set[object] = set()
     while pending:
-        dependant = pending.pop()
-        for field in dependant.query_params:
-            model = field.field_info.annotation
-            if isinstance(model, type) and issubclass(model, BaseModel):
-                names.update(info.alias or name for name, info in model.model_fields.items())
-            else:
-                names.add(field.alias)
-        pending.extend(dependant.dependencies)
+        call = pending.pop()
+        if call in seen:
+            continue
+        seen.add(call)
+        function = call.__init__ if inspect.isclass(call) else call
+        hints = typing.get_type_hints(function, include_extras=True)
+        for name, parameter in inspect.signature(call).parameters.items():
+            hint = hints.get(name, Any)
+            declared: list[Any] = [parameter.default]
+            if typing.get_origin(hint) is Annotated:
+                hint, *metadata = typing.get_args(hint)
+                declared += metadata
+            dependency = next((d for d in declared if isinstance(d, params.Depends)), None)
+            info = next((d for d in declared if isinstance(d, FieldInfo)), None)
+            if dependency is not None:
+                if dependency.dependency is not None:
+                    pending.append(dependency.dependency)
+            elif isinstance(info, params.Query):
+                if isinstance(hint, type) and issubclass(hint, BaseModel):
+                    names.update(f.alias or key for key, f in hint.model_fields.items())
+                else:
+                    names.add(info.alias or name)
+            elif info is None and name not in route.param_convertors and _plain(hint):
+                names.add(name)
     _QUERY_NAMES[id(route)] = (route, frozenset(names))
     return frozenset(names)
+
+
+def _plain(hint: Any) -> bool:
+    """Whether FastAPI takes an undeclared parameter of this type from the query string: not a
+    model (the body), not the request or another object FastAPI gives."""
+    if hint in (Request, Response, Any) or (
+        isinstance(hint, type) and issubclass(hint, BaseModel | Request | Response)
+    ):
+        return False
+    return all(_plain(arg) for arg in typing.get_args(hint) if arg is not type(None))
 
 
 async def known_query_only(request: Request) -> None:

@@ -25,7 +25,7 @@ from tessera.db import Database
 from tessera.errors import InvalidInput, validation_messages
 from tessera.models import Project
 from tessera.products import repository, service
-from tessera.products.repository import DaySold, EventChoice, ProductCounts
+from tessera.products.rows import DaySold, EventChoice, ProductCounts
 from tessera.products.schemas import (
     MAX_ISSUE,
     ItemFilter,

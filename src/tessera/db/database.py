@@ -151,6 +151,10 @@ class Database:
                 if driver.is_in_transaction():  # not committed
                     await transaction.rollback()
 
+    @property
+    def dialect_name(self) -> str:
+        return self.engine.dialect.name
+
     def waiter_lock(self, key: Hashable) -> asyncio.Lock:
         """The lock of this process's waiters for the row named ``key``."""
         lock = self._waiters.get(key)

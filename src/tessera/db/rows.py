@@ -1,5 +1,6 @@
 """Reads (``Rows``) and write transactions (``Transaction``) on the raw driver."""
 
+import asyncio
 import sqlite3
 from collections.abc import (
     AsyncIterator,
@@ -11,7 +12,7 @@ from collections.abc import (
 )
 from contextlib import asynccontextmanager, contextmanager
 from types import SimpleNamespace
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import asyncpg
 from sqlalchemy import Executable, Table
@@ -29,8 +30,18 @@ from tessera.db.compiled import (
     with_table_defaults,
 )
 
-if TYPE_CHECKING:
-    from tessera.db.database import Database
+
+class Compiler(Protocol):
+    """What reads and writes need of their database (``Database``): its statements compiled
+    once, and the locks of the waiters for a hot row."""
+
+    @property
+    def dialect_name(self) -> str: ...
+
+    def compiled(self, statement: Executable, sizes: tuple[int, ...]) -> Compiled: ...
+
+    def waiter_lock(self, key: Hashable) -> asyncio.Lock: ...
+
 
 RowT = TypeVar("RowT", bound=tuple[Any, ...])
 
@@ -42,7 +53,7 @@ class Rows:
     statement's first use with that row type: a row type that names a column wrongly fails
     there, not when a field is read."""
 
-    def __init__(self, database: "Database", connection: Any) -> None:
+    def __init__(self, database: Compiler, connection: Any) -> None:
         self._database = database
         self._connection = connection  # sqlite3.Connection or asyncpg.Connection
 
@@ -89,7 +100,7 @@ class Transaction(Rows):
     SQLAlchemy's ``IntegrityError``, whichever the backend."""
 
     def __init__(
-        self, database: "Database", connection: Any, *, commit: Callable[[], Awaitable[None]]
+        self, database: Compiler, connection: Any, *, commit: Callable[[], Awaitable[None]]
     ) -> None:
         super().__init__(database, connection)
         self._commit = commit
@@ -163,7 +174,7 @@ class Transaction(Rows):
         DO NOTHING``): no error to recover from, no savepoint."""
         table = table_of(model)
         full = with_table_defaults(table, row)
-        key = (table, unique, self._database.engine.dialect.name)
+        key = (table, unique, self._database.dialect_name)
         statement = _INSERT_NEW.get(key)
         if statement is None:
             dialect_insert = pg_insert if key[2] == "postgresql" else sqlite_insert

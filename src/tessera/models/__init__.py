@@ -1,7 +1,7 @@
 """ORM models; importing this package registers every table on ``Base.metadata``."""
 
 from tessera.models.base import Base
-from tessera.models.change import Change, WebhookDelivery, WebhookEndpoint
+from tessera.models.change import Change, DeliveryStatus, WebhookDelivery, WebhookEndpoint
 from tessera.models.claim import Claim, ClaimLink
 from tessera.models.console import ConsoleSession, Operator
 from tessera.models.event import Attendee, Event
@@ -30,6 +30,7 @@ __all__ = [
     "Claim",
     "ClaimLink",
     "ConsoleSession",
+    "DeliveryStatus",
     "Event",
     "IdempotencyKey",
     "IdentityBinding",

@@ -1,5 +1,6 @@
 import uuid
 from datetime import datetime
+from enum import StrEnum
 
 from sqlalchemy import (
     JSON,
@@ -82,6 +83,14 @@ class WebhookEndpoint(IdMixin, Base):
     leased_until: Mapped[datetime | None] = mapped_column(UTCDateTime)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+class DeliveryStatus(StrEnum):
+    """Where a delivery stands (``sending`` while a dispatcher holds it is shown as pending)."""
+
+    PENDING = "pending"  # a replay asked for, not sent yet
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
 
 
 class WebhookDelivery(IdMixin, Base):

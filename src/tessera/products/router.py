@@ -6,7 +6,7 @@ from fastapi import Query, Request
 from tessera.auth.dependencies import Caller, project_router
 from tessera.errors import responses
 from tessera.products import service
-from tessera.products.repository import ProductView, SalePage
+from tessera.products.rows import ProductView, SalePage
 from tessera.products.schemas import (
     ItemFilter,
     ItemKey,

@@ -41,7 +41,7 @@ from tessera.errors import (
 )
 from tessera.jobs.queue import JobKind
 from tessera.products import repository
-from tessera.products.repository import Item, ItemRow, ProductRow, Recipient
+from tessera.products.rows import Item, ItemRow, ProductRow, Recipient
 from tessera.products.schemas import ProductItemRead, is_fully_redeemed
 from tessera.products.tasks import queue_nft
 from tessera.users.rules import require_activated

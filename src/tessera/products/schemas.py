@@ -36,7 +36,7 @@ from tessera.schemas import (
 from tessera.users.schemas import UserRef
 
 if TYPE_CHECKING:
-    from tessera.products.repository import Item, RedemptionRow
+    from tessera.products.rows import Item, RedemptionRow
 
 ProductType = Literal["admission", "presale", "perks"]
 Text255 = Annotated[str, StringConstraints(min_length=1, max_length=255)]

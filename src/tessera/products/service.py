@@ -21,7 +21,15 @@ from tessera.jobs.queue import JobKind
 from tessera.models import ItemTransfer, NftStatus, Redemption
 from tessera.models.base import utcnow
 from tessera.products import repository, rules
-from tessera.products.repository import Item, ItemRow, ProductRow, ProductView, SalePage
+from tessera.products.rows import (
+    Item,
+    ItemRow,
+    ProductRow,
+    ProductView,
+    SalePage,
+    item_of,
+    product_view,
+)
 from tessera.products.schemas import (
     ItemFilter,
     ItemList,
@@ -77,7 +85,7 @@ async def create_product(
         )
         if product.mint_nft:
             await queue_nft(tx, JobKind.CREATE_COLLECTION, [product])
-        created = ProductRead.model_validate(repository.product_view(product, event))
+        created = ProductRead.model_validate(product_view(product, event))
         await record(tx, principal.project_id, EventType.PRODUCT_CREATED, [created])
         await tx.commit()
     return created
@@ -175,7 +183,7 @@ async def redeem_item(
         product = await repository.share_product(tx, principal.project_id, product_id)
         row = await repository.lock_item(tx, product, body.product_item_id)
         owner = await get_user_row(tx, principal.project_id, UserRef("id", row.owner_id))
-        item = repository.item_of(row, product=product, owner=owner)
+        item = item_of(row, product=product, owner=owner)
         if body.nonce is not None:
             earlier = await repository.find_redemption(tx, item.id, body.nonce)
             if earlier is not None:
@@ -239,7 +247,7 @@ async def transfer_item(
 
         now = utcnow()
         transferred_at = int(now.timestamp())
-        item = repository.item_of(row, product=product, owner=recipient)._replace(
+        item = item_of(row, product=product, owner=recipient)._replace(
             owner_id=recipient.id,
             updated_at=now,
             nft_transfer_status=NftStatus.QUEUED if product.mint_nft else row.nft_transfer_status,
@@ -329,11 +337,11 @@ async def update_product(
             chains.config(_nft_settings(product, changed)[0])
             changed["nft_status"] = NftStatus.QUEUED
         if not changed:
-            return ProductRead.model_validate(repository.product_view(product, event))
+            return ProductRead.model_validate(product_view(product, event))
         row = await repository.update_product(tx, product, changed, now=utcnow())
         if changed.get("mint_nft"):
             await queue_nft(tx, JobKind.CREATE_COLLECTION, [row])
-        updated = ProductRead.model_validate(repository.product_view(row, event))
+        updated = ProductRead.model_validate(product_view(row, event))
         await record(tx, principal.project_id, EventType.PRODUCT_UPDATED, [updated])
         await tx.commit()
     return updated

@@ -40,7 +40,7 @@ from tessera.models import (
 )
 from tessera.models.base import utcnow
 from tessera.products import repository as products
-from tessera.products.repository import Item, ProductRow
+from tessera.products.rows import Item, ProductRow, item_of
 from tessera.products.schemas import NftFailure, ProductItemRead, ProductRead
 from tessera.projects.repository import primary_wallet
 from tessera.users.repository import get_user_row
@@ -148,7 +148,7 @@ async def _item_read(tx: Transaction, item_id: uuid.UUID) -> tuple[uuid.UUID, Ba
     project_id = await products.project_of_product(tx, item.product_id)
     product = await products.get_product_row(tx, project_id, item.product_id)
     owner = await get_user_row(tx, project_id, UserRef("id", item.owner_id))
-    return project_id, ProductItemRead.of(products.item_of(item, product=product, owner=owner))
+    return project_id, ProductItemRead.of(item_of(item, product=product, owner=owner))
 
 
 def _seed(box: SecretBox, wallet: ProjectWallet | UserWallet) -> bytes:

@@ -40,11 +40,11 @@ from tessera.changes.feed import ChangeRead, Place
 from tessera.config import Settings
 from tessera.crypto import SecretBox
 from tessera.db import Database
+from tessera.models import DeliveryStatus
 from tessera.models.base import utcnow
 from tessera.webhooks import repository
 from tessera.webhooks.addresses import UnsafeAddress, resolve
 from tessera.webhooks.repository import DeliveryRow, EndpointRow
-from tessera.webhooks.schemas import DeliveryStatus
 from tessera.webhooks.service import open_secret
 
 log = logging.getLogger("tessera.webhooks")

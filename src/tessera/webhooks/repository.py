@@ -10,9 +10,8 @@ from sqlalchemy import and_, bindparam, delete, exists, func, or_, select, tuple
 
 from tessera.db import Rows, Transaction, lock_for_update, table_of
 from tessera.db.queue import Final, claim
-from tessera.models import Change, WebhookDelivery, WebhookEndpoint
+from tessera.models import Change, DeliveryStatus, WebhookDelivery, WebhookEndpoint
 from tessera.schemas import PageParams
-from tessera.webhooks.schemas import DeliveryStatus
 
 ENDPOINTS_PER_ROUND = 20  # endpoints, and replays, a dispatcher takes per round
 

@@ -6,9 +6,10 @@ from typing import TYPE_CHECKING, Self
 from pydantic import Field
 
 from tessera.changes.outbox import EventType
+from tessera.models import DeliveryStatus
 from tessera.schemas import Bool, Pagination, SnakeInput, SnakeModel
 
-if TYPE_CHECKING:  # the repository reads DeliveryStatus
+if TYPE_CHECKING:
     from tessera.webhooks.repository import DeliveryRow, EndpointRow
 
 EventTypes = list[EventType] | None
@@ -83,12 +84,6 @@ class WebhookCreated(WebhookRead):
 class WebhookList(SnakeModel):
     webhooks: list[WebhookRead]
     pagination: Pagination
-
-
-class DeliveryStatus(StrEnum):
-    PENDING = "pending"  # a replay asked for, not sent yet
-    SUCCEEDED = "succeeded"
-    FAILED = "failed"
 
 
 class DeliveryRead(SnakeModel):

@@ -10,7 +10,7 @@ from tessera.changes import feed
 from tessera.crypto import Sealed, SecretBox
 from tessera.db import Database, Rows
 from tessera.errors import DeliveryNotFound, WebhookNotFound
-from tessera.models import WebhookEndpoint
+from tessera.models import DeliveryStatus, WebhookEndpoint
 from tessera.models.base import new_id, utcnow
 from tessera.schemas import PageParams, Pagination
 from tessera.webhooks import repository
@@ -19,7 +19,6 @@ from tessera.webhooks.repository import UPDATE_FIELDS, DeliveryRow, EndpointRow
 from tessera.webhooks.schemas import (
     DeliveryList,
     DeliveryRead,
-    DeliveryStatus,
     WebhookCreate,
     WebhookCreated,
     WebhookList,
