@@ -2,7 +2,7 @@ import re
 
 from fastapi import Response
 
-from tessera.api import get_version
+from tessera.api import ConstantAnswers, get_version
 
 
 class TestVersion:
@@ -33,3 +33,55 @@ class TestVersion:
         assert unsafe.headers["x-request-id"] != "a b\tc"
         missing = await client.get("/v1/users/count")
         assert missing.status_code == 401 and missing.headers["x-request-id"]
+
+
+class TestConstantAnswers:
+    """The health check's answer is the route's own, kept from its first 200."""
+
+    @staticmethod
+    def app_answering(*statuses: int) -> tuple[ConstantAnswers, list[str]]:
+        calls: list[str] = []
+        answers = iter(statuses)
+
+        async def route(scope: dict, receive: object, send: object) -> None:
+            calls.append(scope["path"] + ("?" + scope["query_string"].decode()))
+            scope["endpoint"] = route
+            body = f'{{"n":{len(calls)}}}'.encode()
+            await send({"type": "http.response.start", "status": next(answers), "headers": []})
+            await send({"type": "http.response.body", "body": body})
+
+        return ConstantAnswers(route, frozenset({"/v1/version"})), calls
+
+    @staticmethod
+    async def get(app: ConstantAnswers, path: str, query: bytes = b"") -> tuple[int, bytes, object]:
+        sent: list[dict] = []
+        scope = {"type": "http", "method": "GET", "path": path, "query_string": query}
+
+        async def send(message: dict) -> None:
+            sent.append(message)
+
+        await app(scope, None, send)
+        return sent[0]["status"], sent[1]["body"], scope.get("endpoint")
+
+    async def test_the_first_answer_is_the_routes_and_is_kept(self):
+        app, calls = self.app_answering(200, 200)
+        first = await self.get(app, "/v1/version")
+        again = await self.get(app, "/v1/version")
+        assert first == again and first[:2] == (200, b'{"n":1}')
+        assert again[2] is not None  # the endpoint routing chose, for the metrics' label
+        assert calls == ["/v1/version?"]
+
+    async def test_a_failed_answer_is_not_kept(self):
+        app, calls = self.app_answering(503, 200, 200)
+        assert (await self.get(app, "/v1/version"))[0] == 503
+        assert (await self.get(app, "/v1/version"))[:2] == (200, b'{"n":2}')
+        assert (await self.get(app, "/v1/version"))[:2] == (200, b'{"n":2}')
+        assert len(calls) == 2
+
+    async def test_other_requests_are_routed(self):
+        app, calls = self.app_answering(200, 200, 200, 200)
+        await self.get(app, "/v1/version")
+        await self.get(app, "/v1/version", b"probe=1")
+        await self.get(app, "/v1/other")
+        await self.get(app, "/v1/other")
+        assert calls == ["/v1/version?", "/v1/version?probe=1", "/v1/other?", "/v1/other?"]

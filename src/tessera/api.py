@@ -4,7 +4,7 @@ endpoint, and what the generated OpenAPI is completed with."""
 from typing import Any
 
 from fastapi import APIRouter, Depends, FastAPI, Response
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from tessera import API_VERSION, __build__
 from tessera.auth.dependencies import SECURITY_SCHEMES
@@ -60,37 +60,57 @@ async def get_version(response: Response) -> VersionRead:
     return VersionRead(version=API_VERSION)
 
 
-class VersionAnswer:
-    """``GET /v1/version`` without a query string, answered before FastAPI's routing.
+# Routes whose answer to a GET without a query string never changes while the process runs.
+CONSTANT_ROUTES = frozenset({"/v1/version"})
 
-    It is the health check: load balancers and orchestrators call it many times a second, and
-    routing plus dependency solving cost several times the answer. The route above stays the
-    contract (OpenAPI, and every other request to the path, e.g. one with a query parameter);
-    the answer is the same model's dump with the same headers, built once. It sits inside
-    ``RequestContextMiddleware``, so it carries the request id like every response.
+
+class ConstantAnswers:
+    """The answer of a constant route (``CONSTANT_ROUTES``: ``GET /v1/version``, the health
+    check), kept after the route has given it once, and sent again to the same request.
+
+    Load balancers and orchestrators call the health check many times a second, and routing
+    plus the route's handling cost several times the answer. The route stays the one place the
+    answer is made: the first such request goes through it, and its answer (a 200: status,
+    headers, body, and the endpoint that routing chose, for the metrics' label) is what the
+    next ones get. Any other request to the path (a query string, another method) is routed as
+    usual. It sits inside ``RequestContextMiddleware``, so every answer carries its own
+    request id.
     """
 
-    def __init__(self, app: ASGIApp) -> None:
+    def __init__(self, app: ASGIApp, paths: frozenset[str] = CONSTANT_ROUTES) -> None:
         self.app = app
-        self.body = VersionRead(version=API_VERSION).model_dump_json().encode()
-        self.headers = [
-            (b"content-length", str(len(self.body)).encode()),
-            (b"content-type", b"application/json"),
-            (b"x-tessera-build", __build__.encode()),
-        ]
+        self.paths = paths
+        self.answers: dict[str, tuple[Message, Message, Any]] = {}
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if (
-            scope["type"] == "http"
-            and scope["path"] == "/v1/version"
-            and scope["method"] == "GET"
-            and not scope["query_string"]
+            scope["type"] != "http"
+            or scope["method"] != "GET"
+            or scope["query_string"]
+            or scope["path"] not in self.paths
         ):
-            scope["endpoint"] = get_version  # as routing would: the metrics' route label
-            await send({"type": "http.response.start", "status": 200, "headers": self.headers})
-            await send({"type": "http.response.body", "body": self.body})
+            await self.app(scope, receive, send)
             return
-        await self.app(scope, receive, send)
+        kept = self.answers.get(scope["path"])
+        if kept is not None:
+            start, body, scope["endpoint"] = kept
+            await send({**start})
+            await send({**body})
+            return
+        sent: list[Message] = []
+
+        async def keep(message: Message) -> None:
+            sent.append({**message})  # as the route sent it: the request's own id comes after
+            await send(message)
+
+        await self.app(scope, receive, keep)
+        if (
+            len(sent) == 2
+            and sent[0]["type"] == "http.response.start"
+            and sent[0]["status"] == 200
+            and not sent[1].get("more_body", False)
+        ):
+            self.answers[scope["path"]] = (sent[0], sent[1], scope.get("endpoint"))
 
 
 def include_v1(app: FastAPI) -> None:

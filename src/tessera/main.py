@@ -10,7 +10,7 @@ from fastapi import FastAPI
 from fastapi.staticfiles import StaticFiles
 
 from tessera import API_VERSION, routing
-from tessera.api import VersionAnswer, document, include_v1, version_router
+from tessera.api import ConstantAnswers, document, include_v1, version_router
 from tessera.auth.dependencies import Authenticator
 from tessera.auth.rate_limits import RateLimiter
 from tessera.auth.router import router as auth_router
@@ -152,7 +152,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     install_error_handlers(app)
     console.install(app)
-    app.add_middleware(VersionAnswer)  # inside the request context
+    app.add_middleware(ConstantAnswers)  # inside the request context
     app.add_middleware(
         RequestContextMiddleware,
         max_body_bytes=settings.max_body_bytes,

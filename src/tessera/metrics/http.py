@@ -40,7 +40,7 @@ LATENCY = Histogram(
 
 class RequestMetrics:
     """One app's request series, keyed by what routing left in the scope: the route object
-    (FastAPI routes) or the endpoint (other routes, mounts, ``api.VersionAnswer``)."""
+    (FastAPI routes) or the endpoint (other routes, mounts, ``api.ConstantAnswers``)."""
 
     def __init__(self) -> None:
         self._series: dict[tuple[int, str, int], tuple[str, Any, Any]] = {}
