@@ -17,6 +17,7 @@ from tests.factories import create_event, create_user, row_counts
 JOBS = table_of(Job)
 JOB = select(JOBS).where(JOBS.c.id == bindparam("id"))
 JobRow = namedtuple("JobRow", JOBS.c.keys())  # every column
+AttendeeRow = namedtuple("AttendeeRow", table_of(Attendee).c.keys())
 
 
 def job(tenant):
@@ -28,13 +29,14 @@ class TestTransaction:
         self, database, tenant
     ):
         async with database.transaction() as tx:
-            [written] = await tx.insert(Job, [job(tenant) | {"attempts": 0}])
+            [written] = await tx.insert(Job, [job(tenant) | {"attempts": 0}], JobRow)
             await tx.commit()
+        assert type(written) is JobRow
         assert isinstance(written.id, uuid.UUID)
         assert written.created_at == written.updated_at  # as TimestampMixin says
         assert written.status == JobStatus.QUEUED and written.last_error is None
         stored = await database.read(lambda rows: rows.first(JOB, JobRow, id=written.id))
-        assert stored._asdict() == vars(written)
+        assert stored == written
 
     async def test_nothing_stays_without_commit_or_after_an_error(self, database, tenant):
         async with database.transaction() as tx:
@@ -64,11 +66,15 @@ class TestTransaction:
             "user_id": uuid.UUID(user["id"]),
             "registered_at": 1,
         }
+        unique = ("event_id", "user_id")
         async with database.transaction() as tx:
-            first = await tx.insert_new(Attendee, row, unique=("event_id", "user_id"))
-            second = await tx.insert_new(Attendee, row, unique=("event_id", "user_id"))
+            first = await tx.insert_new(Attendee, row, AttendeeRow, unique=unique)
+            second = await tx.insert_new(Attendee, row, AttendeeRow, unique=unique)
+            third = await tx.insert_new(Attendee, row, unique=unique)
             await tx.commit()
-        assert first is not None and second is None
+        assert type(first) is AttendeeRow and first._replace(**row) == first  # as given
+        assert isinstance(first.id, uuid.UUID)  # its defaults filled in, as insert fills them
+        assert second is None and third is False  # without a row type: whether it was written
         assert (await row_counts(database))["attendees"] == 1
 
     async def test_an_update_must_set_its_onupdate_columns_itself(self, database):
@@ -216,7 +222,7 @@ JOB_STATUS = select(JOBS.c.id, JOBS.c.status).where(JOBS.c.id == bindparam("id")
 class TestTypedRows:
     async def test_a_read_gives_the_named_tuple_it_was_asked_for(self, database, tenant):
         async with database.transaction() as tx:
-            [written] = await tx.insert(Job, [job(tenant)])
+            [written] = await tx.insert(Job, [job(tenant)], JobRow)
             await tx.commit()
         row = await database.read(lambda rows: rows.first(JOB_STATUS, JobStatusRow, id=written.id))
         assert type(row) is JobStatusRow

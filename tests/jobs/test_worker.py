@@ -14,6 +14,7 @@ from tessera.chain.keys import open_seed
 from tessera.crypto import Sealed
 from tessera.errors import JobNotFailed, JobNotFound
 from tessera.jobs.queue import enqueue
+from tessera.jobs.repository import JobRow
 from tessera.jobs.service import retry_job
 from tessera.jobs.worker import JobHandler, Worker
 from tessera.main import job_handlers
@@ -122,7 +123,7 @@ async def add_job(
     attempts: int = 0,
     kind: str = "test.job",
     created_at: datetime | None = None,
-) -> Job:
+) -> JobRow:
     values = {
         "project_id": tenant.project_id,
         "kind": kind,

@@ -2,7 +2,7 @@
 
 import uuid
 from datetime import datetime
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from sqlalchemy import bindparam, func, select, update
 
@@ -190,6 +190,17 @@ _REVOKE = (
 _REQUIRES_ACTIVATION = select(table_of(Project).c.require_activation).where(
     table_of(Project).c.id == bindparam("id")
 )
+
+
+async def add_link(tx: Transaction, link: dict[str, Any]) -> LinkRow:
+    """Write the link; the link as written. A reference id the project's links have already
+    raises IntegrityError."""
+    [written] = await tx.insert(ClaimLink, [link], LinkRow)
+    return written
+
+
+async def add_claim(tx: Transaction, claim: dict[str, Any]) -> None:
+    await tx.insert(Claim, [claim])
 
 
 async def read_link(

@@ -35,7 +35,6 @@ from tessera.errors import (
     ReferenceIdTaken,
 )
 from tessera.idempotency import KeyScope
-from tessera.models import Claim, ClaimLink
 from tessera.models.base import unix_now, utcnow
 from tessera.products import rules
 from tessera.products.repository import get_product_row
@@ -72,18 +71,16 @@ async def create_link(
         if not product.is_claimable:
             raise ProductNotClaimable("product is not claimable: set is_claimable first")
         try:
-            [link] = await tx.insert(
-                ClaimLink,
-                [
-                    body.model_dump()
-                    | {
-                        "project_id": principal.project_id,
-                        "product_id": product.id,
-                        "token_hash": token_digest(hash_key, token),
-                        "token_hint": token[: len(TOKEN_SCHEME) + 7],
-                        "claims": 0,
-                    }
-                ],
+            link = await repository.add_link(
+                tx,
+                body.model_dump()
+                | {
+                    "project_id": principal.project_id,
+                    "product_id": product.id,
+                    "token_hash": token_digest(hash_key, token),
+                    "token_hint": token[: len(TOKEN_SCHEME) + 7],
+                    "claims": 0,
+                },
             )
         except IntegrityError as exc:
             raise ReferenceIdTaken("reference_id already used by a claim link") from exc
@@ -216,9 +213,8 @@ async def claim(
         if not item.product.is_claimable:
             raise ProductNotClaimable
         await repository.count_claim(tx, link.id, now)
-        await tx.insert(
-            Claim,
-            [{"link_id": link.id, "email": body.email, "user_id": user.id, "item_id": item.id}],
+        await repository.add_claim(
+            tx, {"link_id": link.id, "email": body.email, "user_id": user.id, "item_id": item.id}
         )
         claimed = ClaimedEvent(
             claim_link_id=link.id, user_id=user.id, product_item=TransferItem.of(item)

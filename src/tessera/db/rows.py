@@ -11,8 +11,7 @@ from collections.abc import (
     Sequence,
 )
 from contextlib import asynccontextmanager, contextmanager
-from types import SimpleNamespace
-from typing import Any, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar, overload
 
 import asyncpg
 from sqlalchemy import Executable, Table
@@ -144,34 +143,68 @@ class Transaction(Rows):
             status: str = await self._connection.execute(compiled.sql, *args)
         return int(status.rpartition(" ")[2])
 
+    @overload
     async def insert(
-        self, model: type[DeclarativeBase], rows: Sequence[dict[str, Any]]
-    ) -> list[Any]:
-        """New rows of ``model``, with the Python-side defaults of its columns filled in as the
-        ORM fills them (ids, timestamps, statuses), in one statement run for every row; the
-        rows as written, as attribute namespaces."""
-        table = model.__table__
-        full = [with_table_defaults(table, row) for row in rows]  # type: ignore[arg-type]
-        if not full:
-            return []
-        compiled = self._database.compiled(insert_all(table), ())  # type: ignore[arg-type]
-        args = [compiled.arguments(row) for row in full]
-        with _integrity(compiled.sql):
-            if isinstance(self._connection, sqlite3.Connection):
-                self._connection.executemany(compiled.sql, args)
-            elif len(args) == 1:  # asyncpg's executemany costs a pipeline set-up
-                await self._connection.execute(compiled.sql, *args[0])
-            else:
-                await self._connection.executemany(compiled.sql, args)
-        return [SimpleNamespace(**row) for row in full]
+        self, model: type[DeclarativeBase], rows: Sequence[dict[str, Any]], /
+    ) -> None: ...
 
+    @overload
+    async def insert(
+        self, model: type[DeclarativeBase], rows: Sequence[dict[str, Any]], into: type[RowT], /
+    ) -> list[RowT]: ...
+
+    async def insert(
+        self,
+        model: type[DeclarativeBase],
+        rows: Sequence[dict[str, Any]],
+        into: type[RowT] | None = None,
+        /,
+    ) -> list[RowT] | None:
+        """New rows of ``model``, with the Python-side defaults of its columns filled in as the
+        ORM fills them (ids, timestamps, statuses), in one statement run for every row; with
+        ``into`` (a ``NamedTuple`` of the table's columns), the rows as written."""
+        table = table_of(model)
+        full = [with_table_defaults(table, row) for row in rows]
+        if full:
+            compiled = self._database.compiled(insert_all(table), ())
+            args = [compiled.arguments(row) for row in full]
+            with _integrity(compiled.sql):
+                if isinstance(self._connection, sqlite3.Connection):
+                    self._connection.executemany(compiled.sql, args)
+                elif len(args) == 1:  # asyncpg's executemany costs a pipeline set-up
+                    await self._connection.execute(compiled.sql, *args[0])
+                else:
+                    await self._connection.executemany(compiled.sql, args)
+        return None if into is None else [_written(into, row) for row in full]
+
+    @overload
     async def insert_new(
         self, model: type[DeclarativeBase], row: dict[str, Any], *, unique: tuple[str, ...]
-    ) -> Any | None:
+    ) -> bool: ...
+
+    @overload
+    async def insert_new(
+        self,
+        model: type[DeclarativeBase],
+        row: dict[str, Any],
+        into: type[RowT],
+        *,
+        unique: tuple[str, ...],
+    ) -> RowT | None: ...
+
+    async def insert_new(
+        self,
+        model: type[DeclarativeBase],
+        row: dict[str, Any],
+        into: type[RowT] | None = None,
+        *,
+        unique: tuple[str, ...],
+    ) -> RowT | bool | None:
         """``row`` of ``model`` (defaults filled in as by ``insert``), unless a row with the
         same ``unique`` columns (a unique constraint) exists or is being inserted by another
-        transaction: then nothing changes and the answer is None. One statement (``ON CONFLICT
-        DO NOTHING``): no error to recover from, no savepoint."""
+        transaction: then nothing changes. One statement (``ON CONFLICT DO NOTHING``): no error
+        to recover from, no savepoint. Whether it was written; with ``into``, the row as
+        written, or None."""
         table = table_of(model)
         full = with_table_defaults(table, row)
         key = (table, unique, self._database.dialect_name)
@@ -184,8 +217,15 @@ class Transaction(Rows):
                 .on_conflict_do_nothing(index_elements=list(unique))
                 .returning(*table.primary_key.columns)
             )
-        inserted = await self.scalar(statement, **full)
-        return None if inserted is None else SimpleNamespace(**full)
+        inserted = await self.scalar(statement, **full) is not None
+        if into is None:
+            return inserted
+        return _written(into, full) if inserted else None
+
+
+def _written(into: type[RowT], row: dict[str, Any]) -> RowT:
+    """A row as written, as ``into``, whose fields must be the table's columns."""
+    return into(**row)
 
 
 _INSERT_NEW: dict[tuple[Table, tuple[str, ...], str], Any] = {}

@@ -3,7 +3,7 @@
 import uuid
 from collections.abc import Iterator
 from datetime import datetime
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from sqlalchemy import bindparam, delete, exists, func, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -205,6 +205,12 @@ async def attendees_of(session: AsyncSession, event_id: uuid.UUID) -> list[Atten
         .order_by(Attendee.created_at, Attendee.id)
     )
     return list(attendees)
+
+
+async def add_attendee(tx: Transaction, attendee: dict[str, Any]) -> AttendeeRow | None:
+    """Write the user's attendee record at the event, unless one exists or is being written by
+    another transaction (then None, and nothing is written)."""
+    return await tx.insert_new(Attendee, attendee, AttendeeRow, unique=("event_id", "user_id"))
 
 
 async def attendee_id_of(rows: Rows, event_id: uuid.UUID, user_id: uuid.UUID) -> uuid.UUID:

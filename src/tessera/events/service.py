@@ -156,8 +156,8 @@ async def register_attendee(
         require_activated(principal, user, "be registered as an attendee")
         now = utcnow()
         # A concurrent registration of the same pair wins the insert; this one then updates.
-        new = await tx.insert_new(
-            Attendee,
+        new = await repository.add_attendee(
+            tx,
             {
                 "project_id": principal.project_id,
                 "event_id": event.id,
@@ -165,7 +165,6 @@ async def register_attendee(
                 "registered_at": body.registered_at or int(now.timestamp()),
                 "created_at": now,
             },
-            unique=("event_id", "user_id"),
         )
         if new is not None:
             attendee_id = new.id

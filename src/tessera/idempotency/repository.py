@@ -56,8 +56,10 @@ _EXPIRED = delete(_KEYS).where(_KEYS.c.expires_at <= bindparam("now"))
 
 async def create(tx: Transaction, row: dict[str, Any]) -> uuid.UUID | None:
     """A new record, unless one with its key exists or is being written (then None)."""
-    created = await tx.insert_new(IdempotencyKey, row, unique=("project_id", "scope", "key"))
-    return None if created is None else uuid.UUID(str(created.id))
+    created = await tx.insert_new(
+        IdempotencyKey, row, KeyRow, unique=("project_id", "scope", "key")
+    )
+    return None if created is None else created.id
 
 
 async def lock_record(

@@ -18,7 +18,6 @@ from datetime import datetime, timedelta
 
 from tessera.db import Database, Rows
 from tessera.jobs import repository
-from tessera.models import WorkerHeartbeat
 from tessera.models.base import utcnow
 
 log = logging.getLogger("tessera.worker")
@@ -50,7 +49,7 @@ class Heartbeat:
                     "started_at": self.started_at,
                     "beat_at": now,
                 }
-                await tx.insert(WorkerHeartbeat, [row])
+                await repository.add_heartbeat(tx, row)
             await repository.forget_silent_heartbeats(tx, now - KEEP)
             await tx.commit()
 

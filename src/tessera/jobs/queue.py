@@ -10,7 +10,9 @@ from enum import StrEnum
 from typing import Any
 
 from tessera.db import Transaction
-from tessera.models import Job, JobStatus
+from tessera.jobs import repository
+from tessera.jobs.repository import JobRow
+from tessera.models import JobStatus
 from tessera.models.base import utcnow
 
 
@@ -31,7 +33,7 @@ class NotReady(Exception):
         self.delay = delay
 
 
-async def enqueue(tx: Transaction, jobs: Sequence[dict[str, Any]]) -> list[Any]:
+async def enqueue(tx: Transaction, jobs: Sequence[dict[str, Any]]) -> list[JobRow]:
     """Add jobs to the caller's transaction: they exist exactly when the change commits. Each
     gives ``project_id``, ``kind``, ``subject`` and ``payload`` (and may set any other column
     of ``Job``); the jobs as written.
@@ -42,4 +44,4 @@ async def enqueue(tx: Transaction, jobs: Sequence[dict[str, Any]]) -> list[Any]:
     """
     now = utcnow()
     queued = {"status": JobStatus.QUEUED, "attempts": 0, "run_after": now, "created_at": now}
-    return await tx.insert(Job, [queued | job for job in jobs])
+    return await repository.add_jobs(tx, [queued | job for job in jobs])

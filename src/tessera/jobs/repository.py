@@ -1,6 +1,7 @@
 """Job and worker-heartbeat statements."""
 
 import uuid
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, NamedTuple
 
@@ -10,6 +11,27 @@ from sqlalchemy.orm import aliased
 
 from tessera.db import Rows, Transaction, skip_locked, table_of
 from tessera.models import Job, JobStatus, Project, WorkerHeartbeat
+
+
+class JobRow(NamedTuple):
+    """A job's whole row (``jobs``)."""
+
+    project_id: uuid.UUID
+    kind: str
+    subject: str
+    payload: dict[str, Any]
+    status: JobStatus
+    attempts: int
+    run_after: datetime
+    last_error: str | None
+    id: uuid.UUID
+    created_at: datetime
+    updated_at: datetime
+
+
+async def add_jobs(tx: Transaction, jobs: Sequence[dict[str, Any]]) -> list[JobRow]:
+    """New jobs of ``jobs`` (the other columns as their defaults), as written."""
+    return await tx.insert(Job, jobs, JobRow)
 
 
 async def next_due(session: AsyncSession, now: datetime) -> Job | None:
@@ -157,6 +179,11 @@ class Freshest(NamedTuple):
 async def move_heartbeat(tx: Transaction, worker_id: str, now: datetime) -> bool:
     """The worker's row beats at ``now``; whether it was there to move."""
     return bool(await tx.execute(_HEARTBEAT_MOVE, worker_id=worker_id, now=now))
+
+
+async def add_heartbeat(tx: Transaction, row: dict[str, Any]) -> None:
+    """A worker's row (``worker_heartbeats``), with all its columns."""
+    await tx.insert(WorkerHeartbeat, [row])
 
 
 async def forget_silent_heartbeats(tx: Transaction, before: datetime) -> None:

@@ -1,9 +1,10 @@
 """Order queries."""
 
 import uuid
+from collections.abc import Sequence
 from datetime import datetime
 from decimal import Decimal
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from sqlalchemy import bindparam, func, select, update
 
@@ -176,6 +177,17 @@ _LINE_AT = len(_ORDERS.c)
 _PRODUCT_AT = _LINE_AT + len(_LINE_KEYS)
 _ITEM_AT = _PRODUCT_AT + len(_PRODUCT_KEYS)
 _OWNER_AT = _ITEM_AT + len(_ITEM_KEYS)
+
+
+async def add_order(tx: Transaction, values: dict[str, Any]) -> OrderRow:
+    """A new order of ``values`` (the other columns as their defaults), as written."""
+    [order] = await tx.insert(Order, [values], OrderRow)
+    return order
+
+
+async def add_lines(tx: Transaction, lines: Sequence[dict[str, Any]]) -> None:
+    """An order's lines, each with all its columns (``with_defaults``)."""
+    await tx.insert(OrderItem, lines)
 
 
 async def lock_order(

@@ -3,8 +3,6 @@
 import secrets
 import uuid
 from decimal import Decimal
-from types import SimpleNamespace
-from typing import Any
 
 from sqlalchemy.exc import IntegrityError
 
@@ -18,13 +16,14 @@ from tessera.errors import (
     ProductInactive,
     ProductNotFound,
 )
-from tessera.models import Order, OrderItem, OrderStatus
+from tessera.models import OrderItem, OrderStatus
 from tessera.models.base import new_id, utcnow
 from tessera.orders import repository
 from tessera.orders.repository import LineRow, OrderRow
 from tessera.orders.schemas import OrderCreate, OrderFilter, OrderList, OrderRead, OrderView
 from tessera.products import repository as products
 from tessera.products import rules
+from tessera.products.rows import Item
 from tessera.users.repository import UserRow, get_user_row
 from tessera.users.schemas import UserRef
 
@@ -45,19 +44,17 @@ async def create_order(database: Database, principal: Principal, *, body: OrderC
         now = utcnow()
         order_number = body.order_number or f"TS-{secrets.token_hex(5).upper()}"
         try:
-            [order] = await tx.insert(
-                Order,
-                [
-                    {
-                        "project_id": principal.project_id,
-                        "order_number": order_number,
-                        "user_id": user.id,
-                        # A completed order is written completed: no second write of its row.
-                        "status": OrderStatus(body.status),
-                        "created_at": now,
-                        "updated_at": now,
-                    }
-                ],
+            order = await repository.add_order(
+                tx,
+                {
+                    "project_id": principal.project_id,
+                    "order_number": order_number,
+                    "user_id": user.id,
+                    # A completed order is written completed: no second write of its row.
+                    "status": OrderStatus(body.status),
+                    "created_at": now,
+                    "updated_at": now,
+                },
             )
         except IntegrityError as exc:
             raise OrderNumberTaken(f"order_number already used: {order_number}") from exc
@@ -76,7 +73,7 @@ async def create_order(database: Database, principal: Principal, *, body: OrderC
             )
             for position, line in enumerate(body.items)
         ]
-        items: list[Any] = []
+        items: list[Item] = []
         if body.status == "completed":
             # Each line is written with its items, under its product's row lock (see
             # rules.issue): a line's foreign key then takes its key-share lock under this
@@ -87,8 +84,8 @@ async def create_order(database: Database, principal: Principal, *, body: OrderC
                     tx, principal, line["product_id"], [user] * line["quantity"], new_line=line
                 )
         else:
-            await tx.insert(OrderItem, lines)
-        read = OrderRead.of(order, [SimpleNamespace(**line) for line in lines], by_id, items)
+            await repository.add_lines(tx, lines)
+        read = OrderRead.of(order, [LineRow(**line) for line in lines], by_id, items)
         await record(tx, principal.project_id, EventType.ORDER_CREATED, [read])
         if order.status == OrderStatus.COMPLETED:
             await record(tx, principal.project_id, EventType.ORDER_COMPLETED, [read])
@@ -153,9 +150,9 @@ def _lock_order(product_id: uuid.UUID, position: int) -> tuple[str, int]:
 
 async def _issue_lines(
     tx: Transaction, principal: Principal, lines: list[LineRow], user: UserRow
-) -> list[Any]:
+) -> list[Item]:
     """The items of a completed order's lines, issued by the issuing rules."""
-    items: list[Any] = []
+    items: list[Item] = []
     for line in sorted(lines, key=lambda line: _lock_order(line.product_id, line.position)):
         items += await rules.issue(
             tx, principal, line.product_id, [user] * line.quantity, order_item_id=line.id
@@ -164,7 +161,7 @@ async def _issue_lines(
 
 
 async def _view(
-    rows: Rows, principal: Principal, order: OrderRow, lines: list[LineRow], items: list[Any]
+    rows: Rows, principal: Principal, order: OrderRow, lines: list[LineRow], items: list[Item]
 ) -> OrderRead:
     ids = {line.product_id for line in lines}
     by_id = await products.products_by_id(rows, principal.project_id, ids)

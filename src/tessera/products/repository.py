@@ -206,8 +206,8 @@ _UPDATE_PRODUCT = (
 
 async def insert_product(tx: Transaction, values: dict[str, Any]) -> ProductRow:
     """A new product of ``values`` (the other columns as their defaults), as written."""
-    [product] = await tx.insert(Product, [values])
-    return ProductRow(**vars(product))
+    [product] = await tx.insert(Product, [values], ProductRow)
+    return product
 
 
 async def update_product(
@@ -397,6 +397,11 @@ async def write_redemption(tx: Transaction, item: Item) -> None:
     )
 
 
+async def add_redemption(tx: Transaction, values: dict[str, Any]) -> None:
+    """The record of a redemption (``redemptions``): the count and time it left the item at."""
+    await tx.insert(Redemption, [values])
+
+
 async def write_transfer(tx: Transaction, item: Item) -> None:
     """The item's owner and NFT transfer status as ``item`` (locked) has them now."""
     await tx.execute(
@@ -406,6 +411,11 @@ async def write_transfer(tx: Transaction, item: Item) -> None:
         nft_transfer_status=item.nft_transfer_status,
         now=item.updated_at,
     )
+
+
+async def add_transfer(tx: Transaction, values: dict[str, Any]) -> None:
+    """A transfer's record in the item's history (``item_transfers``)."""
+    await tx.insert(ItemTransfer, [values])
 
 
 async def nft_holder(tx: Transaction, wallet_id: uuid.UUID) -> HolderRow | None:

@@ -18,7 +18,7 @@ from tessera.errors import (
 )
 from tessera.events.repository import get_event_row
 from tessera.jobs.queue import JobKind
-from tessera.models import ItemTransfer, NftStatus, Redemption
+from tessera.models import NftStatus
 from tessera.models.base import utcnow
 from tessera.products import repository, rules
 from tessera.products.rows import (
@@ -196,16 +196,14 @@ async def redeem_item(
             updated_at=now,
         )
         await repository.write_redemption(tx, item)
-        await tx.insert(
-            Redemption,
-            [
-                {
-                    "item_id": item.id,
-                    "nonce": body.nonce,
-                    "redemption_count": item.redemption_count,
-                    "redeemed_at": item.redeemed_at,
-                }
-            ],
+        await repository.add_redemption(
+            tx,
+            {
+                "item_id": item.id,
+                "nonce": body.nonce,
+                "redemption_count": item.redemption_count,
+                "redeemed_at": item.redeemed_at,
+            },
         )
         redeemed = ProductItemRead.of(item)
         await record(tx, principal.project_id, EventType.ITEM_REDEEMED, [redeemed])
@@ -260,7 +258,7 @@ async def transfer_item(
             "to_user_id": recipient.id,
             "transferred_at": transferred_at,
         }
-        await tx.insert(ItemTransfer, [transfer])
+        await repository.add_transfer(tx, transfer)
         if product.mint_nft:
             await queue_nft(tx, JobKind.TRANSFER, [item])
         moved = TransferRead(

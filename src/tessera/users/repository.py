@@ -3,7 +3,6 @@
 import uuid
 from collections.abc import Sequence
 from datetime import datetime
-from types import SimpleNamespace
 from typing import Any, NamedTuple
 
 from sqlalchemy import ColumnElement, Select, bindparam, func, select, update
@@ -362,6 +361,65 @@ async def users_by(
     return by_id, by_email
 
 
+class WalletRow(NamedTuple):
+    """A wallet's row (``user_wallets``)."""
+
+    secret_key_id: str | None
+    secret_blob: bytes | None
+    user_id: uuid.UUID
+    project_id: uuid.UUID
+    created_at: datetime
+    id: uuid.UUID
+    type: str
+    custody: str
+    public_key: bytes
+    address: str
+
+
+class CreatedUser(NamedTuple):
+    """A user's row as written (``UserRow``'s fields) with its wallets: ``UserRead``'s
+    fields."""
+
+    project_id: uuid.UUID
+    number: int
+    email: str
+    first_name: str | None
+    last_name: str | None
+    reference_id: str | None
+    is_activated: bool
+    activated_on: datetime | None
+    reputation: int
+    receiving_wallet_id: uuid.UUID | None
+    id: uuid.UUID
+    created_at: datetime
+    updated_at: datetime
+    wallets: list[WalletRow]
+
+
+async def add_users(
+    tx: Transaction, users: list[dict[str, Any]], wallets: list[dict[str, Any]]
+) -> list[CreatedUser]:
+    """Write new users and their wallets (one each, in the users' order), in one statement per
+    table; the users as written, each with its wallet. A taken email or reference id raises
+    IntegrityError."""
+    created = await tx.insert(User, users, UserRow)
+    written = await tx.insert(UserWallet, wallets, WalletRow)
+    make = CreatedUser._make
+    return [make((*user, [wallet])) for user, wallet in zip(created, written, strict=True)]
+
+
+async def add_new_user(
+    tx: Transaction, user: dict[str, Any], wallet: dict[str, Any]
+) -> CreatedUser | None:
+    """Write a new user and its wallet, unless a user of the project with its email exists or
+    is being written by another transaction (then None, and nothing is written)."""
+    created = await tx.insert_new(User, user, UserRow, unique=("project_id", "email"))
+    if created is None:
+        return None
+    wallets = await tx.insert(UserWallet, [wallet], WalletRow)
+    return CreatedUser._make((*created, wallets))
+
+
 class EmailRow(NamedTuple):
     email: str
 
@@ -425,9 +483,21 @@ _ADD_REPUTATION = (
 )
 
 
+class ReputationEntryRow(NamedTuple):
+    """A reputation entry's row (``reputation_entries``), as ``ReputationRead`` reads it."""
+
+    id: uuid.UUID
+    project_id: uuid.UUID
+    user_id: uuid.UUID
+    delta: int
+    balance: int
+    reason: str
+    created_at: datetime
+
+
 async def add_reputation(
     tx: Transaction, user: UserRow, *, delta: int, reason: str
-) -> SimpleNamespace:
+) -> ReputationEntryRow:
     """Atomically move a user's balance (never below 0) and record the entry (the entry, as
     written)."""
     balance = await tx.scalar(_ADD_REPUTATION, id=user.id, delta=delta, now=utcnow())
@@ -436,10 +506,8 @@ async def add_reputation(
             f"reputation balance cannot go below 0 (balance {user.reputation}, delta {delta})"
         )
     values = {"project_id": user.project_id, "user_id": user.id, "delta": delta, "reason": reason}
-    entries: list[SimpleNamespace] = await tx.insert(
-        ReputationEntry, [values | {"balance": balance}]
-    )
-    return entries[0]
+    [entry] = await tx.insert(ReputationEntry, [values | {"balance": balance}], ReputationEntryRow)
+    return entry
 
 
 class EntryRow(NamedTuple):

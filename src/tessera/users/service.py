@@ -3,7 +3,6 @@
 import uuid
 from collections import Counter
 from datetime import datetime, timedelta
-from types import SimpleNamespace
 from typing import Any, NamedTuple
 
 from sqlalchemy.exc import IntegrityError
@@ -16,7 +15,7 @@ from tessera.changes.outbox import EventType, record
 from tessera.crypto import SecretBox
 from tessera.db import Database, Transaction
 from tessera.errors import EmailTaken, InvalidInput, ReferenceIdTaken, UserNotFound
-from tessera.models import User, UserWallet
+from tessera.models import User
 from tessera.models.base import new_id, utcnow
 from tessera.products import repository as products
 from tessera.products.schemas import ItemList
@@ -50,7 +49,7 @@ async def create_users(
     users: list[UserCreate],
     box: SecretBox,
     ss58_prefix: int,
-) -> list[SimpleNamespace]:
+) -> list[repository.CreatedUser]:
     """Create a batch of users, each with a custodial Polkadot wallet, all or nothing; the
     users as written, each with its ``wallets``.
 
@@ -103,19 +102,18 @@ def new_user(
 
 async def insert_users(
     tx: Transaction, project_id: uuid.UUID, users: list[NewUser]
-) -> list[SimpleNamespace]:
+) -> list[repository.CreatedUser]:
     """Count new users in the project's counters and write them (numbered in the batch's
     order) and their wallets; the users as written, each with its ``wallets``. A taken email or
     reference id raises IntegrityError."""
     owner = {"project_id": project_id}
     activated = sum(1 for user in users if user.row["is_activated"])
     first = await repository.count_created(tx, project_id, len(users), activated=activated)
-    created = await tx.insert(
-        User, [user.row | owner | {"number": first + i} for i, user in enumerate(users)]
+    created = await repository.add_users(
+        tx,
+        [user.row | owner | {"number": first + i} for i, user in enumerate(users)],
+        [user.wallet | owner for user in users],
     )
-    written = await tx.insert(UserWallet, [user.wallet | owner for user in users])
-    for user, wallet in zip(created, written, strict=True):
-        user.wallets = [wallet]
     await record(
         tx, project_id, EventType.USER_CREATED, [UserRead.model_validate(u) for u in created]
     )
@@ -124,7 +122,7 @@ async def insert_users(
 
 async def find_or_create_user(
     tx: Transaction, project_id: uuid.UUID, user: NewUser
-) -> repository.UserRow | SimpleNamespace:
+) -> repository.UserRow | repository.CreatedUser:
     """The project's user with ``user``'s email, or ``user`` written (wallet and counters
     too). A user that a concurrent request is creating with the same email is waited for and
     found, not duplicated (``insert_new``)."""
@@ -135,13 +133,12 @@ async def find_or_create_user(
     owner = {"project_id": project_id}
     activated = int(user.row["is_activated"])
     number = await repository.count_created(tx, project_id, 1, activated=activated)
-    created: SimpleNamespace | None = await tx.insert_new(
-        User, user.row | owner | {"number": number}, unique=("project_id", "email")
+    created = await repository.add_new_user(
+        tx, user.row | owner | {"number": number}, user.wallet | owner
     )
     if created is None:  # not counted after all
         await repository.count_created(tx, project_id, -1, activated=-activated)
         return await repository.get_user_row(tx, project_id, ref)
-    created.wallets = await tx.insert(UserWallet, [user.wallet | owner])
     await record(tx, project_id, EventType.USER_CREATED, [UserRead.model_validate(created)])
     return created
 
@@ -216,7 +213,7 @@ async def activation_status(
 
 async def adjust_reputation(
     database: Database, principal: Principal, *, body: ReputationAdjust
-) -> SimpleNamespace:
+) -> repository.ReputationEntryRow:
     """Add a signed delta to a user's reputation; the balance never goes below 0."""
     async with database.transaction() as tx:
         user = await repository.get_user_row(tx, principal.project_id, body.ref())

@@ -3,14 +3,14 @@ unlink (statements built once, see users.repository)."""
 
 import uuid
 from datetime import datetime
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from sqlalchemy import bindparam, delete, func, select, update
 
 from tessera.chain.keys import CUSTODIAL
 from tessera.db import Rows, Transaction, table_of
 from tessera.models import ProductItem, User, UserWallet, WalletChallenge
-from tessera.users.repository import Wallet, read_profile
+from tessera.users.repository import Wallet, WalletRow, read_profile
 from tessera.users.schemas import UserRef
 
 _WALLETS, _CHALLENGES, _USERS = table_of(UserWallet), table_of(WalletChallenge), table_of(User)
@@ -64,21 +64,6 @@ class ChallengeRow(NamedTuple):
     id: uuid.UUID
 
 
-class WalletRow(NamedTuple):
-    """A wallet's row (``user_wallets``)."""
-
-    secret_key_id: str | None
-    secret_blob: bytes | None
-    user_id: uuid.UUID
-    project_id: uuid.UUID
-    created_at: datetime
-    id: uuid.UUID
-    type: str
-    custody: str
-    public_key: bytes
-    address: str
-
-
 class UserWithWallets(NamedTuple):
     """A user with all its wallets and the one that receives mints: ``UserWallets``' fields."""
 
@@ -93,6 +78,10 @@ class UserWithWallets(NamedTuple):
     receiving_wallet_id: uuid.UUID
 
 
+async def add_challenge(tx: Transaction, challenge: dict[str, Any]) -> None:
+    await tx.insert(WalletChallenge, [challenge])
+
+
 async def latest_challenge(
     rows: Rows, user_id: uuid.UUID, public_key: bytes
 ) -> ChallengeRow | None:
@@ -103,6 +92,11 @@ async def latest_challenge(
 async def use_challenge(tx: Transaction, challenge_id: uuid.UUID, used_at: datetime) -> bool:
     """Mark the challenge answered; False when it was answered already (by another request)."""
     return bool(await tx.execute(_USE_CHALLENGE, id=challenge_id, used_at=used_at))
+
+
+async def link(tx: Transaction, wallet: dict[str, Any]) -> None:
+    """Write the wallet; a key the project has linked already raises IntegrityError."""
+    await tx.insert(UserWallet, [wallet])
 
 
 async def key_is_linked(rows: Rows, project_id: uuid.UUID, public_key: bytes) -> bool:

@@ -20,7 +20,6 @@ from tessera.chain.registry import Chains
 from tessera.config import CHAINS, Chain
 from tessera.db import Database
 from tessera.errors import ChallengeUnusable, WalletInUse, WalletNotFound, WalletTaken
-from tessera.models import UserWallet, WalletChallenge
 from tessera.models.base import CustodialKeyMixin, utcnow
 from tessera.users.repository import get_user_row
 from tessera.wallets import repository
@@ -99,7 +98,7 @@ async def wallet_challenge(
             "message": message,
             "expires_at": expires_at,
         }
-        await tx.insert(WalletChallenge, [values])
+        await repository.add_challenge(tx, values)
         await tx.commit()
     return WalletChallengeRead(message=message, expires_at=expires_at)
 
@@ -141,7 +140,7 @@ async def link_wallet(
             "created_at": now,
         }
         try:
-            await tx.insert(UserWallet, [wallet])
+            await repository.link(tx, wallet)
         except IntegrityError as exc:  # linked meanwhile by another request
             raise WalletTaken from exc
         await tx.commit()

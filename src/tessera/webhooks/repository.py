@@ -210,8 +210,8 @@ async def read_endpoints(
 
 
 async def add_endpoint(tx: Transaction, values: dict[str, Any]) -> EndpointRow:
-    [endpoint] = await tx.insert(WebhookEndpoint, [values])
-    return EndpointRow(**vars(endpoint))
+    [endpoint] = await tx.insert(WebhookEndpoint, [values], EndpointRow)
+    return endpoint
 
 
 async def update_endpoint(
@@ -250,8 +250,8 @@ async def read_delivery(
 
 
 async def add_delivery(tx: Transaction, values: dict[str, Any]) -> DeliveryRow:
-    [delivery] = await tx.insert(WebhookDelivery, [values])
-    return DeliveryRow(**vars(delivery))
+    [delivery] = await tx.insert(WebhookDelivery, [values], DeliveryRow)
+    return delivery
 
 
 # The dispatcher's.
