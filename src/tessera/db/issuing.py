@@ -1,5 +1,4 @@
-"""Products' statements spelt per backend: issuing items, and pages of rows with their related
-rows (a page of products with their events).
+"""Issuing a product's items, spelt per backend.
 
 Issuing bumps the product's counter of items issued (which locks its row on PostgreSQL) and
 writes the items, numbered from the bumped counter (``products.rules.issue`` checks the rules
@@ -14,21 +13,19 @@ plain statements.
 """
 
 import uuid
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Sequence
 from datetime import datetime
 from operator import attrgetter
 from typing import Any, TypeVar
 
-from sqlalchemy import Executable, TextualSelect, bindparam, text, update
+from sqlalchemy import TextualSelect, bindparam, text, update
 
 from tessera.db.compiled import table_of, with_defaults
-from tessera.db.rows import Rows, Transaction
+from tessera.db.rows import Transaction
 from tessera.models import NftStatus, OrderItem, Product, ProductItem
 from tessera.models.base import new_id, utcnow
 
 RowT = TypeVar("RowT", bound=tuple[Any, ...])
-JoinedT = TypeVar("JoinedT", bound=tuple[Any, ...])
-RelatedT = TypeVar("RelatedT", bound=tuple[Any, ...])
 
 _PRODUCTS = table_of(Product)
 # SQLite: the bump, returning the product as it now is. The product's updated_at stays: issuing
@@ -86,7 +83,6 @@ _BUMP_AND_INSERT = {
     True: _bump_and_insert(with_line=True),
 }
 _COUNTED = attrgetter("project_id", "id", "issued_count", "mint_nft")
-_ID = attrgetter("id")
 
 
 async def issue_items(
@@ -167,40 +163,3 @@ def _items(
         )
         for offset, (item_id, owner_id) in enumerate(zip(ids, owners, strict=True))
     ]
-
-
-async def with_related(
-    rows: Rows,
-    *,
-    joined: tuple[Executable, type[JoinedT]],
-    alone: tuple[Executable, type[RowT]],
-    related_in: tuple[Executable, type[RelatedT]],
-    key: Callable[[JoinedT | RowT], Hashable | None],
-    related_of: Callable[[JoinedT], RelatedT],
-    **params: Any,
-) -> list[tuple[JoinedT | RowT, RelatedT | None]]:
-    """Rows (a page) each with the related row its ``key`` names, or None, one related row
-    however many rows name it. On PostgreSQL in one statement, ``joined``, whose rows hold the
-    related row's columns too (``related_of`` reads them): reading the related rows apart would
-    cost a second round trip. On SQLite, where a statement costs none, ``alone`` reads the rows
-    without them, then ``related_in`` the related rows, each once, by their ``id`` (``ids``):
-    the rows then carry no columns repeated or empty."""
-    if rows.on_postgresql:
-        statement, joined_into = joined
-        related: dict[Hashable, RelatedT] = {}
-        pairs: list[tuple[JoinedT | RowT, RelatedT | None]] = []
-        for row in await rows.all(statement, joined_into, **params):
-            id_ = key(row)
-            if id_ is not None and id_ not in related:
-                related[id_] = related_of(row)
-            pairs.append((row, None if id_ is None else related[id_]))
-        return pairs
-    statement, into = alone
-    page = await rows.all(statement, into, **params)
-    ids = list({id_ for row in page if (id_ := key(row)) is not None})
-    found: dict[Hashable, RelatedT] = {}
-    if ids:
-        related_statement, related_into = related_in
-        for related_row in await rows.all(related_statement, related_into, **params, ids=ids):
-            found[_ID(related_row)] = related_row
-    return [(row, None if (id_ := key(row)) is None else found.get(id_)) for row in page]

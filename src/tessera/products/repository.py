@@ -22,7 +22,8 @@ from tessera.db import (
     lock_for_update,
     table_of,
 )
-from tessera.db.issuing import issue_items, with_related
+from tessera.db.issuing import issue_items
+from tessera.db.related import with_related
 from tessera.errors import ProductItemNotFound, ProductNotFound
 from tessera.events.repository import EventRow
 from tessera.models import (
@@ -84,7 +85,7 @@ _PRODUCT = select(_PRODUCTS).where(
 _LOCK_PRODUCT = lock_for_update(_PRODUCT)
 _SHARE_PRODUCT = lock_for_share(_PRODUCT)
 # Products as ``ProductRead`` reads them: the columns it reads, with their events in the same
-# statement for one product, and on PostgreSQL for a page (``db.issuing.with_related``).
+# statement for one product, and on PostgreSQL for a page (``db.related.with_related``).
 _PRODUCT_READ = [_PRODUCTS.c[key] for key in ProductReadRow._fields]
 _PRODUCTS_AND_EVENTS = (
     select(*_PRODUCT_READ, *(_EVENTS.c[key].label(f"event__{key}") for key in EventRow._fields))
