@@ -95,6 +95,7 @@ class _QueryModel:
 
     input: _Input
     fields: tuple[tuple[str, bool], ...]  # (the name it is sent as, a list of values?)
+    aliases: frozenset[str]
 
     @classmethod
     def of(
@@ -106,7 +107,8 @@ class _QueryModel:
             if not isinstance(alias, str):
                 raise NotPlain(f"{name}.{key}: alias choices")
             fields.append((alias, _is_sequence(field.annotation)))
-        return cls(_Input.of(name, validated, info), tuple(fields))
+        aliases = frozenset(alias for alias, _ in fields)
+        return cls(_Input.of(name, validated, info), tuple(fields), aliases)
 
     def validate(self, query: Any, errors: Errors) -> Any:
         values: dict[str, Any] = {}
@@ -118,7 +120,7 @@ class _QueryModel:
                 values[alias] = value
         extras: dict[str, list[str]] = {}
         for key, value in query.multi_items():
-            if key not in values and all(key != alias for alias, _ in self.fields):
+            if key not in self.aliases:
                 extras.setdefault(key, []).append(value)
         values.update({k: v[0] if len(v) == 1 else v for k, v in extras.items()})
         return self.input.validate(values, ("query",), errors)
