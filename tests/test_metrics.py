@@ -173,6 +173,10 @@ class TestJobQueue:
                 ("nft.mint", "running", 0),
                 ("nft.transfer", "queued", 0),
                 ("nft.transfer", "running", 1),
+                ("nft.follow", "queued", 0),
+                ("nft.follow", "running", 0),
+                ("nft.reconcile", "queued", 0),
+                ("nft.reconcile", "running", 0),
             ]
         }
         age = samples(text, "tessera_job_queue_oldest_age_seconds")
@@ -183,6 +187,8 @@ class TestJobQueue:
             labels(kind="nft.create_collection"): 0,
             labels(kind="nft.mint"): 1,
             labels(kind="nft.transfer"): 0,
+            labels(kind="nft.follow"): 0,
+            labels(kind="nft.reconcile"): 0,
         }
 
     async def test_an_empty_queue_shows_zeros(self, client):

@@ -16,6 +16,7 @@ from tessera.legacy.router import router as legacy_router
 from tessera.orders.router import router as orders_router
 from tessera.products.router import router as products_router
 from tessera.projects.router import router as projects_router
+from tessera.reconciliation.router import router as reconciliation_router
 from tessera.schemas import SnakeModel, known_query_only
 from tessera.users.router import router as users_router
 from tessera.wallets.router import router as wallets_router
@@ -123,6 +124,7 @@ def include_v1(app: FastAPI) -> None:
         users_router,
         events_router,
         products_router,
+        reconciliation_router,
         claim_links_router,
         orders_router,
         projects_router,

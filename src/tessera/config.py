@@ -121,7 +121,13 @@ class Settings(BaseSettings):
     # beat within the last three intervals.
     worker_heartbeat_seconds: float = Field(default=5.0, gt=0, le=3600)
     job_max_attempts: int = Field(default=8, ge=1)
-    job_lease_seconds: int = Field(default=300, ge=5)
+    # A running job's lease, renewed every quarter of it by its worker: a dead worker's job runs
+    # again within this long.
+    job_lease_seconds: int = Field(default=20, ge=4)
+    # Products with NFT activity in the last day are reconciled with the chain this often
+    # (0: never); an item or collection waiting longer than the stuck figure is reported stuck.
+    reconcile_interval_seconds: int = Field(default=3600, ge=0)
+    reconcile_stuck_seconds: int = Field(default=900, ge=1)
 
     # `tessera devchain`: Chopsticks from the npm registry on a raw Asset Hub chain spec. Unset,
     # the spec Tessera carries (tessera.chain.devchain), and a checkout's .cache/chopsticks or,

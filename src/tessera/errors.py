@@ -241,6 +241,17 @@ class NftHeldByUser(Conflict):
     pass
 
 
+class NftHeldOutside(Conflict):
+    message = (
+        "the NFT of this item sits in a wallet no user of the project holds: the item cannot be "
+        "redeemed or transferred until its NFT comes back"
+    )
+
+
+class NftsNotMinted(Conflict):
+    pass
+
+
 class ClientRevoked(Conflict):
     message = "the token client is revoked; create a new one"
 

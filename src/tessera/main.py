@@ -41,6 +41,8 @@ from tessera.metrics.router import router as metrics_router
 from tessera.metrics.service import wallet_balance_chore
 from tessera.middleware import RequestContextMiddleware
 from tessera.products import tasks as product_tasks
+from tessera.reconciliation import tasks as reconciliation_tasks
+from tessera.reconciliation.tasks import reconcile_chore
 from tessera.webhooks.addresses import url_pattern
 from tessera.webhooks.dispatcher import Dispatcher
 from tessera.webhooks.router import document_deliveries
@@ -60,7 +62,7 @@ gets 403 on writes. Errors are `{"errors": [...]}` (400) or `{"message": ...}` (
 
 def job_handlers() -> Handlers:
     """Every kind of job the worker runs, by the domain that owns it."""
-    return {**product_tasks.HANDLERS}
+    return {**product_tasks.HANDLERS, **reconciliation_tasks.HANDLERS}
 
 
 # Housekeeping the worker does between jobs: (every so many seconds, what).
@@ -74,6 +76,9 @@ def make_worker(context: JobContext, settings: Settings) -> Worker:
         # The wallet balances shown by /metrics: chain reads, too slow for a scrape.
         wallet_balance_chore(context.chains),
     ]
+    reconciliations = reconcile_chore(settings.reconcile_interval_seconds)
+    if reconciliations is not None:
+        chores.append(reconciliations)
     webhooks = Dispatcher.from_settings(context.database, context.box, settings)
     return Worker.from_settings(
         context, job_handlers(), settings, chores=chores, companions=[webhooks.run_forever]

@@ -4,10 +4,14 @@ It keeps the pallet rules the handlers rely on. A signer is the sr25519 public k
 A signed call is refused like the transaction pool refuses it when the signer cannot pay the fee;
 otherwise the fee is charged and the call runs, or fails with the pallet's error name (the fee
 stays paid, as on chain). Deposits and sends keep the payer alive (existential deposit). Every
-accepted call lands in a block of its own, recorded in ``blocks``.
+accepted call lands in a block of its own, recorded in ``blocks``. Each signer has a nonce that
+every accepted call spends: a signed collection creation submitted again after its nonce was
+spent is refused as outdated, as the pool refuses it; ``held`` keeps submitted creations in the
+pool (not yet in a block) until ``release``.
 """
 
 import hashlib
+import json
 from dataclasses import dataclass, field
 
 import sr25519
@@ -15,9 +19,11 @@ import sr25519
 from tessera.chain.gateway import (
     Balance,
     ChainError,
+    ChainItem,
     ChainUnreachable,
     Collection,
     Deposits,
+    Signed,
     TxResult,
 )
 
@@ -60,6 +66,9 @@ class MemoryChain:
         self.blocks: list[tuple[str, TxResult]] = []
         self.unreachable = False  # every call raises ChainUnreachable
         self.crash_after: str | None = None  # a gateway method: it succeeds, then raises Crash
+        self.nonces: dict[bytes, int] = {}
+        self.held = False  # submitted creations wait in ``pool`` until ``release``
+        self.pool: list[Signed] = []
 
     # test set-up and assertions
 
@@ -86,6 +95,7 @@ class MemoryChain:
         if self.free.get(signer, 0) < FEE:
             raise ChainError(f"{CALLS[method]}: rejected: the signer cannot pay the fee")
         self.free[signer] -= FEE
+        self.nonces[signer] = self.nonces.get(signer, 0) + 1
         return signer
 
     def _withdraw(self, account: bytes, amount: int, method: str) -> None:
@@ -150,7 +160,46 @@ class MemoryChain:
         self._reach()
         return self.metadata.get((collection_id, item_id))
 
+    def collection_items(self, collection_id: int) -> dict[int, ChainItem]:
+        self._reach()
+        return {
+            item: ChainItem(owner, self.metadata.get((collection, item)))
+            for (collection, item), owner in self.owners.items()
+            if collection == collection_id
+        }
+
+    def account_nonce(self, account: bytes) -> int:
+        self._reach()
+        return self.nonces.get(account, 0)
+
     # signed calls
+
+    def sign_create_collection(self, seed: bytes, *, max_supply: int | None) -> Signed:
+        self._reach()
+        nonce = self.nonces.get(signer_of(seed), 0)
+        call = {"seed": seed.hex(), "max_supply": max_supply, "nonce": nonce}
+        return Signed("0x" + json.dumps(call).encode().hex(), nonce)
+
+    def submit_create_collection(self, signed: Signed) -> tuple[int, TxResult]:
+        self._reach()
+        call = json.loads(bytes.fromhex(signed.extrinsic[2:]))
+        seed = bytes.fromhex(call["seed"])
+        if call["nonce"] < self.nonces.get(signer_of(seed), 0):
+            raise ChainError("Nfts.create: rejected: Invalid Transaction: Transaction is outdated")
+        if self.held:
+            if signed not in self.pool:
+                self.pool.append(signed)
+            raise ChainUnreachable("Nfts.create: waiting in the pool")
+        return self.create_collection(seed, max_supply=call["max_supply"])
+
+    def release(self) -> None:
+        """The creations waiting in the pool land (those whose nonce is still free)."""
+        self.held, pool, self.pool = False, self.pool, []
+        for signed in pool:
+            try:
+                self.submit_create_collection(signed)
+            except ChainError:
+                pass
 
     def create_collection(self, seed: bytes, *, max_supply: int | None) -> tuple[int, TxResult]:
         signer = self._sign(seed, "create_collection")

@@ -39,7 +39,7 @@ from tests.jobs.memory_chain import DEPOSITS, DOT, FEE, Crash, signer_of
 
 METADATA = "https://meta.example/ticket.json"
 NFT = {"mint_nft": True, "metadata_uri": METADATA, "chain": "AssetHub"}
-LEASE = timedelta(seconds=300)  # job_lease_seconds
+LEASE = timedelta(seconds=20)  # job_lease_seconds
 CANNOT_PAY = "ChainError: {}: rejected: the signer cannot pay the fee"
 
 
@@ -119,6 +119,7 @@ async def add_job(
     *,
     subject: str,
     run_after: datetime | None = None,
+    lease_until: datetime | None = None,
     status: JobStatus = JobStatus.QUEUED,
     attempts: int = 0,
     kind: str = "test.job",
@@ -133,6 +134,7 @@ async def add_job(
         "attempts": attempts,
     }
     values |= {"run_after": run_after} if run_after else {}
+    values |= {"lease_until": lease_until} if lease_until else {}
     values |= {"created_at": created_at} if created_at else {}
     async with database.transaction() as tx:
         [job] = await enqueue(tx, [values])
@@ -163,7 +165,7 @@ async def expire_leases(database) -> None:
     """Every running job's worker is dead: its lease has passed."""
     async with database.session() as session:
         await session.execute(
-            update(Job).where(Job.status == JobStatus.RUNNING).values(run_after=Job.created_at)
+            update(Job).where(Job.status == JobStatus.RUNNING).values(lease_until=Job.created_at)
         )
         await session.commit()
 
@@ -196,7 +198,11 @@ class TestClaim:
         rows = {job.id: job for job in await jobs(database)}
         for job in claimed:
             assert (rows[job.id].status, rows[job.id].attempts) == ("running", 1)
-            assert before + LEASE <= rows[job.id].run_after <= after + LEASE
+            assert before + LEASE <= rows[job.id].lease_until <= after + LEASE
+        assert (rows[older.id].run_after, rows[later.id].run_after) == (
+            older.run_after,
+            later.run_after,
+        )  # a running job keeps its place in the queue
         assert state(rows[future.id]) == ("queued", 0, None)
         assert rows[future.id].run_after == future.run_after
 
@@ -220,7 +226,7 @@ class TestClaim:
             subject="item:1",
             status=JobStatus.RUNNING,
             attempts=1,
-            run_after=now + seconds(60),
+            lease_until=now + seconds(60),
         )
         waiting = await add_job(database, tenant, subject="item:1", run_after=now - seconds(30))
         other = await add_job(database, tenant, subject="item:2", run_after=now - seconds(10))
@@ -256,16 +262,19 @@ class TestClaim:
             subject="item:1",
             status=JobStatus.RUNNING,
             attempts=1,
-            run_after=utcnow() + seconds(60),
+            run_after=utcnow() - seconds(600),
+            lease_until=utcnow() + seconds(60),
         )
-        assert await worker.claim() is None  # its worker may still be working on it
+        younger = await add_job(database, tenant, subject="item:2", run_after=utcnow())
+        assert (await worker.claim()).id == younger.id  # its worker may still be working on it
+        assert await worker.claim() is None
         await expire_leases(database)
         before = utcnow()
         claimed = await worker.claim()
         assert claimed.id == dead.id
-        [job] = await jobs(database)
+        job = await row(database, Job, dead.id)
         assert (job.status, job.attempts) == ("running", 2)
-        assert before + LEASE <= job.run_after <= utcnow() + LEASE
+        assert before + LEASE <= job.lease_until <= utcnow() + LEASE
 
 
 class TestLeaseLoss:
@@ -297,7 +306,7 @@ class TestLeaseLoss:
         [stored] = await jobs(database)
         assert taken[0].id == job.id
         assert state(stored) == ("running", 2, None)
-        assert stored.run_after == taken[0].run_after
+        assert stored.lease_until == taken[0].lease_until
         assert shown == []
 
 
@@ -510,7 +519,7 @@ class TestCreateCollection:
         # The worker died after recording the collection, before recording its job.
         async with database.session() as session:
             await session.execute(
-                update(Job).values(status=JobStatus.RUNNING, last_error=None, run_after=utcnow())
+                update(Job).values(status=JobStatus.RUNNING, last_error=None, lease_until=utcnow())
             )
             await session.commit()
         assert await worker.run_until_idle() == 1

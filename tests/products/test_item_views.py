@@ -216,12 +216,14 @@ class TestItemTransfers:
                     "from_user": owner(a),
                     "to_user": owner(b),
                     "transferred_at": moves[0]["transferred_at"],
+                    "source": "api",
                 },
                 {
                     "id": second,
                     "from_user": owner(b),
                     "to_user": owner(c),
                     "transferred_at": moves[2]["transferred_at"],
+                    "source": "api",
                 },
             ],
             "pagination": {"page": 1, "limit": 20, "total": 2},
@@ -246,6 +248,7 @@ class TestItemTransfers:
                     "from_user": owner(b),
                     "to_user": owner(c),
                     "transferred_at": moves[2]["transferred_at"],
+                    "source": "api",
                 }
             ],
             "pagination": {"page": 2, "limit": 1, "total": 2},
@@ -258,6 +261,7 @@ class TestItemTransfers:
                 "from_user": owner(b),
                 "to_user": owner(a),
                 "transferred_at": moves[1]["transferred_at"],
+                "source": "api",
             }
         ]
         never = await client.get(f"{path}/3/transfers", headers=tenant.r)

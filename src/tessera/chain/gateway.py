@@ -32,6 +32,23 @@ class Collection:
 
 
 @dataclass(frozen=True, slots=True)
+class ChainItem:
+    """An NFT as the chain holds it: its owner and its metadata (None when it has none)."""
+
+    owner: bytes
+    metadata: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Signed:
+    """A signed extrinsic (hex) and the signer's nonce it spends: submitted again, the same
+    bytes land at most once."""
+
+    extrinsic: str
+    nonce: int
+
+
+@dataclass(frozen=True, slots=True)
 class Deposits:
     collection: int
     item: int
@@ -53,6 +70,15 @@ class ChainGateway(Protocol):
 
     def create_collection(self, seed: bytes, *, max_supply: int | None) -> tuple[int, TxResult]: ...
 
+    def sign_create_collection(self, seed: bytes, *, max_supply: int | None) -> Signed: ...
+
+    def submit_create_collection(self, signed: Signed) -> tuple[int, TxResult]: ...
+
+    def account_nonce(self, account: bytes) -> int:
+        """The nonce of the account's next transaction, as the chain's state has it (the
+        transactions waiting in a pool not counted)."""
+        ...
+
     def collections_owned_by(self, account: bytes) -> list[int]: ...
 
     def collection(self, collection_id: int) -> Collection | None: ...
@@ -60,6 +86,10 @@ class ChainGateway(Protocol):
     def item_owner(self, collection_id: int, item_id: int) -> bytes | None: ...
 
     def item_metadata(self, collection_id: int, item_id: int) -> str | None: ...
+
+    def collection_items(self, collection_id: int) -> dict[int, ChainItem]:
+        """Every NFT of the collection by its id, read by storage prefix in pages."""
+        ...
 
     def mint(self, seed: bytes, *, collection_id: int, item_id: int, owner: bytes) -> TxResult: ...
 

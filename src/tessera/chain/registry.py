@@ -44,21 +44,23 @@ class Chains:
         return self.gateways[name]
 
     async def run(
-        self, name: str, work: Callable[[ChainGateway], T], *, in_request: bool = False
+        self,
+        name: str,
+        work: Callable[[ChainGateway], T],
+        *,
+        in_request: bool = False,
+        long: bool = False,
     ) -> T:
         """Run blocking gateway calls in a thread; an unreachable chain is a 503.
 
         A piece of work makes a few RPCs (each with its own timeout): the worker allows it a few
-        times the RPC timeout, but at most a third of the job lease, so that a handler with two
-        pieces of work ends before another worker may claim its job; a request allows
-        ``chain_request_timeout_seconds`` in all.
+        times the RPC timeout (its lease is renewed meanwhile), a request
+        ``chain_request_timeout_seconds`` in all; ``long`` work (a whole collection read in
+        pages) is allowed a few times the RPC timeout wherever it runs.
         """
         gateway = self.gateway(name)
-        deadline = (
-            self.settings.chain_request_timeout_seconds
-            if in_request
-            else min(self.timeout * 4, self.settings.job_lease_seconds / 3)
-        )
+        short = in_request and not long
+        deadline = self.settings.chain_request_timeout_seconds if short else self.timeout * 4
         try:
             return await asyncio.wait_for(asyncio.to_thread(work, gateway), deadline)
         except (ChainUnreachable, TimeoutError) as exc:

@@ -6,6 +6,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
+from scalecodec.base import ScaleBytes
 from scalecodec.utils.ss58 import ss58_decode, ss58_encode
 from substrateinterface import Keypair, KeypairType, SubstrateInterface
 from substrateinterface.exceptions import SubstrateRequestException
@@ -14,13 +15,17 @@ from websocket import WebSocketException
 from tessera.chain.gateway import (
     Balance,
     ChainError,
+    ChainItem,
     ChainUnreachable,
     Collection,
     Deposits,
+    Signed,
     TxResult,
 )
 
 T = TypeVar("T")
+# Storage maps are read by prefix this many entries per RPC round trip.
+PAGE_SIZE = 1000
 
 ISSUER_ONLY_MINTING = {
     "mint_type": "Issuer",
@@ -76,16 +81,26 @@ class SubstrateGateway:
     def _public_key(address: str) -> bytes:
         return bytes.fromhex(ss58_decode(address))
 
+    def _keypair(self, substrate: SubstrateInterface, seed: bytes) -> Keypair:
+        return Keypair.create_from_seed(
+            "0x" + seed.hex(), ss58_format=substrate.ss58_format, crypto_type=KeypairType.SR25519
+        )
+
+    def _sign(self, substrate: SubstrateInterface, seed: bytes, call: Any) -> Any:
+        keypair = self._keypair(substrate, seed)
+        # Chopsticks does not serve account_nextIndex; system_accountNextIndex counts the pool too.
+        nonce = substrate.rpc_request("system_accountNextIndex", [keypair.ss58_address])["result"]
+        return substrate.create_signed_extrinsic(call=call, keypair=keypair, nonce=nonce)
+
     def _submit(
         self, substrate: SubstrateInterface, seed: bytes, call: Any
     ) -> tuple[Any, TxResult]:
-        keypair = Keypair.create_from_seed(
-            "0x" + seed.hex(), ss58_format=substrate.ss58_format, crypto_type=KeypairType.SR25519
-        )
-        # Chopsticks does not serve account_nextIndex; system_accountNextIndex counts the pool too.
-        nonce = substrate.rpc_request("system_accountNextIndex", [keypair.ss58_address])["result"]
-        extrinsic = substrate.create_signed_extrinsic(call=call, keypair=keypair, nonce=nonce)
         name = f"{call.call_module['name']}.{call.call_function['name']}"
+        return self._included(substrate, self._sign(substrate, seed, call), name)
+
+    def _included(
+        self, substrate: SubstrateInterface, extrinsic: Any, name: str
+    ) -> tuple[Any, TxResult]:
         try:
             receipt = substrate.submit_extrinsic(extrinsic, wait_for_inclusion=True)
         except SubstrateRequestException as exc:
@@ -136,7 +151,7 @@ class SubstrateGateway:
     def collections_owned_by(self, account: bytes) -> list[int]:
         def work(s: SubstrateInterface) -> list[int]:
             entries = s.query_map("Nfts", "CollectionAccount", [self._address(s, account)])
-            return sorted(int(key.value if hasattr(key, "value") else key) for key, _ in entries)
+            return sorted(int(_key(key)) for key, _ in entries)
 
         return self._call(work)
 
@@ -158,6 +173,30 @@ class SubstrateGateway:
         def work(s: SubstrateInterface) -> bytes | None:
             item = s.query("Nfts", "Item", [collection_id, item_id]).value
             return None if item is None else self._public_key(item["owner"])
+
+        return self._call(work)
+
+    def collection_items(self, collection_id: int) -> dict[int, ChainItem]:
+        def work(s: SubstrateInterface) -> dict[int, ChainItem]:
+            metadata = {
+                int(_key(key)): value.value["data"]
+                for key, value in s.query_map(
+                    "Nfts", "ItemMetadataOf", [collection_id], page_size=PAGE_SIZE
+                )
+            }
+            return {
+                int(_key(key)): ChainItem(
+                    owner=self._public_key(value.value["owner"]),
+                    metadata=metadata.get(int(_key(key))),
+                )
+                for key, value in s.query_map("Nfts", "Item", [collection_id], page_size=PAGE_SIZE)
+            }
+
+        return self._call(work)
+
+    def account_nonce(self, account: bytes) -> int:
+        def work(s: SubstrateInterface) -> int:
+            return int(s.query("System", "Account", [self._address(s, account)]).value["nonce"])
 
         return self._call(work)
 
@@ -183,9 +222,22 @@ class SubstrateGateway:
     # writes (signed with a custodial seed)
 
     def create_collection(self, seed: bytes, *, max_supply: int | None) -> tuple[int, TxResult]:
+        signed = self.sign_create_collection(seed, max_supply=max_supply)
+        return self.submit_create_collection(signed)
+
+    def sign_create_collection(self, seed: bytes, *, max_supply: int | None) -> Signed:
+        def work(s: SubstrateInterface) -> Signed:
+            admin = self._keypair(s, seed).public_key
+            extrinsic = self._sign(s, seed, self._create_call(s, admin, max_supply))
+            return Signed(str(extrinsic.data), int(extrinsic.value["nonce"]))
+
+        return self._call(work)
+
+    def submit_create_collection(self, signed: Signed) -> tuple[int, TxResult]:
         def work(s: SubstrateInterface) -> tuple[int, TxResult]:
-            admin = Keypair.create_from_seed("0x" + seed.hex(), crypto_type=KeypairType.SR25519)
-            receipt, tx = self._submit(s, seed, self._create_call(s, admin.public_key, max_supply))
+            extrinsic = s.create_scale_object("Extrinsic", data=ScaleBytes(signed.extrinsic))
+            extrinsic.decode()
+            receipt, tx = self._included(s, extrinsic, "Nfts.create")
             for event in receipt.triggered_events:
                 value = event.value
                 if value["module_id"] == "Nfts" and value["event_id"] == "Created":
@@ -250,6 +302,11 @@ class SubstrateGateway:
                 self._client = None
         finally:
             self._lock.release()
+
+
+def _key(key: Any) -> Any:
+    """A storage map key as a plain value (query_map yields SCALE objects or values)."""
+    return key.value if hasattr(key, "value") else key
 
 
 def _rejection(exc: SubstrateRequestException) -> str:

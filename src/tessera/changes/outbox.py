@@ -34,6 +34,7 @@ class EventType(StrEnum):
     NFT_MINTED = "nft.minted"  # the item
     NFT_TRANSFERRED = "nft.transferred"  # the item
     NFT_FAILED = "nft.failed"  # {"job", "error", and "product" or "product_item"}
+    NFT_DRIFT_FOUND = "nft.drift_found"  # the reconciliation, as GET .../reconciliation answers
     CLAIM_CLAIMED = "claim.claimed"  # {"claim_link_id", "user_id", "product_item"}
 
 

@@ -82,6 +82,7 @@ class ClaimedItemRow(NamedTuple):
     nft_transfer_tx_hash: str | None
     nft_transfer_block: int | None
     nft_wallet_id: uuid.UUID | None
+    nft_held_by: str | None
     id: uuid.UUID
     created_at: datetime
     updated_at: datetime
@@ -116,6 +117,7 @@ class ClaimedItem(NamedTuple):
     nft_transfer_tx_hash: str | None
     nft_transfer_block: int | None
     nft_wallet_id: uuid.UUID | None
+    nft_held_by: str | None
     id: uuid.UUID
     created_at: datetime
     updated_at: datetime

@@ -3,7 +3,7 @@
 among them) can tell whether some worker is alive (``GET /v1/health/ready``).
 
 The beat runs beside the worker's job loop, not between its jobs: a worker draining a backlog,
-or waiting on a slow chain call (up to a third of the job lease), is alive and must say so.
+or waiting on a slow chain call, is alive and must say so.
 Each beat also deletes the rows of workers silent for ``KEEP`` (they died without a word);
 a worker that stops takes its own row away.
 """

@@ -20,6 +20,8 @@ class JobKind(StrEnum):
     CREATE_COLLECTION = "nft.create_collection"
     MINT = "nft.mint"
     TRANSFER = "nft.transfer"
+    FOLLOW = "nft.follow"  # an item follows its NFT (tessera.reconciliation)
+    RECONCILE = "nft.reconcile"  # a product's scheduled reconciliation
 
 
 class NotReady(Exception):

@@ -5,7 +5,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, NamedTuple
 
-from sqlalchemy import and_, bindparam, case, delete, exists, func, select, update
+from sqlalchemy import and_, bindparam, case, delete, exists, func, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import aliased
 
@@ -23,6 +23,7 @@ class JobRow(NamedTuple):
     status: JobStatus
     attempts: int
     run_after: datetime
+    lease_until: datetime | None
     last_error: str | None
     id: uuid.UUID
     created_at: datetime
@@ -35,25 +36,52 @@ async def add_jobs(tx: Transaction, jobs: Sequence[dict[str, Any]]) -> list[JobR
 
 
 async def next_due(session: AsyncSession, now: datetime) -> Job | None:
-    """The oldest due job (queued, or running with its lease run out) whose subject is not
-    running under another lease, locked (skipped by the other workers on PostgreSQL)."""
+    """The due job that came due first (queued and due, or running with its lease run out: a
+    dead worker's job keeps its place) whose subject is not running under another lease,
+    locked (skipped by the other workers on PostgreSQL)."""
     other = aliased(Job)
     busy = exists().where(
         and_(
             other.subject == Job.subject,
             other.id != Job.id,
             other.status == JobStatus.RUNNING,
-            other.run_after > now,
+            other.lease_until > now,
         )
     )
-    statement = (
-        select(Job)
-        .where(Job.status.in_((JobStatus.QUEUED, JobStatus.RUNNING)), Job.run_after <= now, ~busy)
-        .order_by(Job.run_after, Job.created_at)
-        .limit(1)
+    due = or_(
+        and_(Job.status == JobStatus.QUEUED, Job.run_after <= now),
+        and_(
+            Job.status == JobStatus.RUNNING,
+            or_(Job.lease_until.is_(None), Job.lease_until <= now),
+        ),
     )
+    statement = select(Job).where(due, ~busy).order_by(Job.run_after, Job.created_at).limit(1)
     job: Job | None = await session.scalar(skip_locked(statement))
     return job
+
+
+_HELD = and_(
+    Job.id == bindparam("id"),
+    Job.attempts == bindparam("attempts"),
+    Job.status == JobStatus.RUNNING,
+    Job.lease_until > bindparam("now"),
+)
+_RENEW = (
+    update(Job).where(_HELD).values(lease_until=bindparam("until"), updated_at=bindparam("now"))
+)
+# A no-op write: it takes the job's row lock, so that no other worker claims it until the
+# handler's transaction ends.
+_HOLD = update(Job).where(_HELD).values(updated_at=Job.updated_at)
+
+
+async def renew_lease(tx: Transaction, job: Job, now: datetime, until: datetime) -> bool:
+    """The lease of this attempt at ``job`` runs to ``until``; whether it still held it."""
+    return bool(await tx.execute(_RENEW, id=job.id, attempts=job.attempts, now=now, until=until))
+
+
+async def hold_lease(tx: Transaction, job: Job, now: datetime) -> bool:
+    """Whether this attempt at ``job`` still holds its lease, locked until ``tx`` ends."""
+    return bool(await tx.execute(_HOLD, id=job.id, attempts=job.attempts, now=now))
 
 
 async def settle(session: AsyncSession, job: Job, values: dict[str, Any]) -> bool:
@@ -61,7 +89,7 @@ async def settle(session: AsyncSession, job: Job, values: dict[str, Any]) -> boo
     settled = await session.scalar(
         update(Job)
         .where(Job.id == job.id, Job.attempts == job.attempts, Job.status == JobStatus.RUNNING)
-        .values(**values)
+        .values(lease_until=None, **values)
         .returning(Job.id)
     )
     return settled is not None

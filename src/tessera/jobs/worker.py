@@ -1,9 +1,12 @@
 """The job worker: claims due jobs, runs their handler, and records the outcome.
 
-Claiming takes a lease: the job becomes ``running`` with ``run_after`` = now + lease. A worker
-that dies leaves the job to be claimed again when the lease passes, so every handler must be
-idempotent (the NFT handlers check the chain before they submit). Jobs sharing a ``subject``
-never run at the same time. A failing job is retried with exponential backoff and becomes
+Claiming takes a lease: the job becomes ``running`` with ``lease_until`` = now + lease, which the
+worker renews every quarter lease while the handler runs. A worker that dies leaves the job to be
+claimed again when its lease passes (within ``job_lease_seconds``, 20 by default), in its place
+in the queue (``run_after`` stays), so every handler must be idempotent (the NFT handlers check
+the chain before they submit), and writes its result only while it still holds the lease
+(``hold``, in the transaction that writes it). Jobs sharing a ``subject`` never run at the same
+time. A failing job is retried with exponential backoff and becomes
 ``failed`` after ``job_max_attempts``; ``tessera jobs retry`` queues it again.
 
 The worker knows no job kind: the app and the CLI hand it a registry of handlers (see
@@ -23,7 +26,7 @@ from typing import Any
 from tessera.chain.registry import Chains
 from tessera.config import Settings
 from tessera.crypto import SecretBox
-from tessera.db import Database, serialize
+from tessera.db import Database, Transaction, serialize
 from tessera.jobs import repository
 from tessera.jobs.heartbeat import Heartbeat
 from tessera.jobs.queue import NotReady
@@ -36,6 +39,17 @@ MAX_BACKOFF_SECONDS = 300
 # Claims take this advisory lock on PostgreSQL: the "subject not running elsewhere" check reads
 # committed rows only, so two concurrent claims could otherwise start two jobs of one subject.
 CLAIM_LOCK = 0x7E55E7A
+
+
+class LeaseLost(Exception):
+    """The job's lease ran out and another worker may be running it: write nothing."""
+
+
+async def hold(tx: Transaction, job: Job) -> None:
+    """In a handler's transaction: this attempt at ``job`` still holds its lease, and keeps it
+    until ``tx`` ends (the job's row is locked); else ``LeaseLost``."""
+    if not await repository.hold_lease(tx, job, utcnow()):
+        raise LeaseLost(f"job {job.id} attempt {job.attempts}: lease lost")
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,7 +146,7 @@ class Worker:
                 return None
             job.status = JobStatus.RUNNING
             job.attempts += 1
-            job.run_after = now + timedelta(seconds=self.lease_seconds)
+            job.lease_until = now + timedelta(seconds=self.lease_seconds)
             await session.commit()
             return job
 
@@ -152,7 +166,9 @@ class Worker:
         try:
             if handler is None:
                 raise RuntimeError(f"no handler for job kind {job.kind!r}")
-            await handler.run(self.context, job)
+            await self._run_leased(handler, job)
+        except LeaseLost as lost:
+            log.warning("job %s (%s): %s, left to its new holder", job.id, job.kind, lost)
         except NotReady as wait:
             await self._settle(
                 job,
@@ -166,6 +182,35 @@ class Worker:
         else:
             await self._settle(job, status=JobStatus.SUCCEEDED, last_error=None)
         return True
+
+    async def _run_leased(self, handler: JobHandler, job: Job) -> None:
+        """Run the handler while renewing the job's lease every quarter lease; a renewal that
+        finds the lease gone stops the handler (``LeaseLost``)."""
+        work = asyncio.create_task(handler.run(self.context, job))
+        every = self.lease_seconds / 4
+        try:
+            while True:
+                done, _ = await asyncio.wait({work}, timeout=every)
+                if done:
+                    return work.result()
+                if not await self._renew(job):
+                    raise LeaseLost(f"job {job.id} attempt {job.attempts}: lease lost")
+        finally:
+            work.cancel()  # a no-op once it is done
+
+    async def _renew(self, job: Job) -> bool:
+        """The job's lease moved a whole lease ahead; False when it was lost (a renewal that
+        cannot reach the database counts as held: the handler's ``hold`` decides)."""
+        now = utcnow()
+        try:
+            async with self.database.transaction() as tx:
+                until = now + timedelta(seconds=self.lease_seconds)
+                renewed = await repository.renew_lease(tx, job, now, until)
+                await tx.commit()
+        except Exception:
+            log.exception("job %s: could not renew its lease", job.id)
+            return True
+        return renewed
 
     async def _failed(self, job: Job, handler: JobHandler | None, error: str) -> None:
         if job.attempts < self.max_attempts:

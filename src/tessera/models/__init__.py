@@ -19,6 +19,7 @@ from tessera.models.project import (
     SigningKey,
 )
 from tessera.models.rate import RateBucket
+from tessera.models.reconciliation import Reconciliation
 from tessera.models.user import ReputationEntry, User, UserWallet, WalletChallenge
 from tessera.models.worker import WorkerHeartbeat
 
@@ -49,6 +50,7 @@ __all__ = [
     "ProjectWallet",
     "ProjectWalletBalance",
     "RateBucket",
+    "Reconciliation",
     "Redemption",
     "ReputationEntry",
     "SigningKey",

@@ -19,8 +19,10 @@ class JobStatus(StrEnum):
 class Job(IdMixin, TimestampMixin, Base):
     """Durable work for the worker, written in the same transaction as the change needing it.
 
-    ``status``: queued -> running -> succeeded | failed. While running, ``run_after`` is the end of
-    the claiming worker's lease: a job whose worker died is claimed again when it passes.
+    ``status``: queued -> running -> succeeded | failed. ``run_after`` is when the job came due
+    (it keeps its place in the queue while it runs); while running, ``lease_until`` is the end of
+    the claiming worker's lease, which that worker renews: a job whose worker died is claimed
+    again when it passes, ahead of the jobs that came due after it.
     """
 
     __tablename__ = "jobs"
@@ -36,4 +38,5 @@ class Job(IdMixin, TimestampMixin, Base):
     status: Mapped[JobStatus] = mapped_column(text_enum(JobStatus), default=JobStatus.QUEUED)
     attempts: Mapped[int] = mapped_column(default=0)
     run_after: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    lease_until: Mapped[datetime | None] = mapped_column(UTCDateTime)
     last_error: Mapped[str | None] = mapped_column(Text)

@@ -1,8 +1,9 @@
 import uuid
 from datetime import datetime
 from enum import StrEnum
+from typing import Any
 
-from sqlalchemy import BigInteger, ForeignKey, Index, String, UniqueConstraint
+from sqlalchemy import JSON, BigInteger, ForeignKey, Index, String, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from tessera.models.base import Base, IdMixin, TimestampMixin, UTCDateTime, Uuid, text_enum, utcnow
@@ -14,7 +15,9 @@ class NftStatus(StrEnum):
     """Where a chain job stands, shown on its row.
 
     A collection goes queued -> submitted -> created; a mint queued -> submitted -> minted; an
-    on-chain transfer queued -> submitted -> transferred. Each can end failed instead.
+    on-chain transfer queued -> submitted -> transferred. Each can end failed instead. An item
+    whose NFT a reconciliation found in a wallet no user of the project holds is ``external``
+    (``ProductItem.nft_held_by``) until its NFT comes back.
     """
 
     QUEUED = "queued"
@@ -23,6 +26,7 @@ class NftStatus(StrEnum):
     MINTED = "minted"
     TRANSFERRED = "transferred"
     FAILED = "failed"
+    EXTERNAL = "external"
 
 
 class Product(IdMixin, TimestampMixin, Base):
@@ -55,6 +59,9 @@ class Product(IdMixin, TimestampMixin, Base):
     # mint_nft products: the collection the worker created (queued -> submitted -> created|failed).
     nft_status: Mapped[NftStatus | None] = mapped_column(text_enum(NftStatus))
     nft_collection_id: Mapped[int | None] = mapped_column(BigInteger)
+    # The collection's creation as signed before it was submitted ({"extrinsic", "nonce",
+    # "signer"}, hex): a retry resubmits it until its fate is known (tessera.products.tasks).
+    nft_attempt: Mapped[dict[str, Any] | None] = mapped_column(JSON)
 
     event: Mapped[Event | None] = relationship(lazy="raise")
 
@@ -87,6 +94,8 @@ class ProductItem(IdMixin, TimestampMixin, Base):
     nft_transfer_block: Mapped[int | None] = mapped_column(BigInteger)
     # The user wallet the NFT sits in, once minted (and after each on-chain transfer).
     nft_wallet_id: Mapped[uuid.UUID | None] = mapped_column(Uuid, index=True)
+    # nft_status "external": the public key (hex) of the wallet outside Tessera holding the NFT.
+    nft_held_by: Mapped[str | None] = mapped_column(String(64))
 
     product: Mapped[Product] = relationship(lazy="raise")
     owner: Mapped[User] = relationship(lazy="raise")
@@ -117,4 +126,7 @@ class ItemTransfer(IdMixin, Base):
     from_user_id: Mapped[uuid.UUID] = mapped_column(Uuid, ForeignKey("users.id"))
     to_user_id: Mapped[uuid.UUID] = mapped_column(Uuid, ForeignKey("users.id"))
     transferred_at: Mapped[int] = mapped_column(BigInteger)
+    # "api" (a transfer request, a claim) or "chain" (the item followed its NFT: a
+    # reconciliation's repair).
+    source: Mapped[str] = mapped_column(String(16), default="api")
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)

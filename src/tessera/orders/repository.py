@@ -75,6 +75,7 @@ class OrderReadRow(NamedTuple):
     item__nft_transfer_tx_hash: str | None
     item__nft_transfer_block: int | None
     item__nft_wallet_id: uuid.UUID | None
+    item__nft_held_by: str | None
     item__id: uuid.UUID | None
     item__created_at: datetime | None
     item__updated_at: datetime | None
@@ -130,6 +131,7 @@ class IssuedItem(NamedTuple):
     nft_transfer_tx_hash: str | None
     nft_transfer_block: int | None
     nft_wallet_id: uuid.UUID | None
+    nft_held_by: str | None
     id: uuid.UUID
     created_at: datetime
     updated_at: datetime

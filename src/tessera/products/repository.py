@@ -488,6 +488,7 @@ _TRANSFER_PAGE = (
     select(
         _TRANSFERS.c.id,
         _TRANSFERS.c.transferred_at,
+        _TRANSFERS.c.source,
         *(_SENDERS.c[key].label(f"from_{key}") for key in _OWNER_KEYS),
         *(_RECIPIENTS.c[key].label(f"to_{key}") for key in _OWNER_KEYS),
     )
@@ -595,6 +596,7 @@ async def read_item_transfers(
                         row.to_id, row.to_email, row.to_first_name, row.to_last_name
                     ),
                     "transferred_at": row.transferred_at,
+                    "source": row.source,
                 }
                 for row in page
             ],
@@ -619,11 +621,11 @@ _FIRST_CUSTODIAL = (
     .order_by(UserWallet.created_at)
     .limit(1)
 )
-_CUSTODIAL_BY_KEY = select(UserWallet).where(
+_WALLET_BY_KEY = select(UserWallet).where(
     UserWallet.project_id == bindparam("project_id"),
     UserWallet.public_key == bindparam("public_key"),
-    UserWallet.custody == CUSTODIAL,
 )
+_CUSTODIAL_BY_KEY = _WALLET_BY_KEY.where(UserWallet.custody == CUSTODIAL)
 _UPDATES: dict[tuple[type[Product] | type[ProductItem], tuple[str, ...]], Update] = {}
 
 
@@ -679,6 +681,15 @@ async def receiving_wallet(session: AsyncSession, user_id: uuid.UUID) -> UserWal
     if wallet is None:
         raise RuntimeError(f"user {user_id} has no wallet")
     return wallet
+
+
+async def wallet_by_key(
+    session: AsyncSession, project_id: uuid.UUID, public_key: bytes
+) -> UserWallet | None:
+    """The project's user wallet of ``public_key`` (custodial or held by its user), or None."""
+    return await session.scalar(
+        _WALLET_BY_KEY, {"project_id": project_id, "public_key": public_key}
+    )
 
 
 async def custodial_wallet(

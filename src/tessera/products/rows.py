@@ -4,7 +4,7 @@ built from them (what ``ProductRead`` and ``ProductItemRead`` read)."""
 import uuid
 from datetime import datetime
 from decimal import Decimal
-from typing import NamedTuple, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from tessera.events.repository import EventRow
 from tessera.models import (
@@ -37,6 +37,7 @@ class ProductRow(NamedTuple):
     issued_count: int
     nft_status: NftStatus | None
     nft_collection_id: int | None
+    nft_attempt: dict[str, Any] | None
     id: uuid.UUID
     created_at: datetime
     updated_at: datetime
@@ -211,6 +212,7 @@ class ItemRow(NamedTuple):
     nft_transfer_tx_hash: str | None
     nft_transfer_block: int | None
     nft_wallet_id: uuid.UUID | None
+    nft_held_by: str | None
     id: uuid.UUID
     created_at: datetime
     updated_at: datetime
@@ -233,6 +235,7 @@ class OwnedItemRow(NamedTuple):
     nft_transfer_tx_hash: str | None
     nft_transfer_block: int | None
     nft_wallet_id: uuid.UUID | None
+    nft_held_by: str | None
     id: uuid.UUID
     created_at: datetime
     updated_at: datetime
@@ -289,6 +292,7 @@ class Item(NamedTuple):
     nft_transfer_tx_hash: str | None
     nft_transfer_block: int | None
     nft_wallet_id: uuid.UUID | None
+    nft_held_by: str | None
     id: uuid.UUID
     created_at: datetime
     updated_at: datetime
@@ -313,6 +317,7 @@ def item_of(row: ItemRow | OwnedItemRow, *, product: ProductRow, owner: Owner) -
         nft_transfer_tx_hash=row.nft_transfer_tx_hash,
         nft_transfer_block=row.nft_transfer_block,
         nft_wallet_id=row.nft_wallet_id,
+        nft_held_by=row.nft_held_by,
         id=row.id,
         created_at=row.created_at,
         updated_at=row.updated_at,
@@ -356,6 +361,7 @@ class TransferRow(NamedTuple):
 
     id: uuid.UUID
     transferred_at: int
+    source: str
     from_id: uuid.UUID
     from_email: str
     from_first_name: str | None

@@ -28,6 +28,7 @@ from tessera.errors import (
     ItemFullyRedeemed,
     ItemNotOwnedBySender,
     ItemsIssuedWithoutNft,
+    NftHeldOutside,
     NftSettingsFixed,
     PerAccountLimitReached,
     ProductInactive,
@@ -40,6 +41,7 @@ from tessera.errors import (
     TransferToSelf,
 )
 from tessera.jobs.queue import JobKind
+from tessera.models import NftStatus
 from tessera.products import repository
 from tessera.products.rows import Item, ItemRow, ProductRow, Recipient
 from tessera.products.schemas import ProductItemRead, is_fully_redeemed
@@ -131,8 +133,16 @@ async def issue(
 
 
 def check_redeemable(product: ProductRow, item: ItemRow | Item) -> None:
+    check_held_in_tessera(item)
     if is_fully_redeemed(item.redemption_count, product):
         raise ItemFullyRedeemed
+
+
+def check_held_in_tessera(item: ItemRow | Item) -> None:
+    """An item whose NFT a reconciliation found outside the project's wallets (``external``)
+    is neither redeemed nor transferred through the API until its NFT comes back (409)."""
+    if item.nft_status == NftStatus.EXTERNAL:
+        raise NftHeldOutside
 
 
 def check_transferable(product: ProductRow) -> None:

@@ -489,6 +489,10 @@ class ItemTransferRead(SnakeModel):
     from_user: ItemOwner
     to_user: ItemOwner
     transferred_at: int
+    source: Literal["api", "chain"] = Field(
+        description="`api`: a transfer request; `chain`: the item followed its NFT, moved on "
+        "chain from a wallet its user holds (a reconciliation's repair)."
+    )
 
 
 class ItemTransferList(SnakeModel):

@@ -234,6 +234,7 @@ async def transfer_item(
         product = await repository.lock_product(tx, principal.project_id, product_id)
         rules.check_transferable(product)
         row = await repository.lock_item(tx, product, body.product_item_id)
+        rules.check_held_in_tessera(row)
         await _require_movable_nft(tx, row)
         sender = await find_user_row(tx, principal.project_id, body.sender())
         if sender is None:

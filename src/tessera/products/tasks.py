@@ -4,12 +4,19 @@
 transaction, which writes the rows' NFT state as queued. ``HANDLERS`` is what the worker runs.
 
 Every handler reads the chain before it submits, so that a worker killed between submitting and
-recording never creates, mints or transfers twice:
-- collection: a collection owned by the project wallet that no product records, with the same
-  max supply, is the one a crashed run created; it is adopted. Collection creation runs one at a
-  time per project and chain (the job subject), so nothing else can own such an orphan.
+recording never creates, mints or transfers twice, and writes its result only while it holds the
+job's lease (``hold``):
+- collection: the chain does not make creation idempotent, so the attempt is recorded before it
+  is submitted (``Product.nft_attempt``: the signed extrinsic and its nonce). A retry first reads
+  the project wallet's nonce, then its collections: one that no product records, with the same
+  max supply, is the one a crashed run created, and is adopted. Otherwise, while the recorded
+  nonce is unspent the attempt may still sit in a pool (or was never sent): the same bytes are
+  submitted again, which land at most once. Only once the nonce is spent by another call is a
+  new attempt signed. Collection creation runs one at a time per project and chain (the job
+  subject), so nothing else can own such an orphan.
 - mint: NFT id = item_id; an item that exists on chain is not minted again; metadata is set
-  unless it already equals the product's ``metadata_uri``.
+  unless it already equals the product's ``metadata_uri``; the wallet recorded is the one the
+  chain says holds the NFT (a rerun's holder may have chosen another receiving wallet since).
 - transfer: the goal is the item's current owner in the database; when the chain already agrees
   there is nothing to do. Otherwise the on-chain owner's custodial key signs, after the project
   wallet has sent it the fee and the existential deposit (custodial wallets hold no funds).
@@ -18,17 +25,18 @@ recording never creates, mints or transfers twice:
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from pydantic import BaseModel
 
-from tessera.chain.gateway import ChainGateway, TxResult
+from tessera.chain.gateway import ChainGateway, Signed, TxResult
 from tessera.chain.keys import open_seed
 from tessera.changes.outbox import EventType, record
 from tessera.crypto import Sealed, SecretBox
 from tessera.db import Transaction
 from tessera.jobs.queue import JobKind, NotReady, enqueue
-from tessera.jobs.worker import JobContext, JobHandler
+from tessera.jobs.repository import JobRow
+from tessera.jobs.worker import JobContext, JobHandler, hold
 from tessera.models import (
     Job,
     JobStatus,
@@ -74,13 +82,20 @@ NFT_JOBS = {
 }
 
 
+class ItemRef(NamedTuple):
+    """An item, as far as its jobs need it."""
+
+    id: uuid.UUID
+    project_id: uuid.UUID
+
+
 async def queue_nft(
-    tx: Transaction, kind: JobKind, rows: Sequence[ProductRow] | Sequence[Item]
-) -> None:
+    tx: Transaction, kind: JobKind, rows: Sequence[ProductRow] | Sequence[Item] | Sequence[ItemRef]
+) -> list[JobRow]:
     """Add the jobs of ``kind`` for ``rows`` in the caller's transaction, which writes their
-    NFT state (``NFT_JOBS[kind].status_column``) as queued."""
+    NFT state (``NFT_JOBS[kind].status_column``) as queued; the jobs."""
     spec = NFT_JOBS[kind]
-    await enqueue(
+    return await enqueue(
         tx,
         [
             {
@@ -102,9 +117,14 @@ async def _set(
     context: JobContext,
     model: type[Product] | type[ProductItem],
     row_id: uuid.UUID,
+    *,
+    lease: Job | None = None,
     **values: object,
 ) -> None:
+    """Write ``values`` on the row (while ``lease``, the running job, still holds its lease)."""
     async with context.database.transaction() as tx:
+        if lease is not None:
+            await hold(tx, lease)
         await products.write_columns(tx, model, row_id, values | {"updated_at": utcnow()})
         await tx.commit()
 
@@ -115,20 +135,23 @@ async def _finish(
     row_id: uuid.UUID,
     event: EventType,
     *,
-    job: Job | None = None,
+    lease: Job | None = None,
+    failed: Job | None = None,
     **values: Any,
 ) -> None:
-    """Write a job's outcome on its product or item, and the change that reports it (the
-    object as the API shows it now; for ``nft.failed`` with the job's kind and error), in one
-    transaction."""
+    """Write a job's outcome on its product or item (while ``lease``, the running job, still
+    holds its lease), and the change that reports it (the object as the API shows it now; for
+    ``nft.failed`` with the ``failed`` job's kind and error), in one transaction."""
     model = NFT_JOBS[kind].model
     values["updated_at"] = utcnow()
     async with context.database.transaction() as tx:
+        if lease is not None:
+            await hold(tx, lease)
         await products.write_columns(tx, model, row_id, values)
         project_id, shown = await (_product_read if model is Product else _item_read)(tx, row_id)
         data: BaseModel = shown
-        if job is not None:
-            error = await products.job_error(tx, job.id) or ""
+        if failed is not None:
+            error = await products.job_error(tx, failed.id) or ""
             key = "product" if model is Product else "product_item"
             data = NftFailure(job=kind.value, error=error, **{key: shown})
         await record(tx, project_id, event, [data])
@@ -173,28 +196,51 @@ async def create_collection(context: JobContext, job: Job) -> None:
             return  # deleted with its unused event, or done
         wallet = await primary_wallet(session, product.project_id)
         recorded = await products.recorded_collections(session, product.project_id, product.chain)
-    seed = _seed(context.box, wallet)
+    seed, chain = _seed(context.box, wallet), str(product.chain)
     max_supply = product.max_items
+    attempt = Signed(**product.nft_attempt) if product.nft_attempt else None
 
-    def work(gateway: ChainGateway) -> int:
+    def find(gateway: ChainGateway) -> int | Signed:
+        """A collection to adopt, or the attempt to submit (the recorded one, or a new one)."""
+        # The nonce before the collections: an attempt that lands in between is among them.
+        nonce = gateway.account_nonce(wallet.public_key)
         for collection_id in gateway.collections_owned_by(wallet.public_key):
             if collection_id in recorded:
                 continue
             found = gateway.collection(collection_id)
             if found is not None and found.max_supply == max_supply:
                 return collection_id  # created by a run that died before recording it
-        collection_id, _ = gateway.create_collection(seed, max_supply=max_supply)
-        return collection_id
+        if attempt is not None and nonce <= attempt.nonce:
+            return attempt  # in a pool, or never sent: its fate is not known yet
+        return gateway.sign_create_collection(seed, max_supply=max_supply)
 
-    await _set(context, Product, product_id, nft_status=NftStatus.SUBMITTED)
-    collection_id = await context.chains.run(str(product.chain), work)
+    found = await context.chains.run(chain, find)
+    if isinstance(found, Signed):
+        if found is not attempt:
+            recorded_attempt = {"extrinsic": found.extrinsic, "nonce": found.nonce}
+            await _set(
+                context,
+                Product,
+                product_id,
+                lease=job,
+                nft_status=NftStatus.SUBMITTED,
+                nft_attempt=recorded_attempt,
+            )
+        signed = found
+        collection_id = (
+            await context.chains.run(chain, lambda g: g.submit_create_collection(signed))
+        )[0]
+    else:
+        collection_id = found
     await _finish(
         context,
         JobKind.CREATE_COLLECTION,
         product_id,
         EventType.NFT_COLLECTION_CREATED,
+        lease=job,
         nft_status=NftStatus.CREATED,
         nft_collection_id=collection_id,
+        nft_attempt=None,
     )
 
 
@@ -215,26 +261,36 @@ async def mint(context: JobContext, job: Job) -> None:
     seed = _seed(context.box, wallet)
     collection_id, nft_id, metadata = product.nft_collection_id, item.item_id, product.metadata_uri
 
-    def work(gateway: ChainGateway) -> TxResult | None:
+    def work(gateway: ChainGateway) -> tuple[TxResult | None, bytes]:
         tx = None
-        if gateway.item_owner(collection_id, nft_id) is None:
+        holder = gateway.item_owner(collection_id, nft_id)
+        if holder is None:
             tx = gateway.mint(
                 seed, collection_id=collection_id, item_id=nft_id, owner=owner.public_key
             )
+            holder = owner.public_key
         if metadata and gateway.item_metadata(collection_id, nft_id) != metadata:
             gateway.set_metadata(seed, collection_id=collection_id, item_id=nft_id, data=metadata)
-        return tx
+        return tx, holder
 
-    await _set(context, ProductItem, item_id, nft_status=NftStatus.SUBMITTED)
-    tx = await context.chains.run(str(product.chain), work)
+    await _set(context, ProductItem, item_id, lease=job, nft_status=NftStatus.SUBMITTED)
+    tx, holder = await context.chains.run(str(product.chain), work)
+    if holder == owner.public_key:
+        held = {"nft_status": NftStatus.MINTED, "nft_wallet_id": owner.id, "nft_held_by": None}
+    else:  # minted by an earlier run, to the wallet the holder received in then
+        async with context.database.session(write=False) as session:
+            wallet = await products.wallet_by_key(session, product.project_id, holder)
+        held = (
+            {"nft_status": NftStatus.MINTED, "nft_wallet_id": wallet.id, "nft_held_by": None}
+            if wallet is not None
+            else {
+                "nft_status": NftStatus.EXTERNAL,
+                "nft_wallet_id": None,
+                "nft_held_by": holder.hex(),
+            }
+        )
     await _finish(
-        context,
-        JobKind.MINT,
-        item_id,
-        EventType.NFT_MINTED,
-        nft_status=NftStatus.MINTED,
-        nft_wallet_id=owner.id,
-        **_tx(tx, "nft"),
+        context, JobKind.MINT, item_id, EventType.NFT_MINTED, lease=job, **held, **_tx(tx, "nft")
     )
 
 
@@ -279,15 +335,20 @@ async def transfer(context: JobContext, job: Job) -> None:
                 signer, collection_id=collection_id, item_id=nft_id, dest=target.public_key
             )
 
-        await _set(context, ProductItem, item_id, nft_transfer_status=NftStatus.SUBMITTED)
+        await _set(
+            context, ProductItem, item_id, lease=job, nft_transfer_status=NftStatus.SUBMITTED
+        )
         tx = await context.chains.run(chain, work)
     await _finish(
         context,
         JobKind.TRANSFER,
         item_id,
         EventType.NFT_TRANSFERRED,
+        lease=job,
         nft_transfer_status=NftStatus.TRANSFERRED,
+        nft_status=NftStatus.MINTED,
         nft_wallet_id=target.id,
+        nft_held_by=None,
         **_tx(tx, "nft_transfer"),
     )
 
@@ -303,7 +364,7 @@ def _show(kind: JobKind) -> Callable[[JobContext, Job, JobStatus], Awaitable[Non
             )
             return
         failed = {spec.status_column: NftStatus.FAILED}
-        await _finish(context, kind, _row_id(kind, job), EventType.NFT_FAILED, job=job, **failed)
+        await _finish(context, kind, _row_id(kind, job), EventType.NFT_FAILED, failed=job, **failed)
 
     return show
 
