@@ -77,7 +77,7 @@ def seed(url: str, users: int, folder: Path, backend: str) -> dict:
     started = time.monotonic()
     migrations.upgrade(url)
     processes = max(1, min(os.cpu_count() or 1, users // CHUNK))
-    with multiprocessing.Pool(processes, initializer=_init_keys) as pool:
+    with multiprocessing.Pool(processes, initializer=init_keys) as pool:
         data = asyncio.run(_seed(url, users, pool))
     data |= {"backend": backend, "database_url": url}
     data["seed_seconds"] = round(time.monotonic() - started, 1)
@@ -98,7 +98,7 @@ def write_ids(directory: Path, ids: dict[str, list[str]]) -> None:
 _box = None
 
 
-def _init_keys() -> None:
+def init_keys() -> None:
     global _box
     _box = SecretBox(Settings().key_ring)
 

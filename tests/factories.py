@@ -197,3 +197,33 @@ async def create_claim_link(
     )
     assert response.status_code == 201, response.text
     return response.json()
+
+
+# Wallets the users hold: linked by signing a challenge with the wallet's key.
+
+
+async def challenge(client, tenant, user, keypair) -> dict:
+    response = await client.post(
+        "/v1/users/wallets/challenge",
+        headers=tenant.w,
+        json={"id": user["id"], "address": keypair.ss58_address},
+    )
+    assert response.status_code == 201, response.text
+    return response.json()
+
+
+async def link(client, tenant, user, keypair, message: str | bytes, signer=None):
+    data = message.encode() if isinstance(message, str) else message
+    signature = "0x" + (signer or keypair).sign(data).hex()
+    return await client.post(
+        "/v1/users/wallets",
+        headers=tenant.w,
+        json={"email": user["email"], "address": keypair.ss58_address, "signature": signature},
+    )
+
+
+async def linked(client, tenant, user, keypair) -> dict:
+    issued = await challenge(client, tenant, user, keypair)
+    response = await link(client, tenant, user, keypair, issued["message"])
+    assert response.status_code == 201, response.text
+    return response.json()

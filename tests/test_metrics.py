@@ -21,7 +21,9 @@ from tessera.metrics.process import MULTIPROC_DIR, multiprocess_directory
 from tessera.metrics.service import wallet_balance_chore
 from tessera.models import JobStatus, ProjectWallet
 from tessera.models.base import utcnow
+from tessera.reconciliation.repository import LastCheck, write_check
 from tests.conftest import BACKEND
+from tests.factories import create_product
 from tests.jobs.memory_chain import DOT, MemoryChain
 from tests.serving import fresh_database, serve, settings_env
 
@@ -257,6 +259,78 @@ class TestWebhooks:
             labels(status="failing"): 1,
             labels(status="disabled"): 1,
         }
+
+
+def finding(kind: str, item_id: int | None = 1) -> dict:
+    return {"kind": kind, "item_id": item_id, "database": None, "chain": None}
+
+
+async def record_check(database, tenant, product_id: str, findings: list[dict]) -> None:
+    check = LastCheck(
+        product_id=uuid.UUID(product_id),
+        project_id=tenant.project_id,
+        checked_at=utcnow(),
+        items_checked=3,
+        findings=findings,
+    )
+    async with database.transaction() as tx:
+        await write_check(tx, check)
+        await tx.commit()
+
+
+DRIFT_KINDS = (
+    "missing_on_chain",
+    "unexpected_on_chain",
+    "owner_mismatch",
+    "metadata_mismatch",
+    "collection_mismatch",
+    "stuck",
+)
+
+
+class TestNftDrift:
+    async def test_the_findings_of_every_product_s_last_check_by_kind(
+        self, client, database, tenant, other
+    ):
+        mine, theirs = await create_product(client, tenant), await create_product(client, other)
+        await record_check(database, tenant, mine["id"], [finding("stuck", None)])
+        # A check replaces the product's last one: only the last one counts.
+        await record_check(
+            database,
+            tenant,
+            mine["id"],
+            [finding("missing_on_chain", 1), finding("missing_on_chain", 2), finding("stuck", 3)],
+        )
+        await record_check(
+            database,
+            other,
+            theirs["id"],
+            [
+                finding("owner_mismatch", 1),
+                finding("stuck", 2),
+                finding("collection_mismatch", None),
+            ],
+        )
+
+        drift = samples(await scrape(client), "tessera_nft_drift")
+        assert drift == {
+            labels(kind="missing_on_chain"): 2,
+            labels(kind="unexpected_on_chain"): 0,
+            labels(kind="owner_mismatch"): 1,
+            labels(kind="metadata_mismatch"): 0,
+            labels(kind="collection_mismatch"): 1,
+            labels(kind="stuck"): 2,
+        }
+
+        # The drift repaired: the next checks find nothing.
+        await record_check(database, tenant, mine["id"], [])
+        await record_check(database, other, theirs["id"], [])
+        drift = samples(await scrape(client), "tessera_nft_drift")
+        assert drift == {labels(kind=kind): 0 for kind in DRIFT_KINDS}
+
+    async def test_without_a_check_every_kind_is_at_zero(self, client):
+        drift = samples(await scrape(client), "tessera_nft_drift")
+        assert drift == {labels(kind=kind): 0 for kind in DRIFT_KINDS}
 
 
 POOL_GAUGES = ("checked_out", "idle", "size", "overflow", "max_overflow")

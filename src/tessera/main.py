@@ -23,6 +23,7 @@ from tessera.config import Settings, get_settings
 from tessera.console import events as console_events
 from tessera.console import jobs as console_jobs
 from tessera.console import products as console_products
+from tessera.console import reconciliation as console_reconciliation
 from tessera.console import users as console_users
 from tessera.console import web as console
 from tessera.console import webhooks as console_webhooks
@@ -172,7 +173,14 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(claims_router)
     app.include_router(claim_pages.router)
     app.include_router(console_router)
-    for pages in (console_events, console_products, console_users, console_jobs, console_webhooks):
+    for pages in (
+        console_events,
+        console_products,
+        console_reconciliation,
+        console_users,
+        console_jobs,
+        console_webhooks,
+    ):
         app.include_router(pages.router)
     app.mount("/static", StaticFiles(directory=claim_pages.PACKAGE / "static"), name="static")
     app.include_router(docs_router)

@@ -10,6 +10,7 @@ change when the pages' look does).
 """
 
 import os
+import re
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -33,7 +34,9 @@ from sqlalchemy import update
 
 from tessera.db import Database
 from tessera.jobs.queue import JobKind, enqueue
-from tessera.models import OrderItem
+from tessera.models import OrderItem, Product, ProductItem
+from tessera.models.base import utcnow
+from tessera.reconciliation.repository import LastCheck, write_check
 from tests.browser.test_claim_page import Person, serious_violations
 from tests.conftest import BACKEND
 from tests.serving import ROOT, fresh_database, serve, settings_env, tessera
@@ -243,6 +246,38 @@ async def date_sales(server: Server, dated: dict[str, str]) -> None:
                     .values(created_at=noon)
                 )
             await session.commit()
+    finally:
+        await database.dispose()
+
+
+async def drifted(server: Server, product_id: str, findings: list[dict[str, Any]]) -> None:
+    """The product made an NFT product whose items are minted, and a last reconciliation with
+    ``findings``: written straight into the server's database (the server has no chain)."""
+    database = Database(server.database_url)
+    try:
+        async with database.session() as session:
+            product = uuid.UUID(product_id)
+            await session.execute(
+                update(Product)
+                .where(Product.id == product)
+                .values(
+                    mint_nft=True,
+                    chain="AssetHub",
+                    metadata_uri="https://meta.example/drift.json",
+                    nft_status="created",
+                    nft_collection_id=7,
+                )
+            )
+            await session.execute(
+                update(ProductItem)
+                .where(ProductItem.product_id == product)
+                .values(nft_status="minted")
+            )
+            await session.commit()
+        async with database.transaction() as tx:
+            check = LastCheck(product, uuid.UUID(server.other_project_id), utcnow(), 2, findings)
+            await write_check(tx, check)
+            await tx.commit()
     finally:
         await database.dispose()
 
@@ -633,3 +668,105 @@ async def test_axe_finds_nothing_serious(
         await visit.context.close()
     assert found == {name: [] for name in found}
     assert len(found) == 16
+
+
+async def test_a_products_drift_is_shown_and_axe_finds_nothing_serious(
+    browser: Browser, server: Server, person: Visitor, axe_script: Path
+) -> None:
+    # Its own data, in the second project: this test does not depend on the others.
+    async with server.api(server.other_key) as api:
+        people = [
+            {"email": f"{name}@drift.example", "firstName": name, "lastName": "Drift"}
+            for name in ("kim", "lou")
+        ]
+        created = await api.post("/v1/users/create", json=people)
+        assert created.status_code == 201, created.text
+        kim, lou = created.json()["users"]
+        product = await api.post("/v1/products", json={"type": "admission", "name": "Drift pass"})
+        assert product.status_code == 201, product.text
+        product_id = product.json()["id"]
+        issued = await api.post(
+            f"/v1/products/{product_id}/items", json={"users": [kim["id"], lou["id"]]}
+        )
+        assert issued.status_code == 201, issued.text
+    stranger = "5C4iA2und8WV6mbvTBYupm2eZwtxk3wCYUM2SFHXSyQuapGp"
+    kim_wallet = kim["wallets"][0]["address"]
+    await drifted(
+        server,
+        product_id,
+        [
+            {
+                "kind": "missing_on_chain",
+                "item_id": 1,
+                "database": {"nft_status": "minted", "user_id": kim["id"], "wallet": kim_wallet},
+                "chain": None,
+            },
+            {
+                "kind": "owner_mismatch",
+                "item_id": 2,
+                "database": {"user_id": lou["id"], "wallet": lou["wallets"][0]["address"]},
+                "chain": {"owner": stranger, "user_id": None},
+            },
+            {
+                "kind": "unexpected_on_chain",
+                "item_id": 9,
+                "database": None,
+                "chain": {"owner": stranger, "user_id": None, "metadata": None},
+            },
+        ],
+    )
+    product_url = f"{server.url}/console/projects/{server.other_project_id}/products/{product_id}"
+
+    # Under the pages' CSP: the findings, and a check the server cannot run (no such chain).
+    page = person.page
+    await sign_in(page, server)
+    await go(page, product_url)
+    await expect(page.locator("p.facts").last).to_contain_text("· 2 items checked · collection 7")
+    findings = page.get_by_role("table", name="3 findings: where the database and the chain")
+    assert await rows_of(findings) == [
+        [
+            "missing_on_chain",
+            "1",
+            f"nft status: minted\nuser id: {kim['id']}\nwallet: {kim_wallet}",
+            "nothing",
+        ],
+        [
+            "owner_mismatch",
+            "2",
+            f"user id: {lou['id']}\nwallet: {lou['wallets'][0]['address']}",
+            f"owner: {stranger}\nuser id: none",
+        ],
+        [
+            "unexpected_on_chain",
+            "9",
+            "nothing",
+            f"owner: {stranger}\nuser id: none\nmetadata: none",
+        ],
+    ]
+    await expect(page.get_by_role("button", name="Repair")).to_be_visible()
+    await screenshot(page, "product-drift", full_page=True)
+    await submit(page, page.get_by_role("button", name="Check now"), 409)
+    problem = page.get_by_role("alert")
+    await expect(problem.get_by_role("heading", level=1)).to_have_text("The chain was not checked")
+    await expect(problem).to_contain_text(
+        "chain AssetHub is not configured: set TESSERA_CHAIN_ASSETHUB_RPC_URL"
+    )
+    await screenshot(page, "product-drift-unchecked")
+    await page.get_by_role("link", name="Back").click()
+    await expect(findings.locator("tbody tr")).to_have_count(3)  # the last check stays shown
+
+    # axe, in a context of its own that sets the CSP aside (axe is an inline script).
+    visit = await visitor(browser, bypass_csp=True)
+    found: dict[str, list[str]] = {}
+    try:
+        await sign_in(visit.page, server)
+        await go(visit.page, product_url)
+        await expect(visit.page.get_by_role("table", name=re.compile("3 findings"))).to_be_visible()
+        found["product with findings"] = await serious_violations(visit.page, axe_script)
+        await submit(visit.page, visit.page.get_by_role("button", name="Repair"), 409)
+        await expect(visit.page.get_by_role("alert")).to_contain_text("Nothing was repaired")
+        found["repair refused"] = await serious_violations(visit.page, axe_script)
+    finally:
+        assert visit.context is not None
+        await visit.context.close()
+    assert found == {"product with findings": [], "repair refused": []}

@@ -1,15 +1,20 @@
 """The console through real HTTP into the app: an operator signed in with a session cookie,
-and the CSRF token every form carries (``Console.post`` adds it)."""
+and the CSRF token every form carries (``Console.post`` adds it); WestendAssetHub (configured
+in the tests' settings) as an in-memory chain, and a job worker on it."""
 
 import re
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 
 import httpx
 import pytest
 from fastapi import FastAPI
 
+from tessera.chain.registry import Chains
 from tessera.console.accounts import SignInLimiter, create_operator
+from tessera.jobs.worker import JobContext, Worker
+from tessera.main import make_worker
+from tests.jobs.memory_chain import MemoryChain
 
 OPERATOR_EMAIL = "ops@example.com"
 OPERATOR_PASSWORD = "correct horse battery staple"
@@ -77,3 +82,20 @@ async def owner(app: FastAPI, tenant) -> AsyncIterator[Console]:
     await console.get(f"/console/projects/{tenant.project_id}")
     yield console
     await http.aclose()
+
+
+@pytest.fixture
+def chain(app: FastAPI) -> Iterator[MemoryChain]:
+    """WestendAssetHub (configured in the tests' settings) as an in-memory chain."""
+    memory = MemoryChain()
+    configured = app.state.chains
+    app.state.chains = Chains(app.state.settings, connect=lambda url, timeout: memory)
+    yield memory
+    app.state.chains = configured
+
+
+@pytest.fixture
+def worker(app: FastAPI, chain: MemoryChain) -> Worker:
+    """The job worker on the in-memory chain (the app runs none of its own in the tests)."""
+    state = app.state
+    return make_worker(JobContext(state.database, state.box, state.chains), state.settings)

@@ -4,7 +4,6 @@ sales per day and the items, through the same use-cases (and refusals) as the AP
 import html
 import re
 import uuid
-from collections.abc import Iterator
 from datetime import UTC, datetime
 from html.parser import HTMLParser
 from types import SimpleNamespace
@@ -14,7 +13,6 @@ import pytest
 from scalecodec.utils.ss58 import ss58_decode
 from sqlalchemy import update
 
-from tessera.chain.registry import Chains
 from tessera.console.products import chart_of
 from tessera.models import OrderItem, ProductItem
 from tests.factories import (
@@ -142,16 +140,6 @@ async def redeem(client, tenant, product_id: str, item_id: str) -> None:
         json={"product_item_id": item_id},
     )
     assert response.status_code == 200, response.text
-
-
-@pytest.fixture
-def chain(app) -> Iterator[MemoryChain]:
-    """WestendAssetHub (configured in the tests' settings) as an in-memory chain."""
-    memory = MemoryChain()
-    configured = app.state.chains
-    app.state.chains = Chains(app.state.settings, connect=lambda url, timeout: memory)
-    yield memory
-    app.state.chains = configured
 
 
 async def fund(client, tenant, chain: MemoryChain) -> None:

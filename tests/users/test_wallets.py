@@ -8,37 +8,19 @@ from sqlalchemy import update
 from substrateinterface import Keypair, KeypairType
 
 from tessera.models import ProductItem, WalletChallenge
-from tests.factories import create_product, create_user, issue_items, row_counts, transfer_item
+from tests.factories import (
+    challenge,
+    create_product,
+    create_user,
+    issue_items,
+    link,
+    linked,
+    row_counts,
+    transfer_item,
+)
 
 SR25519 = Keypair.create_from_uri("//Tessera//sr", crypto_type=KeypairType.SR25519)
 ED25519 = Keypair.create_from_seed("11" * 32, crypto_type=KeypairType.ED25519)
-
-
-async def challenge(client, tenant, user, keypair) -> dict:
-    response = await client.post(
-        "/v1/users/wallets/challenge",
-        headers=tenant.w,
-        json={"id": user["id"], "address": keypair.ss58_address},
-    )
-    assert response.status_code == 201, response.text
-    return response.json()
-
-
-async def link(client, tenant, user, keypair, message: str | bytes, signer=None):
-    data = message.encode() if isinstance(message, str) else message
-    signature = "0x" + (signer or keypair).sign(data).hex()
-    return await client.post(
-        "/v1/users/wallets",
-        headers=tenant.w,
-        json={"email": user["email"], "address": keypair.ss58_address, "signature": signature},
-    )
-
-
-async def linked(client, tenant, user, keypair) -> dict:
-    issued = await challenge(client, tenant, user, keypair)
-    response = await link(client, tenant, user, keypair, issued["message"])
-    assert response.status_code == 201, response.text
-    return response.json()
 
 
 def held(user: dict) -> list[dict]:

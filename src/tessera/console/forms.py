@@ -44,3 +44,10 @@ class KeyForm(Input):
 
 class ClientForm(Input):
     permission: Literal["read", "write"] = "read"
+
+
+class RepairForm(Input):
+    """A product's repair: "true" shows what it would do (the API's ``dry_run``), "false"
+    queues it."""
+
+    dry_run: Literal["true", "false"] = "true"

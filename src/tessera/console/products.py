@@ -1,6 +1,7 @@
 """The console's products pages: a project's products with their stock, items issued and
 redeemed; a product with its edit form, the form that issues items by email, its sales per day
-as a chart, and its items with their owners and NFTs.
+as a chart, its items with their owners and NFTs, and (an NFT product) its last reconciliation
+with the chain, whose forms are ``console.reconciliation``'s.
 
 Every change goes through the API's use-cases (``tessera.products.service``) with the project's
 write principal, so the rules and refusals are the API's. The reads the API has no use-case for
@@ -35,6 +36,7 @@ from tessera.products.schemas import (
     ProductType,
     ProductUpdate,
 )
+from tessera.reconciliation.service import last_reconciliation
 from tessera.schemas import MAX_PAGE, Input, PageParams
 
 router = APIRouter(prefix="/console", include_in_schema=False)
@@ -311,6 +313,12 @@ async def product_page(
     # One day more than the chart's: whether days before the chart's had sales.
     sold = await database.read(repository.sold_per_day, project.id, product.id, days=CHART_DAYS + 1)
     events = await database.read(repository.event_choices, project.id)
+    # The last check as recorded: showing the page asks the chain nothing ("Check now" does).
+    last_check = (
+        await database.read(last_reconciliation, project.id, product.id)
+        if product.mint_nft
+        else None
+    )
     return page(
         request,
         "products_detail.html",
@@ -323,6 +331,7 @@ async def product_page(
             "page_number": page_number,
             "pages": max(1, -(-items.pagination.total // PAGE_SIZE)),
             "max_issue": MAX_ISSUE,
+            "last_check": last_check,
             **_choices(request, events),
         },
     )

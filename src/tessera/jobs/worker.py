@@ -63,7 +63,7 @@ class JobContext:
 
 @dataclass(frozen=True, slots=True)
 class JobHandler:
-    run: Callable[[JobContext, Job], Awaitable[None]]
+    run: Callable[[JobContext, Job], Coroutine[Any, Any, None]]
     # Shows the job's state on the row it serves: FAILED when the job gives up, QUEUED when
     # it waits for a retry (after a failed attempt, or retried by hand).
     show: Callable[[JobContext, Job, JobStatus], Awaitable[None]]
@@ -192,7 +192,8 @@ class Worker:
             while True:
                 done, _ = await asyncio.wait({work}, timeout=every)
                 if done:
-                    return work.result()
+                    work.result()  # its exception, if it raised one
+                    return
                 if not await self._renew(job):
                     raise LeaseLost(f"job {job.id} attempt {job.attempts}: lease lost")
         finally:

@@ -1,5 +1,5 @@
 """Prometheus metrics at ``GET /metrics``: requests and their latency by route template, the
-database pool, the job queue and the project wallets' balances.
+database pool, the job queue, the project wallets' balances and the NFT drift.
 
 - ``http``: the request counter and latency histogram, fed by ``RequestContextMiddleware``.
 - ``process``: where each process keeps its figures (in memory, or in files shared by

@@ -43,5 +43,6 @@ router = APIRouter(include_in_schema=False, dependencies=[Depends(may_read_metri
 
 @router.get("/metrics")
 async def get_metrics(database: DatabaseDep, settings: SettingsDep) -> Response:
-    """Prometheus text format: requests, latency, database pool, job queue, wallet balances."""
+    """Prometheus text format: requests, latency, database pool, job queue, wallet balances,
+    webhooks, NFT drift."""
     return Response(await service.scrape(database, settings), media_type=CONTENT_TYPE_PLAIN_0_0_4)

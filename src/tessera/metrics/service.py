@@ -5,13 +5,16 @@ same whichever process answers. Balances need chain reads, far too slow for a sc
 of the job worker (``tessera serve``'s in-process one or ``tessera worker``) reads them every
 minute and records them in ``project_wallet_balances``; the scrape shows the last reading and
 when it was made. With several workers, the one that finds a reading younger than half a
-minute leaves it.
+minute leaves it. The NFT drift is counted, by kind, from the findings each product's last
+reconciliation recorded (``reconciliations``): a scrape never waits on a chain either.
 """
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections import Counter
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from datetime import timedelta
+from typing import Any
 
 from prometheus_client import generate_latest
 from prometheus_client.metrics_core import GaugeMetricFamily, Metric
@@ -27,6 +30,8 @@ from tessera.metrics import repository
 from tessera.metrics.process import sample_pool, scrape_registry
 from tessera.models import JobStatus
 from tessera.models.base import utcnow
+from tessera.reconciliation import repository as reconciliations
+from tessera.reconciliation.findings import Kind
 
 log = logging.getLogger("tessera.metrics")
 
@@ -37,21 +42,23 @@ QUEUE_STATUSES = (JobStatus.QUEUED, JobStatus.RUNNING)
 
 async def scrape(database: Database, settings: Settings) -> bytes:
     """The Prometheus text exposition: every process's request and pool figures, the job
-    queue and the recorded balances."""
+    queue, the recorded balances, the webhooks' deliveries and the NFT drift found by the
+    products' last reconciliations."""
 
     async def read(
         rows: Rows,
     ) -> tuple[list[repository.QueuedJobs], list[repository.ShownBalance], list[Metric]]:
-        webhooks = _webhook_families(
+        recorded = _webhook_families(
             await repository.recent_deliveries(rows, utcnow() - timedelta(hours=1)),
             await repository.endpoint_states(rows),
         )
-        return await repository.job_queue(rows), await repository.shown_balances(rows), webhooks
+        recorded.append(_drift_family(await reconciliations.all_findings(rows)))
+        return await repository.job_queue(rows), await repository.shown_balances(rows), recorded
 
-    queue, balances, webhooks = await database.read(read)
+    queue, balances, recorded = await database.read(read)
     sample_pool(database)  # this process's, fresh; the others' are at most a second old
     registry = scrape_registry()
-    families = [*_job_families(queue), *_balance_families(balances, settings), *webhooks]
+    families = [*_job_families(queue), *_balance_families(balances, settings), *recorded]
     registry.register(_Families(families))
     # With several processes this reads their files: off the event loop.
     return await asyncio.to_thread(generate_latest, registry)
@@ -115,6 +122,20 @@ def _webhook_families(deliveries: dict[str, int], endpoints: dict[str, int]) -> 
     for status in ("enabled", "failing", "disabled"):
         states.add_metric([status], endpoints.get(status, 0))
     return [attempts, states]
+
+
+def _drift_family(findings: Sequence[Sequence[Mapping[str, Any]]]) -> Metric:
+    """``findings``: those of each product's last reconciliation."""
+    drift = GaugeMetricFamily(
+        "tessera_nft_drift",
+        "Findings of the products' last reconciliations of their NFTs with the chain, by kind "
+        "(the scheduled check, GET /v1/products/{id}/reconciliation, `tessera chain reconcile`).",
+        labels=["kind"],
+    )
+    counted = Counter(str(finding["kind"]) for check in findings for finding in check)
+    for kind in Kind:  # every kind, at 0 when none, so that alerts see a value
+        drift.add_metric([kind.value], counted[kind.value])
+    return drift
 
 
 def _balance_families(

@@ -275,14 +275,15 @@ async def mint(context: JobContext, job: Job) -> None:
 
     await _set(context, ProductItem, item_id, lease=job, nft_status=NftStatus.SUBMITTED)
     tx, holder = await context.chains.run(str(product.chain), work)
+    held: dict[str, Any]
     if holder == owner.public_key:
         held = {"nft_status": NftStatus.MINTED, "nft_wallet_id": owner.id, "nft_held_by": None}
     else:  # minted by an earlier run, to the wallet the holder received in then
         async with context.database.session(write=False) as session:
-            wallet = await products.wallet_by_key(session, product.project_id, holder)
+            holding = await products.wallet_by_key(session, product.project_id, holder)
         held = (
-            {"nft_status": NftStatus.MINTED, "nft_wallet_id": wallet.id, "nft_held_by": None}
-            if wallet is not None
+            {"nft_status": NftStatus.MINTED, "nft_wallet_id": holding.id, "nft_held_by": None}
+            if holding is not None
             else {
                 "nft_status": NftStatus.EXTERNAL,
                 "nft_wallet_id": None,
@@ -359,11 +360,10 @@ def _show(kind: JobKind) -> Callable[[JobContext, Job, JobStatus], Awaitable[Non
 
     async def show(context: JobContext, job: Job, status: JobStatus) -> None:
         if status != JobStatus.FAILED:
-            await _set(
-                context, spec.model, _row_id(kind, job), **{spec.status_column: NftStatus.QUEUED}
-            )
+            queued: dict[str, Any] = {spec.status_column: NftStatus.QUEUED}
+            await _set(context, spec.model, _row_id(kind, job), **queued)
             return
-        failed = {spec.status_column: NftStatus.FAILED}
+        failed: dict[str, Any] = {spec.status_column: NftStatus.FAILED}
         await _finish(context, kind, _row_id(kind, job), EventType.NFT_FAILED, failed=job, **failed)
 
     return show

@@ -243,6 +243,7 @@ def plan(finding: Finding, item: ItemState | None, wallets: Mapping[bytes, Walle
 
 def _held(item: ItemState, address: Address) -> dict[str, Any]:
     """Where the database says the item's NFT sits."""
+    wallet: str | None
     if item.nft_status == NftStatus.EXTERNAL and item.nft_held_by:
         wallet = address(bytes.fromhex(item.nft_held_by))
     else:

@@ -1,5 +1,5 @@
 """Reconciliation statements: a product's items and the wallets involved, the last check of each
-product, the repair's jobs, and the products the scheduled check visits."""
+product, the repair's jobs, and the products the scheduled check and the CLI visit."""
 
 import uuid
 from collections.abc import Sequence
@@ -152,7 +152,7 @@ _LIVE = (
         _JOBS.c.project_id == bindparam("project_id"),
         _JOBS.c.subject == bindparam("subject"),
         _JOBS.c.kind == bindparam("kind"),
-        _JOBS.c.status.in_((JobStatus.QUEUED, JobStatus.RUNNING)),
+        or_(_JOBS.c.status == JobStatus.QUEUED, _JOBS.c.status == JobStatus.RUNNING),
     )
     .order_by(_JOBS.c.created_at.desc())
     .limit(1)
@@ -245,3 +245,25 @@ async def due_checks(
     return await rows.all(
         _DUE_CHECKS, DueCheck, active_since=active_since, checked_since=checked_since
     )
+
+
+# `tessera chain reconcile`: every product of a project that has NFTs to compare.
+_NFT_PRODUCTS = (
+    select(_PRODUCTS.c.id)
+    .where(
+        _PRODUCTS.c.project_id == bindparam("project_id"),
+        _PRODUCTS.c.mint_nft.is_(True),
+        _PRODUCTS.c.nft_status.is_not(None),
+    )
+    .order_by(_PRODUCTS.c.created_at, _PRODUCTS.c.id)
+)
+
+
+class ProductId(NamedTuple):
+    id: uuid.UUID
+
+
+async def nft_products(rows: Rows, project_id: uuid.UUID) -> list[uuid.UUID]:
+    """The project's ``mint_nft`` products whose collection is created or on its way (queued,
+    submitted, or failed: a reconciliation reports it stuck), oldest first."""
+    return [row.id for row in await rows.all(_NFT_PRODUCTS, ProductId, project_id=project_id)]

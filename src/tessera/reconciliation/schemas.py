@@ -10,7 +10,8 @@ from tessera.schemas import Bool, SnakeInput, SnakeModel
 SIDE = (
     "What this side says, or null when it has nothing: an item's holder (`user_id`, `wallet`), "
     "an NFT's `owner`, `user_id` (the project user holding that wallet, or null) and "
-    "`metadata`, a collection's `owner` and `max_supply`, a stuck row's status and `since`."
+    "`metadata`, a collection's `owner` and `max_supply`, a stuck row's status and `since`. "
+    "Addresses are in the chain's SS58 format."
 )
 
 

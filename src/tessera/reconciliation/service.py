@@ -199,7 +199,12 @@ async def repair(
     called again while the last one runs) is answered instead of a new one."""
     checked = await reconcile(database, chains, project_id, product_id, in_request=in_request)
     planned = [
-        f.Planned(finding, f.plan(finding, checked.items.get(finding.item), checked.wallets))
+        f.Planned(
+            finding,
+            f.plan(
+                finding, checked.items.get(finding.item) if finding.item else None, checked.wallets
+            ),
+        )
         for finding in checked.findings
     ]
     job_ids: list[uuid.UUID | None] = [None] * len(planned)

@@ -3,6 +3,7 @@ check (``nft.reconcile``), and the chore that queues those checks."""
 
 import uuid
 from datetime import timedelta
+from typing import Any
 
 from tessera.changes.outbox import EventType, record
 from tessera.db import Database
@@ -49,7 +50,7 @@ async def follow(context: JobContext, job: Job) -> None:
         wallets = await repository.wallets_by_key(tx, project_id, [owner])
         now = utcnow()
         if not wallets:
-            values = {"nft_status": NftStatus.EXTERNAL, "nft_wallet_id": None}
+            values: dict[str, Any] = {"nft_status": NftStatus.EXTERNAL, "nft_wallet_id": None}
             values |= {"nft_held_by": owner.hex(), "updated_at": now}
             await products.write_columns(tx, ProductItem, item_id, values)
             await tx.commit()
@@ -61,10 +62,10 @@ async def follow(context: JobContext, job: Job) -> None:
         if wallet.user_id != row.owner_id:
             sender = await get_user_row(tx, project_id, UserRef("id", row.owner_id))
             recipient = await get_user_row(tx, project_id, UserRef("id", wallet.user_id))
-            item = item_of(row, product=product, owner=recipient)._replace(
+            moved_item = item_of(row, product=product, owner=recipient)._replace(
                 owner_id=recipient.id, updated_at=now
             )
-            await products.write_transfer(tx, item)
+            await products.write_transfer(tx, moved_item)
             transferred_at = int(now.timestamp())
             await products.add_transfer(
                 tx,
@@ -78,7 +79,7 @@ async def follow(context: JobContext, job: Job) -> None:
                 },
             )
             moved = TransferRead(
-                product_item=TransferItem.of(item),
+                product_item=TransferItem.of(moved_item),
                 previous_owner=ItemOwner.model_validate(sender),
                 new_owner=ItemOwner.model_validate(recipient),
                 transferred_at=transferred_at,

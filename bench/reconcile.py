@@ -1,0 +1,203 @@
+"""The reconciliation at scale: how long ``GET /v1/products/{id}/reconciliation`` takes for a
+product of N items against the local Asset Hub runtime (Chopsticks), for a few N.
+
+``make bench-reconcile`` (``python -m bench.reconcile [N ...]``, default 1000 2500 5000).
+
+Only the check is timed (through the ASGI app, three times, the median). What it checks is set
+up around the API where going through it would take long and prove nothing new: the users and
+their custodial wallets are bulk-inserted (``seed.insert_users``), the items issued through the
+products service, and each item's NFT written into the runtime's storage with ``dev_setStorage``
+as pallet-nfts leaves it after a mint (the mints themselves are the chain tests' business); the
+collection is created by the worker, on chain.
+"""
+
+import asyncio
+import multiprocessing
+import statistics
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+import httpx
+from bench import seed
+from sqlalchemy import select, update
+
+from tessera import migrations
+from tessera.auth.principal import Principal
+from tessera.chain import devchain as dc
+from tessera.chain.keys import ss58_address
+from tessera.config import Settings
+from tessera.crypto import SecretBox
+from tessera.db import Database
+from tessera.jobs.worker import JobContext
+from tessera.main import create_app, make_worker
+from tessera.models import (
+    Job,
+    JobStatus,
+    NftStatus,
+    Product,
+    ProductItem,
+    ProjectWallet,
+    UserWallet,
+)
+from tessera.products import service as products
+from tessera.products.schemas import ItemsIssue, ProductCreate
+from tessera.projects.service import create_project, issue_api_key
+
+DOT = 10**10
+METADATA = "https://meta.example/bench.json"
+ISSUE_BATCH = 500  # items per issue request (the API takes up to 550)
+STORAGE_BATCH = 500  # NFTs per dev_setStorage call
+ROUNDS = 3
+
+
+async def measure(devchain: dc.Devchain, url: str, items: int, pool) -> list[float]:
+    settings = Settings(
+        database_url=url, chain_assethub_rpc_url=devchain.url, worker_in_process=False
+    )
+    hash_key = settings.hash_key.get_secret_value().encode()
+    database = Database(url)
+    try:
+        async with database.session() as session:
+            project = await create_project(
+                session,
+                name="reconcile",
+                box=SecretBox(settings.key_ring),
+                hash_key=hash_key,
+                ss58_prefix=settings.ss58_prefix,
+            )
+        async with database.session() as session:
+            read_key = await issue_api_key(
+                session, project_id=project.project_id, permission="read", hash_key=hash_key
+            )
+        principal = Principal(project.project_id, True, "bench:reconcile")
+        wallet_key, collection_id, product_id = await _product(
+            devchain, database, settings, principal
+        )
+        users = await seed.insert_users(database, project.project_id, items, pool)
+        for start in range(0, items, ISSUE_BATCH):
+            body = ItemsIssue(users=[uuid.UUID(u) for u in users[start : start + ISSUE_BATCH]])
+            await products.issue_items(database, principal, product_id=product_id, body=body)
+        owners = await _minted(database, product_id)
+        _write_nfts(devchain, collection_id, owners, ss58_address(wallet_key, 0))
+    finally:
+        await database.dispose()
+
+    app = create_app(settings)
+    seconds = []
+    async with app.router.lifespan_context(app):
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://bench") as client:
+            for _ in range(ROUNDS):
+                started = time.perf_counter()
+                response = await client.get(
+                    f"/v1/products/{product_id}/reconciliation",
+                    headers={"x-api-key": read_key.api_key},
+                    timeout=600,
+                )
+                seconds.append(time.perf_counter() - started)
+                answer = response.json()
+                assert response.status_code == 200, response.text
+                assert (answer["items_checked"], answer["findings"]) == (items, []), answer
+    return seconds
+
+
+async def _product(devchain, database, settings, principal) -> tuple[bytes, int, uuid.UUID]:
+    """A mint_nft product whose collection the worker created on chain (the project wallet
+    funded first): the wallet's key, the collection and the product."""
+    async with database.session(write=False) as session:
+        wallet = await session.scalar(
+            select(ProjectWallet).where(ProjectWallet.project_id == principal.project_id)
+        )
+    devchain.fund(wallet.address, 10_000 * DOT)
+    app = create_app(settings)
+    async with app.router.lifespan_context(app):
+        state = app.state
+        body = ProductCreate(
+            type="admission",
+            name="Bench pass",
+            price="0",
+            mint_nft=True,
+            chain="AssetHub",
+            metadata_uri=METADATA,
+        )
+        created = await products.create_product(
+            state.database, principal, chains=state.chains, body=body
+        )
+        worker = make_worker(JobContext(state.database, state.box, state.chains), settings)
+        assert await worker.run_until_idle() == 1
+    async with database.session(write=False) as session:
+        product = await session.get(Product, created.id)
+    assert product is not None and product.nft_collection_id is not None
+    return wallet.public_key, product.nft_collection_id, created.id
+
+
+async def _minted(database: Database, product_id: uuid.UUID) -> dict[int, bytes]:
+    """The product's items recorded as minted to their owners' wallets (their mint jobs done):
+    each item's number and its owner's public key."""
+    async with database.session() as session:
+        rows = (
+            await session.execute(
+                select(ProductItem.id, ProductItem.item_id, UserWallet.id, UserWallet.public_key)
+                .join(UserWallet, UserWallet.user_id == ProductItem.owner_id)
+                .where(ProductItem.product_id == product_id)
+            )
+        ).all()
+        for item_id, _, wallet_id, _ in rows:
+            await session.execute(
+                update(ProductItem)
+                .where(ProductItem.id == item_id)
+                .values(nft_status=NftStatus.MINTED, nft_wallet_id=wallet_id)
+            )
+        await session.execute(
+            update(Job).where(Job.kind == "nft.mint").values(status=JobStatus.SUCCEEDED)
+        )
+        await session.commit()
+    return {number: key for _, number, _, key in rows}
+
+
+def _write_nfts(
+    devchain: dc.Devchain, collection_id: int, owners: dict[int, bytes], payer: str
+) -> None:
+    """Each NFT as a mint and a set_metadata leave pallet-nfts' storage."""
+    numbers = sorted(owners)
+    for start in range(0, len(numbers), STORAGE_BATCH):
+        batch = numbers[start : start + STORAGE_BATCH]
+        item, metadata, account = [], [], []
+        for number in batch:
+            key, holder = [collection_id, number], ss58_address(owners[number], 0)
+            deposit = {"account": payer, "amount": DOT // 100}
+            item.append([key, {"owner": holder, "approvals": [], "deposit": deposit}])
+            meta = {"deposit": {"account": None, "amount": 0}, "data": METADATA}
+            metadata.append([key, meta])
+            account.append([[holder, *key], ()])
+        storage = {"Item": item, "ItemMetadataOf": metadata, "Account": account}
+        devchain.rpc("dev_setStorage", [{"Nfts": storage}])
+
+
+def main(counts: list[int]) -> None:
+    settings = Settings()
+    cache = dc.cache_path(settings)
+    dc.install(cache)
+    with dc.Devchain(dc.spec_path(settings), cache) as devchain:
+        with multiprocessing.Pool(initializer=seed.init_keys) as pool:
+            rows = []
+            for count in counts:
+                folder = Path(tempfile.mkdtemp(prefix="tessera-reconcile-"))
+                url = f"sqlite+aiosqlite:///{folder / 'bench.db'}"
+                migrations.upgrade(url)
+                seconds = asyncio.run(measure(devchain, url, count, pool))
+                median = statistics.median(seconds)
+                rows.append((count, median, seconds))
+                print(
+                    f"{count} items: {median:.2f} s (runs {', '.join(f'{s:.2f}' for s in seconds)})"
+                )
+    print("\n| items | check, median of 3 | per 1,000 items |\n|---:|---:|---:|")
+    for count, median, _ in rows:
+        print(f"| {count:,} | {median:.2f} s | {median / count * 1000:.2f} s |")
+
+
+if __name__ == "__main__":
+    main([int(arg) for arg in sys.argv[1:]] or [1000, 2500, 5000])
