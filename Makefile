@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 PYTEST_WORKERS ?= 2
 
-.PHONY: serve test test-newest lock lint clean devchain chopsticks bench fuzz
+.PHONY: serve test test-newest lock lint clean devchain chopsticks bench bench-reconcile fuzz
 
 PIP := pip install --quiet --disable-pip-version-check
 LOCK := requirements.lock
@@ -90,6 +90,11 @@ bench: $(VENV)/.bench
 		else sudo apt-get install -y wrk; fi; }
 	@if echo "$${BACKENDS:-postgresql}" | grep -q postgresql; then bench/postgres.sh; fi
 	$(BIN)/python -m bench.run
+
+# A product's reconciliation with the chain at 1,000, 2,500 and 5,000 items (bench/reconcile.py),
+# against Chopsticks (needs Node.js); COUNTS="500 5000" to choose.
+bench-reconcile: $(VENV)/.dev chopsticks
+	$(BIN)/python -m bench.reconcile $(COUNTS)
 
 # The fuzz test of the suite, longer (about 10,000 requests per database), on SQLite and, when
 # TESSERA_TEST_DATABASE_URL is set, on PostgreSQL; the summaries are printed.

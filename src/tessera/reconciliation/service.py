@@ -240,7 +240,10 @@ _JOB_OF_ACTION = {
 
 
 async def _queue(tx: Transaction, checked: Checked, step: f.Planned) -> uuid.UUID | None:
-    """The job that carries ``step`` out: queued now, or the live one already queued."""
+    """The job that carries ``step`` out: queued now, or the live one already queued. The
+    item's NFT state is left as it is (a repair is not a new mint or transfer): the drift stays
+    visible until the job has put it right, and a repair called meanwhile finds the same
+    finding and answers the same job."""
     product, finding = checked.product, step.finding
     if step.action == f.Action.REPORT:
         return None
@@ -252,10 +255,6 @@ async def _queue(tx: Transaction, checked: Checked, step: f.Planned) -> uuid.UUI
     if live is not None:
         return live.id
     item = ItemRef(finding.item, product.project_id)
-    now = utcnow()
-    if step.action == f.Action.MINT:
-        values = {"nft_status": NftStatus.QUEUED, "updated_at": now}
-        await products.write_columns(tx, ProductItem, item.id, values)
     if kind == JobKind.FOLLOW:
         assert finding.chain_owner is not None  # an owner_mismatch
         job = {
@@ -265,9 +264,6 @@ async def _queue(tx: Transaction, checked: Checked, step: f.Planned) -> uuid.UUI
             "payload": {"product_item_id": str(item.id), "owner": finding.chain_owner.hex()},
         }
         return (await enqueue(tx, [job]))[0].id
-    if kind == JobKind.TRANSFER:
-        values = {"nft_transfer_status": NftStatus.QUEUED, "updated_at": now}
-        await products.write_columns(tx, ProductItem, item.id, values)
     return (await queue_nft(tx, kind, [item]))[0].id
 
 
