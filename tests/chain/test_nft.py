@@ -234,7 +234,7 @@ def crashing(chains, gateway, method: str):
 async def _expire_leases(database) -> None:
     async with database.session() as session:
         await session.execute(
-            update(Job).where(Job.status == "running").values(run_after=Job.created_at)
+            update(Job).where(Job.status == "running").values(lease_until=Job.created_at)
         )
         await session.commit()
 

@@ -8,8 +8,9 @@ from datetime import datetime, timedelta
 import pytest
 from scalecodec.utils.ss58 import ss58_decode
 from sqlalchemy import delete, select, update
+from substrateinterface import Keypair, KeypairType
 
-from tessera.chain.gateway import Collection
+from tessera.chain.gateway import ChainError, Collection, Signed
 from tessera.chain.keys import open_seed
 from tessera.crypto import Sealed
 from tessera.errors import JobNotFailed, JobNotFound
@@ -27,6 +28,7 @@ from tessera.models import (
     UserWallet,
 )
 from tessera.models.base import utcnow
+from tests.changes.feed import marker, read_all, shown, typed
 from tests.factories import (
     create_event,
     create_order,
@@ -110,6 +112,32 @@ async def transfer(client, tenant, product_id: str, item_id: str, sender, recipi
     assert response.status_code == 200, response.text
 
 
+async def receive_in_a_held_wallet(client, tenant, user: dict) -> dict:
+    """The user links a wallet they hold and chooses it to receive their NFTs; that wallet."""
+    keypair = Keypair.create_from_uri(f"//{uuid.uuid4().hex}", crypto_type=KeypairType.SR25519)
+    issued = await client.post(
+        "/v1/users/wallets/challenge",
+        headers=tenant.w,
+        json={"id": user["id"], "address": keypair.ss58_address},
+    )
+    assert issued.status_code == 201, issued.text
+    signature = "0x" + keypair.sign(issued.json()["message"].encode()).hex()
+    linked = await client.post(
+        "/v1/users/wallets",
+        headers=tenant.w,
+        json={"id": user["id"], "address": keypair.ss58_address, "signature": signature},
+    )
+    assert linked.status_code == 201, linked.text
+    [wallet] = [w for w in linked.json()["wallets"] if w["custody"] == "user-controlled"]
+    chosen = await client.post(
+        "/v1/users/wallets/receiving",
+        headers=tenant.w,
+        json={"id": user["id"], "wallet_id": wallet["id"]},
+    )
+    assert chosen.json()["receivingWalletId"] == wallet["id"], chosen.text
+    return wallet
+
+
 # the database side
 
 
@@ -181,6 +209,19 @@ async def skip_waits(database) -> None:
 
 def seconds(value: float) -> timedelta:
     return timedelta(seconds=value)
+
+
+async def collection_job(database, product_id: str) -> Job:
+    [job] = [
+        job
+        for job in await jobs(database)
+        if job.kind == "nft.create_collection" and job.payload["product_id"] == product_id
+    ]
+    return job
+
+
+async def nothing_shown(context, job, status) -> None:
+    """A test handler's ``show``: its job serves no row."""
 
 
 class TestClaim:
@@ -276,6 +317,57 @@ class TestClaim:
         assert (job.status, job.attempts) == ("running", 2)
         assert before + LEASE <= job.lease_until <= utcnow() + LEASE
 
+    async def test_a_dead_workers_job_is_claimed_ahead_of_the_jobs_due_after_it(
+        self, worker, tenant, database
+    ):
+        now = utcnow()
+        # Queued before it, so that the order the jobs were written in cannot pass the test.
+        younger = await add_job(database, tenant, subject="item:2", run_after=now - seconds(60))
+        dead = await add_job(
+            database,
+            tenant,
+            subject="item:1",
+            status=JobStatus.RUNNING,
+            attempts=1,
+            run_after=now - seconds(120),
+            lease_until=now - seconds(1),
+        )
+        youngest = await add_job(database, tenant, subject="item:3", run_after=now - seconds(1))
+        claimed = [await worker.claim() for _ in range(3)]
+        assert [job.id for job in claimed] == [dead.id, younger.id, youngest.id]
+        again = await row(database, Job, dead.id)
+        # Its place in the queue is the time it first came due, not the time its worker died.
+        assert (again.status, again.attempts, again.run_after) == ("running", 2, dead.run_after)
+
+
+class TestLeaseRenewal:
+    async def test_a_handler_running_longer_than_its_lease_keeps_it(self, worker, tenant, database):
+        lease = 0.4
+        second = Worker(worker.context, {}, max_attempts=1, lease_seconds=lease)
+        claims: list[Job | None] = []
+        leases: list[datetime | None] = []
+
+        async def run(context, job):
+            for _ in range(4):  # a second in all: the first lease ends long before
+                await asyncio.sleep(0.25)
+                claims.append(await second.claim())
+                leases.append((await row(database, Job, job.id)).lease_until)
+
+        first = Worker(
+            worker.context,
+            {"test.job": JobHandler(run, nothing_shown)},
+            max_attempts=1,
+            lease_seconds=lease,
+        )
+        job = await add_job(database, tenant, subject="item:1")
+        before = utcnow()  # the claim comes after
+        assert await first.run_one()
+        assert claims == [None] * 4  # the other worker never got it
+        assert leases[-1] > before + seconds(2 * lease)  # renewed, more than once
+        [stored] = await jobs(database)
+        assert (stored.id, stored.lease_until) == (job.id, None)
+        assert state(stored) == ("succeeded", 1, None)
+
 
 class TestLeaseLoss:
     @pytest.mark.parametrize("fails", [False, True], ids=["succeeds", "fails"])
@@ -308,6 +400,58 @@ class TestLeaseLoss:
         assert state(stored) == ("running", 2, None)
         assert stored.lease_until == taken[0].lease_until
         assert shown == []
+
+    async def test_a_mint_whose_lease_was_lost_records_nothing(
+        self, client, tenant, chain, worker, database, monkeypatch
+    ):
+        await funded(client, tenant, chain)
+        product = await nft_product(client, tenant)
+        [ada] = await create_users(client, tenant, 1)
+        [item] = await issue_items(client, tenant, product["id"], ada["id"])
+        assert await worker.run_one()  # the collection
+        _, cursor = await read_all(client, tenant)
+        second = Worker(worker.context, {}, max_attempts=3, lease_seconds=120)
+        taken: list[Job] = []
+        loop = asyncio.get_running_loop()
+
+        async def take_over() -> None:
+            await expire_leases(database)  # the first worker stalled past its lease...
+            taken.append(await second.claim())  # ...and another one took the mint
+
+        mint = chain.mint
+
+        def stalled_mint(seed: bytes, **call) -> object:
+            minted = mint(seed, **call)
+            asyncio.run_coroutine_threadsafe(take_over(), loop).result()  # from the chain thread
+            return minted
+
+        monkeypatch.setattr(chain, "mint", stalled_mint)
+        assert await worker.run_one()
+        monkeypatch.undo()
+
+        assert chain.item_owner(0, 1) == key_of(ada)  # the chain took the mint...
+        stored = await row(database, ProductItem, item["id"])
+        # ...but the row shows only what was written under the lease: nothing of the result.
+        assert (stored.nft_status, stored.nft_tx_hash, stored.nft_wallet_id) == (
+            "submitted",
+            None,
+            None,
+        )
+        mint_job = await job_of(database, "nft.mint")
+        assert [job.id for job in taken] == [mint_job.id]
+        assert state(mint_job) == ("running", 2, None)  # the new holder's attempt, untouched
+        assert mint_job.lease_until == taken[0].lease_until
+        made = await marker(client, tenant)
+        assert typed(await shown(client, tenant, 1, after=cursor)) == [made]  # no nft.minted
+
+        await expire_leases(database)  # the new holder died too: the next run finishes
+        assert await worker.run_until_idle() == 1
+        assert state(await job_of(database, "nft.mint")) == ("succeeded", 3, None)
+        assert chain.calls == ["Nfts.create", "Nfts.mint", "Nfts.set_metadata"]
+        stored = await row(database, ProductItem, item["id"])
+        assert (stored.nft_status, str(stored.nft_wallet_id)) == ("minted", ada["wallets"][0]["id"])
+        minted = [e["type"] for e in (await read_all(client, tenant, after=cursor))[0]]
+        assert minted == ["user.created", "nft.minted"]
 
 
 class TestBackoff:
@@ -495,6 +639,91 @@ class TestCreateCollection:
         assert chain.calls == ["Nfts.create"]
         assert state(await job_of(database, "nft.create_collection")) == ("succeeded", 2, None)
 
+    @pytest.mark.parametrize("pool", ["lands", "drops"])
+    async def test_an_attempt_waiting_in_a_pool_is_submitted_again_never_signed_again(
+        self, client, tenant, chain, worker, database, monkeypatch, pool
+    ):
+        wallet = await funded(client, tenant, chain)
+        product = await nft_product(client, tenant, max_items=4)
+        signed: list[Signed] = []
+        sign = chain.sign_create_collection
+
+        def counted(seed: bytes, *, max_supply: int | None) -> Signed:
+            signed.append(sign(seed, max_supply=max_supply))
+            return signed[-1]
+
+        monkeypatch.setattr(chain, "sign_create_collection", counted)
+        waiting = (
+            "ChainUnavailable: chain AssetHub is unavailable: Nfts.create: waiting in the pool"
+        )
+        chain.held = True
+        for attempt in (1, 2):  # the first submits; the retry sends the same bytes again
+            assert await worker.run_one()
+            assert state(await job_of(database, "nft.create_collection")) == (
+                "queued",
+                attempt,
+                waiting,
+            )
+            assert (await row(database, Product, product["id"])).nft_attempt == {
+                "extrinsic": signed[0].extrinsic,
+                "nonce": 0,
+            }
+            assert (len(signed), chain.pool, chain.collections) == (1, [signed[0]], {})
+            await skip_waits(database)
+
+        if pool == "lands":  # the creation lands: the retry finds the collection and adopts it
+            chain.release()
+            assert chain.collections_owned_by(wallet) == [0]
+        else:  # the pool forgot it (a node restarted): the retry's bytes create it
+            chain.held, chain.pool = False, []
+        assert await worker.run_one()
+        assert state(await job_of(database, "nft.create_collection")) == ("succeeded", 3, None)
+        assert await product_nft(client, tenant, product["id"]) == {
+            "chain": "AssetHub",
+            "collection_id": 0,
+            "status": "created",
+        }
+        assert (await row(database, Product, product["id"])).nft_attempt is None
+        assert chain.collections_owned_by(wallet) == [0]
+        assert chain.collection(0) == Collection(owner=wallet, items=0, max_supply=4)
+        assert (chain.calls, len(signed)) == (["Nfts.create"], 1)
+
+    async def test_an_attempt_whose_nonce_another_call_spent_is_signed_anew(
+        self, client, tenant, chain, worker, database
+    ):
+        wallet = await funded(client, tenant, chain)
+        first = await nft_product(client, tenant)
+        [ada] = await create_users(client, tenant, 1)
+        assert await worker.run_until_idle() == 1  # the first product's collection, 0
+        second = await nft_product(client, tenant, max_items=3)
+        chain.held = True
+        assert await worker.run_one()  # the second's creation waits in the pool
+        stale = (await row(database, Product, second["id"])).nft_attempt
+        assert stale["nonce"] == 1 and chain.pool == [Signed(**stale)]
+
+        # Meanwhile the project wallet signs a mint of the first product (the creation waits
+        # out its backoff): the nonce of the pooled creation is spent.
+        await issue_items(client, tenant, first["id"], ada["id"])
+        assert await worker.run_one()
+        assert state(await job_of(database, "nft.mint")) == ("succeeded", 1, None)
+        chain.release()
+        assert chain.collections_owned_by(wallet) == [0]  # the pool refused the stale attempt
+        with pytest.raises(ChainError, match="Transaction is outdated"):
+            chain.submit_create_collection(Signed(**stale))
+
+        await skip_waits(database)
+        assert await worker.run_one()
+        assert state(await collection_job(database, second["id"])) == ("succeeded", 2, None)
+        assert await product_nft(client, tenant, second["id"]) == {
+            "chain": "AssetHub",
+            "collection_id": 1,
+            "status": "created",
+        }
+        assert (await row(database, Product, second["id"])).nft_attempt is None
+        assert chain.collections_owned_by(wallet) == [0, 1]
+        assert chain.collection(1) == Collection(owner=wallet, items=0, max_supply=3)
+        assert chain.calls == ["Nfts.create", "Nfts.mint", "Nfts.set_metadata", "Nfts.create"]
+
     async def test_recorded_collections_and_other_sizes_are_not_adopted(
         self, client, tenant, chain, worker, jobs_app
     ):
@@ -603,6 +832,39 @@ class TestMint:
             "transfer": None,
         }
         assert state(await job_of(database, "nft.mint")) == ("succeeded", 2, None)
+
+    async def test_a_rerun_records_the_wallet_the_nft_went_to_not_the_one_chosen_since(
+        self, client, tenant, chain, worker, database
+    ):
+        await funded(client, tenant, chain)
+        product = await nft_product(client, tenant)
+        [ada] = await create_users(client, tenant, 1)
+        [item] = await issue_items(client, tenant, product["id"], ada["id"])
+        assert await worker.run_one()  # the collection
+        chain.crash_after = "mint"
+        with pytest.raises(Crash):  # minted to Ada's custodial wallet, then died
+            await worker.run_one()
+        chain.crash_after = None
+        held = await receive_in_a_held_wallet(client, tenant, ada)
+
+        await expire_leases(database)
+        assert await worker.run_until_idle() == 1
+        [custodial] = ada["wallets"]
+        assert (
+            chain.item_owner(0, 1)
+            == public_key(custodial["address"])
+            != public_key(held["address"])
+        )
+        stored = await row(database, ProductItem, item["id"])
+        assert (stored.nft_status, str(stored.nft_wallet_id), stored.nft_held_by) == (
+            "minted",
+            custodial["id"],
+            None,
+        )
+        assert chain.calls == ["Nfts.create", "Nfts.mint", "Nfts.set_metadata"]
+        checked = await client.get(f"/v1/products/{product['id']}/reconciliation", headers=tenant.r)
+        assert checked.status_code == 200, checked.text
+        assert (checked.json()["items_checked"], checked.json()["findings"]) == (1, [])
 
     async def test_metadata_already_set_is_not_set_again(
         self, client, tenant, chain, worker, database
