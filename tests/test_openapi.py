@@ -84,4 +84,5 @@ class TestOpenApi:
         body = delivery["requestBody"]["content"]["application/json"]["schema"]
         assert body == {"$ref": "#/components/schemas/ChangeRead"}
         event_types = spec["components"]["schemas"]["EventType"]["enum"]
-        assert len(event_types) == 18 and {"claim.claimed", "nft.drift_found"} <= set(event_types)
+        assert len(event_types) == 21
+        assert {"nft.drift_found", "ticket.reissued", "checkin.annulled"} <= set(event_types)

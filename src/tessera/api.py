@@ -9,6 +9,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from tessera import API_VERSION, __build__
 from tessera.auth.dependencies import SECURITY_SCHEMES
 from tessera.changes.router import router as changes_router
+from tessera.checkins.router import router as checkins_router
 from tessera.claims.router import router as claim_links_router
 from tessera.errors import responses
 from tessera.events.router import router as events_router
@@ -18,6 +19,7 @@ from tessera.products.router import router as products_router
 from tessera.projects.router import router as projects_router
 from tessera.reconciliation.router import router as reconciliation_router
 from tessera.schemas import SnakeModel, known_query_only
+from tessera.tickets.router import router as tickets_router
 from tessera.users.router import router as users_router
 from tessera.wallets.router import router as wallets_router
 from tessera.webhooks.router import router as webhooks_router
@@ -125,6 +127,8 @@ def include_v1(app: FastAPI) -> None:
         events_router,
         products_router,
         reconciliation_router,
+        tickets_router,
+        checkins_router,
         claim_links_router,
         orders_router,
         projects_router,

@@ -128,6 +128,8 @@ class Settings(BaseSettings):
     # (0: never); an item or collection waiting longer than the stuck figure is reported stuck.
     reconcile_interval_seconds: int = Field(default=3600, ge=0)
     reconcile_stuck_seconds: int = Field(default=900, ge=1)
+    # A check-in at the door can be annulled this long after its scan (POST /v1/checkins/annul).
+    checkin_annul_seconds: int = Field(default=900, ge=0)
 
     # `tessera devchain`: Chopsticks from the npm registry on a raw Asset Hub chain spec. Unset,
     # the spec Tessera carries (tessera.chain.devchain), and a checkout's .cache/chopsticks or,

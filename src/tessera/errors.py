@@ -252,6 +252,14 @@ class NftsNotMinted(Conflict):
     pass
 
 
+class CheckinNotFound(NotFound):
+    message = "no check-in was made with this nonce"
+
+
+class AnnulWindowClosed(Conflict):
+    message = "this check-in can no longer be annulled: its window has passed"
+
+
 class ClientRevoked(Conflict):
     message = "the token client is revoked; create a new one"
 

@@ -116,8 +116,11 @@ class Person:
         assert self.console_errors == []
 
     def saw(self, response: Response) -> None:
-        # A page's own 4xx is its answer; a stylesheet or icon that fails is a broken page.
-        if response.request.resource_type != "document" and not response.ok:
+        # A page's own 4xx is its answer; a stylesheet or icon that fails is a broken page (a
+        # 304 is the browser's cached copy, still good).
+        if response.request.resource_type != "document" and not (
+            response.ok or response.status == 304
+        ):
             self.failed.append(f"{response.status} {response.url}")
 
     def complained(self, message: ConsoleMessage) -> None:

@@ -251,7 +251,7 @@ class TestCrashSafety:
 
         # The first worker dies after creating the collection, before recording it.
         chains = state.chains
-        with crashing(chains, gateway, "create_collection"):
+        with crashing(chains, gateway, "submit_create_collection"):
             with pytest.raises(Crash):
                 await make_worker(worker.context, state.settings).run_one()
         owned = gateway.collections_owned_by(public_key(wallet["address"]))

@@ -36,6 +36,9 @@ class EventType(StrEnum):
     NFT_FAILED = "nft.failed"  # {"job", "error", and "product" or "product_item"}
     NFT_DRIFT_FOUND = "nft.drift_found"  # the reconciliation, as GET .../reconciliation answers
     CLAIM_CLAIMED = "claim.claimed"  # {"claim_link_id", "user_id", "product_item"}
+    TICKET_REISSUED = "ticket.reissued"  # {"id", "item_id", "product_id", "user_id"}
+    CHECKIN_CREATED = "checkin.created"  # the scan's answer, with its "nonce"
+    CHECKIN_ANNULLED = "checkin.annulled"  # the annulled scan's answer, with "annulled_at"
 
 
 EVENT_TYPES = tuple(EventType)

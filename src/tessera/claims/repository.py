@@ -83,6 +83,7 @@ class ClaimedItemRow(NamedTuple):
     nft_transfer_block: int | None
     nft_wallet_id: uuid.UUID | None
     nft_held_by: str | None
+    ticket_version: int
     id: uuid.UUID
     created_at: datetime
     updated_at: datetime
@@ -118,6 +119,7 @@ class ClaimedItem(NamedTuple):
     nft_transfer_block: int | None
     nft_wallet_id: uuid.UUID | None
     nft_held_by: str | None
+    ticket_version: int
     id: uuid.UUID
     created_at: datetime
     updated_at: datetime

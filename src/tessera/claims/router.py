@@ -23,12 +23,12 @@ from tessera.errors import responses
 from tessera.idempotency import IdempotentRoute, KeyScope
 from tessera.products.schemas import TransferItem
 from tessera.schemas import PageParams, known_query_only
+from tessera.urls import public_base
 
 
 async def public_url(request: Request) -> str:
     """Where people reach this server: ``TESSERA_PUBLIC_URL``, else the request's base URL."""
-    configured: str | None = request.app.state.settings.public_url
-    return (configured or str(request.base_url)).rstrip("/")
+    return public_base(request)
 
 
 async def admit_claim(request: Request, token: str) -> None:

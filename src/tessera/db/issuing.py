@@ -64,10 +64,10 @@ def _bump_and_insert(*, with_line: bool) -> TextualSelect:
         ),{line if with_line else ""}
         items AS (
             INSERT INTO product_items (id, project_id, product_id, item_id, owner_id,
-                                       order_item_id, redemption_count, nft_status, created_at,
-                                       updated_at)
+                                       order_item_id, redemption_count, ticket_version, nft_status,
+                                       created_at, updated_at)
             SELECT new.id, bumped.project_id, bumped.id, bumped.issued_count - :count + new.n,
-                   new.owner_id, CAST(:order_item_id AS UUID), 0,
+                   new.owner_id, CAST(:order_item_id AS UUID), 0, 1,
                    CASE WHEN bumped.mint_nft THEN CAST(:queued AS VARCHAR) END,
                    CAST(:now AS TIMESTAMPTZ), CAST(:now AS TIMESTAMPTZ)
             FROM bumped, unnest(CAST(:ids AS UUID[]), CAST(:owners AS UUID[]))

@@ -69,6 +69,9 @@ _REGISTERED = (
     .where(_ATTENDEES.c.id == bindparam("id"))
     .values(registered_at=bindparam("registered_at"), updated_at=bindparam("updated_at"))
 )
+_CHECKED_IN_AT = select(_ATTENDEES.c.checked_in_at).where(
+    _ATTENDEES.c.event_id == bindparam("event_id"), _ATTENDEES.c.user_id == bindparam("user_id")
+)
 _CHECK_IN_OF = lock_for_update(
     select(_ATTENDEES.c.checked_in_at).where(_ATTENDEES.c.id == bindparam("id"))
 )
@@ -232,8 +235,14 @@ async def lock_check_in(tx: Transaction, attendee_id: uuid.UUID) -> int | None:
     return checked_in_at
 
 
+async def checked_in_at(rows: Rows, event_id: uuid.UUID, user_id: uuid.UUID) -> int | None:
+    """The user's check-in time at the event (None: not checked in, or no record)."""
+    at: int | None = await rows.scalar(_CHECKED_IN_AT, event_id=event_id, user_id=user_id)
+    return at
+
+
 async def set_checked_in(
-    tx: Transaction, attendee_id: uuid.UUID, checked_in_at: int, now: datetime
+    tx: Transaction, attendee_id: uuid.UUID, checked_in_at: int | None, now: datetime
 ) -> None:
     await tx.execute(_CHECKED_IN, id=attendee_id, checked_in_at=checked_in_at, updated_at=now)
 

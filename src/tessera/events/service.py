@@ -2,13 +2,14 @@
 
 import uuid
 from dataclasses import dataclass
+from datetime import datetime
 
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from tessera.auth.principal import Principal
 from tessera.changes.outbox import EventType, record
-from tessera.db import Database
+from tessera.db import Database, Transaction
 from tessera.errors import (
     EventDatesOutOfOrder,
     EventInUse,
@@ -26,7 +27,7 @@ from tessera.events.schemas import (
 from tessera.models import Attendee, Event
 from tessera.models.base import utcnow
 from tessera.schemas import PageParams
-from tessera.users.repository import add_reputation, get_user_row
+from tessera.users.repository import UserRow, add_reputation, get_user_row
 from tessera.users.rules import require_activated
 
 FIRST_CHECK_IN_REPUTATION = 1
@@ -141,6 +142,44 @@ class Registration:
     checked_in_before: int | None
 
 
+async def check_in(
+    tx: Transaction,
+    attendee_id: uuid.UUID,
+    user: UserRow,
+    event_id: uuid.UUID,
+    checked_in_at: int,
+    now: datetime,
+) -> int | None:
+    """The attendee checked in at ``checked_in_at`` (its row locked); the check-in time it had
+    before (None: this is their first, which adds 1 to the user's reputation)."""
+    before = await repository.lock_check_in(tx, attendee_id)
+    if before is None:
+        await add_reputation(
+            tx, user, delta=FIRST_CHECK_IN_REPUTATION, reason=f"check-in:{event_id}"
+        )
+    if before != checked_in_at:
+        await repository.set_checked_in(tx, attendee_id, checked_in_at, now)
+    return before
+
+
+async def attendee_at(
+    tx: Transaction, project_id: uuid.UUID, event_id: uuid.UUID, user_id: uuid.UUID, now: datetime
+) -> uuid.UUID:
+    """The id of the user's attendee record at the event, written (registered now) when they
+    have none."""
+    new = await repository.add_attendee(
+        tx,
+        {
+            "project_id": project_id,
+            "event_id": event_id,
+            "user_id": user_id,
+            "registered_at": int(now.timestamp()),
+            "created_at": now,
+        },
+    )
+    return new.id if new is not None else await repository.attendee_id_of(tx, event_id, user_id)
+
+
 async def register_attendee(
     database: Database, principal: Principal, *, body: AttendeeRegister
 ) -> Registration:
@@ -174,14 +213,8 @@ async def register_attendee(
                 await repository.set_registered(tx, attendee_id, body.registered_at, now)
         checked_in, before = False, None
         if body.checked_in_at is not None:
-            before = await repository.lock_check_in(tx, attendee_id)
-            if before is None:
-                await add_reputation(
-                    tx, user, delta=FIRST_CHECK_IN_REPUTATION, reason=f"check-in:{event.id}"
-                )
-            if before != body.checked_in_at:
-                await repository.set_checked_in(tx, attendee_id, body.checked_in_at, now)
-                checked_in = True
+            before = await check_in(tx, attendee_id, user, event.id, body.checked_in_at, now)
+            checked_in = before != body.checked_in_at
         # Read back inside the transaction: one transaction per registration, not two.
         attendee = await repository.read_registered(tx, attendee_id, user=user, event=event)
         registered = AttendeeRegistered.model_validate(attendee)

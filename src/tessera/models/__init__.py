@@ -2,6 +2,7 @@
 
 from tessera.models.base import Base
 from tessera.models.change import Change, DeliveryStatus, WebhookDelivery, WebhookEndpoint
+from tessera.models.checkin import Checkin
 from tessera.models.claim import Claim, ClaimLink
 from tessera.models.console import ConsoleSession, Operator
 from tessera.models.event import Attendee, Event
@@ -28,6 +29,7 @@ __all__ = [
     "Attendee",
     "Base",
     "Change",
+    "Checkin",
     "Claim",
     "ClaimLink",
     "ConsoleSession",

@@ -76,6 +76,7 @@ class OrderReadRow(NamedTuple):
     item__nft_transfer_block: int | None
     item__nft_wallet_id: uuid.UUID | None
     item__nft_held_by: str | None
+    item__ticket_version: int | None
     item__id: uuid.UUID | None
     item__created_at: datetime | None
     item__updated_at: datetime | None
@@ -132,6 +133,7 @@ class IssuedItem(NamedTuple):
     nft_transfer_block: int | None
     nft_wallet_id: uuid.UUID | None
     nft_held_by: str | None
+    ticket_version: int
     id: uuid.UUID
     created_at: datetime
     updated_at: datetime

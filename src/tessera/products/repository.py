@@ -376,6 +376,8 @@ _TRANSFERRED = (
     .values(
         owner_id=bindparam("owner_id"),
         nft_transfer_status=bindparam("nft_transfer_status"),
+        # The new holder gets a ticket of their own: the old secret and page stop working.
+        ticket_version=_ITEMS.c.ticket_version + 1,
         updated_at=bindparam("now"),
     )
 )

@@ -213,6 +213,7 @@ class ItemRow(NamedTuple):
     nft_transfer_block: int | None
     nft_wallet_id: uuid.UUID | None
     nft_held_by: str | None
+    ticket_version: int
     id: uuid.UUID
     created_at: datetime
     updated_at: datetime
@@ -236,6 +237,7 @@ class OwnedItemRow(NamedTuple):
     nft_transfer_block: int | None
     nft_wallet_id: uuid.UUID | None
     nft_held_by: str | None
+    ticket_version: int
     id: uuid.UUID
     created_at: datetime
     updated_at: datetime
@@ -293,6 +295,7 @@ class Item(NamedTuple):
     nft_transfer_block: int | None
     nft_wallet_id: uuid.UUID | None
     nft_held_by: str | None
+    ticket_version: int
     id: uuid.UUID
     created_at: datetime
     updated_at: datetime
@@ -318,6 +321,7 @@ def item_of(row: ItemRow | OwnedItemRow, *, product: ProductRow, owner: Owner) -
         nft_transfer_block=row.nft_transfer_block,
         nft_wallet_id=row.nft_wallet_id,
         nft_held_by=row.nft_held_by,
+        ticket_version=row.ticket_version,
         id=row.id,
         created_at=row.created_at,
         updated_at=row.updated_at,
