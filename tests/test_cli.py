@@ -117,7 +117,12 @@ class TestCli:
         shown = json.loads(
             (await cli("project", "set", "--project", project, "--require-activation")).stdout
         )
-        assert shown == {"id": project, "name": "Acme", "require_activation": True}
+        assert shown == {
+            "id": project,
+            "name": "Acme",
+            "require_activation": True,
+            "ticket_emails": False,
+        }
         started = time.monotonic()
         while (answer := await client.post(path, headers=tenant.w, json=body)).status_code == 201:
             assert time.monotonic() - started < 2.0, "the rule is not applied"

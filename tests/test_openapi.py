@@ -84,5 +84,7 @@ class TestOpenApi:
         body = delivery["requestBody"]["content"]["application/json"]["schema"]
         assert body == {"$ref": "#/components/schemas/ChangeRead"}
         event_types = spec["components"]["schemas"]["EventType"]["enum"]
-        assert len(event_types) == 21
-        assert {"nft.drift_found", "ticket.reissued", "checkin.annulled"} <= set(event_types)
+        assert len(event_types) == 22
+        assert {"nft.drift_found", "ticket.reissued", "checkin.annulled", "mail.failed"} <= set(
+            event_types
+        )

@@ -41,6 +41,9 @@ OPEN_ROUTES = frozenset(
         ("POST", "/v1/claims/{token}"),
         ("GET", "/claim/{token}"),
         ("POST", "/claim/{token}"),
+        # A ticket's page and its event's calendar file: the token in the path is the credential.
+        ("GET", "/tickets/{token}"),
+        ("GET", "/tickets/{token}/event.ics"),
         # The console's sign-in; its other pages want a console session (tessera.console).
         ("GET", "/console/login"),
         ("POST", "/console/login"),

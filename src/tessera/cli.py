@@ -170,6 +170,14 @@ def project_set(
             "transfers (Mufi's rule; off by default).",
         ),
     ] = None,
+    ticket_emails: Annotated[
+        bool | None,
+        typer.Option(
+            "--ticket-emails/--no-ticket-emails",
+            help="Email users their tickets when they receive items (with TESSERA_SMTP_URL; "
+            "off by default).",
+        ),
+    ] = None,
 ) -> None:
     """Change a project's rules; prints the project's settings. Running requests see the change
     within 2 s."""
@@ -179,7 +187,10 @@ def project_set(
     async def work(database: Database, _settings: Settings) -> ProjectSettings:
         async with database.session() as session:
             changed = await set_project_rules(
-                session, project_id=project, require_activation=require_activation
+                session,
+                project_id=project,
+                require_activation=require_activation,
+                ticket_emails=ticket_emails,
             )
             return ProjectSettings.model_validate(changed)
 
@@ -373,6 +384,7 @@ async def _project_principal(database: Database, project: uuid.UUID) -> "Princip
         can_write=True,
         credential="cli",
         require_activation=found.require_activation,
+        ticket_emails=found.ticket_emails,
     )
 
 

@@ -8,9 +8,11 @@ import base64
 import binascii
 from dataclasses import dataclass
 from decimal import Decimal
+from email.utils import parseaddr
 from functools import lru_cache
 from pathlib import Path
 from typing import Annotated, Literal
+from urllib.parse import unquote, urlsplit
 
 from fastapi import Depends, Request
 from pydantic import Field, SecretStr, field_validator, model_validator
@@ -25,7 +27,10 @@ CHAINS: tuple[Chain, ...] = ("AssetHub", "WestendAssetHub")
 
 
 class Settings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="TESSERA_", extra="ignore")
+    # A refused value is not echoed in the error: it may be a secret (a key, a password).
+    model_config = SettingsConfigDict(
+        env_prefix="TESSERA_", extra="ignore", hide_input_in_errors=True
+    )
 
     env: Literal["dev", "test", "production"] = "dev"
     host: str = "127.0.0.1"
@@ -131,6 +136,13 @@ class Settings(BaseSettings):
     # A check-in at the door can be annulled this long after its scan (POST /v1/checkins/annul).
     checkin_annul_seconds: int = Field(default=900, ge=0)
 
+    # Email (README, "Email"): smtp://host:port, smtp+starttls://user:password@host:587 or
+    # smtps://user:password@host:465. Unset, no email is written or sent. The URL is a secret
+    # (its password): read it through ``smtp``. Mail goes out from TESSERA_MAIL_FROM
+    # ("Name <address>" or an address), which the SMTP URL needs.
+    smtp_url: SecretStr | None = None
+    mail_from: str | None = Field(default=None, max_length=320)
+
     # `tessera devchain`: Chopsticks from the npm registry on a raw Asset Hub chain spec. Unset,
     # the spec Tessera carries (tessera.chain.devchain), and a checkout's .cache/chopsticks or,
     # installed, ~/.cache/tessera/chopsticks.
@@ -143,6 +155,26 @@ class Settings(BaseSettings):
     def _parse_secret_keys(cls, value: SecretStr) -> SecretStr:
         parse_key_ring(value.get_secret_value())
         return value
+
+    @field_validator("smtp_url")
+    @classmethod
+    def _parse_smtp_url(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is not None:
+            parse_smtp_url(value.get_secret_value())
+        return value
+
+    @field_validator("mail_from")
+    @classmethod
+    def _check_mail_from(cls, value: str | None) -> str | None:
+        if value is not None and "@" not in parseaddr(value)[1]:
+            raise ValueError("TESSERA_MAIL_FROM: an address, or a name and <address>")
+        return value
+
+    @model_validator(mode="after")
+    def _mail_needs_a_sender(self) -> "Settings":
+        if self.smtp_url is not None and self.mail_from is None:
+            raise ValueError("TESSERA_SMTP_URL needs TESSERA_MAIL_FROM")
+        return self
 
     @model_validator(mode="after")
     def _refuse_placeholders(self) -> "Settings":
@@ -188,6 +220,13 @@ class Settings(BaseSettings):
     def configured_chains(self) -> list["ChainConfig"]:
         return [c for c in map(self.chain, CHAINS) if c is not None and c.rpc_url]
 
+    @property
+    def smtp(self) -> "SmtpServer | None":
+        """The SMTP server of ``TESSERA_SMTP_URL`` (None: no email)."""
+        if self.smtp_url is None:
+            return None
+        return parse_smtp_url(self.smtp_url.get_secret_value())
+
 
 @dataclass(frozen=True, slots=True)
 class ChainConfig:
@@ -205,6 +244,59 @@ class ChainConfig:
         """An amount in the chain's units, e.g. "10.0053 DOT"."""
         whole = Decimal(planck) / (Decimal(10) ** self.decimals)
         return f"{whole.normalize():f} {self.symbol}"
+
+
+SmtpSecurity = Literal["none", "starttls", "tls"]
+SMTP_SCHEMES: dict[str, tuple[SmtpSecurity, int]] = {
+    "smtp": ("none", 25),
+    "smtp+starttls": ("starttls", 587),
+    "smtps": ("tls", 465),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class SmtpServer:
+    """Where email goes: ``TESSERA_SMTP_URL`` read. Its ``str`` names the server without the
+    password, for logs; the password stays a ``SecretStr``."""
+
+    host: str
+    port: int
+    security: SmtpSecurity
+    username: str | None
+    password: SecretStr | None
+
+    def __str__(self) -> str:
+        scheme = next(name for name, (kind, _) in SMTP_SCHEMES.items() if kind == self.security)
+        user = f"{self.username}@" if self.username else ""
+        return f"{scheme}://{user}{self.host}:{self.port}"
+
+
+def parse_smtp_url(text: str) -> SmtpServer:
+    """``smtp://host[:port]``, ``smtp+starttls://user:password@host[:port]`` or
+    ``smtps://user:password@host[:port]`` (user and password percent-encoded). An error names
+    the part that is wrong, never the URL: it holds a password."""
+    try:
+        url = urlsplit(text.strip())
+        port = url.port
+    except ValueError:
+        raise ValueError("TESSERA_SMTP_URL: not a URL with a valid port") from None
+    known = SMTP_SCHEMES.get(url.scheme.lower())
+    if known is None:
+        raise ValueError("TESSERA_SMTP_URL: the scheme is smtp, smtp+starttls or smtps")
+    if not url.hostname:
+        raise ValueError("TESSERA_SMTP_URL: a host is needed")
+    if url.path not in ("", "/") or url.query or url.fragment:
+        raise ValueError("TESSERA_SMTP_URL: no path, query or fragment")
+    if (url.password is None) != (url.username is None):
+        raise ValueError("TESSERA_SMTP_URL: a user and a password go together")
+    security, default_port = known
+    return SmtpServer(
+        host=url.hostname,
+        port=port or default_port,
+        security=security,
+        username=unquote(url.username) if url.username is not None else None,
+        password=SecretStr(unquote(url.password)) if url.password is not None else None,
+    )
 
 
 def parse_key_ring(text: str) -> dict[str, bytes]:

@@ -260,6 +260,10 @@ class AnnulWindowClosed(Conflict):
     message = "this check-in can no longer be annulled: its window has passed"
 
 
+class MailNotConfigured(Conflict):
+    message = "this server sends no email: TESSERA_SMTP_URL is not set"
+
+
 class ClientRevoked(Conflict):
     message = "the token client is revoked; create a new one"
 

@@ -20,8 +20,10 @@ from tessera.claims import pages as claim_pages
 from tessera.claims.limiter import ClaimLimiter
 from tessera.claims.router import public_router as claims_router
 from tessera.config import Settings, get_settings
+from tessera.console import door as console_door
 from tessera.console import events as console_events
 from tessera.console import jobs as console_jobs
+from tessera.console import mail as console_mail
 from tessera.console import products as console_products
 from tessera.console import reconciliation as console_reconciliation
 from tessera.console import users as console_users
@@ -37,6 +39,8 @@ from tessera.health import Readiness
 from tessera.health import router as health_router
 from tessera.idempotency import IdempotencyStore, purge_expired
 from tessera.jobs.worker import Handlers, JobContext, Worker
+from tessera.mail import sender as mail_sender
+from tessera.mail.sender import Postman
 from tessera.metrics.process import observe_pool_wait, sample_pool_until
 from tessera.metrics.router import router as metrics_router
 from tessera.metrics.service import wallet_balance_chore
@@ -44,6 +48,7 @@ from tessera.middleware import RequestContextMiddleware
 from tessera.products import tasks as product_tasks
 from tessera.reconciliation import tasks as reconciliation_tasks
 from tessera.reconciliation.tasks import reconcile_chore
+from tessera.tickets import pages as ticket_pages
 from tessera.webhooks.addresses import url_pattern
 from tessera.webhooks.dispatcher import Dispatcher
 from tessera.webhooks.router import document_deliveries
@@ -80,9 +85,15 @@ def make_worker(context: JobContext, settings: Settings) -> Worker:
     reconciliations = reconcile_chore(settings.reconcile_interval_seconds)
     if reconciliations is not None:
         chores.append(reconciliations)
+    chores.append(mail_sender.purge_chore())
     webhooks = Dispatcher.from_settings(context.database, context.box, settings)
+    companions = [webhooks.run_forever]
+    # Email, when the server sends it (TESSERA_SMTP_URL): README, "Email".
+    postman = Postman.from_settings(context.database, settings)
+    if postman is not None:
+        companions.append(postman.run_forever)
     return Worker.from_settings(
-        context, job_handlers(), settings, chores=chores, companions=[webhooks.run_forever]
+        context, job_handlers(), settings, chores=chores, companions=companions
     )
 
 
@@ -172,14 +183,17 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     include_v1(app)
     app.include_router(claims_router)
     app.include_router(claim_pages.router)
+    app.include_router(ticket_pages.router)
     app.include_router(console_router)
     for pages in (
         console_events,
+        console_door,
         console_products,
         console_reconciliation,
         console_users,
         console_jobs,
         console_webhooks,
+        console_mail,
     ):
         app.include_router(pages.router)
     app.mount("/static", StaticFiles(directory=claim_pages.PACKAGE / "static"), name="static")

@@ -47,6 +47,7 @@ SCREENSHOTS = ROOT / "artifacts" / "screenshots"
 DOOR_PICTURE = ROOT / "docs" / "console-door.png"
 PRODUCT_PICTURE = ROOT / "docs" / "console-product.png"
 VIEWPORT = {"width": 1200, "height": 800}
+DOOR_FIELD = "Scan a ticket, or type an email, reference id or item id"
 
 OPERATOR_EMAIL = "ops@example.com"
 OPERATOR_PASSWORD = "correct horse battery staple"
@@ -404,6 +405,7 @@ async def test_an_operator_runs_a_project_in_the_console(
     owners = [row[2] for row in await rows_of(items)]
     assert sorted(owners) == ["ada@example.com", "grace@example.com"]
     item_of = {row[2]: row[1] for row in await rows_of(items)}  # owner: item id
+    number_of = {row[2]: row[0] for row in await rows_of(items)}  # owner: item number
     ada_item, grace_item = item_of["ada@example.com"], item_of["grace@example.com"]
     await screenshot(page, "product-items", full_page=True)
 
@@ -458,38 +460,74 @@ async def test_an_operator_runs_a_project_in_the_console(
     )
     keep_picture(PRODUCT_PICTURE, picture)
 
-    # 6. The door: a check-in by email with the keyboard, a second one, someone unknown.
+    # 6. The door: a scanner types Ada's ticket's secret and Enter; a second scan; Grace by
+    # her item's id, undone and checked in again by her email; someone unknown.
+    async with server.api(key) as api:
+        shown = await api.get(f"/v1/products/{product_id}/items/{ada_item}/ticket")
+        assert shown.status_code == 200, shown.text
+        ada_secret = shown.json()["secret"]
     await go(page, event_url)
     await page.get_by_role("link", name="Door view: check people in").click()
     await expect(page.get_by_role("heading", level=1)).to_have_text(f"Door: {FESTIVAL}")
-    who = page.get_by_label("Email, reference id or item id")
-    await expect(who).to_be_focused()  # a scanner or a person types at once
+    who = page.get_by_label(DOOR_FIELD)
+    await expect(who).to_be_focused()  # a scanner types at once
+    await expect(page.get_by_text("No scan yet.")).to_be_visible()
     await screenshot(page, "door")
-    await page.keyboard.type("ada@example.com")
+    await page.keyboard.type(ada_secret)  # as a keyboard-wedge scanner types it
     await submit(page, "Enter", 200)
     result = page.get_by_role("status")
-    await expect(result).to_have_text("Checked in: Ada Lovelace (ada@example.com)")
+    await expect(result.locator("p").first).to_have_text("OK")
+    await expect(result).to_contain_text("Ada Lovelace (ada@example.com)")
+    await expect(result).to_contain_text(f"{PASS}, item {number_of['ada@example.com']} · ")
+    await expect(result).to_contain_text("0 of 1 use left")
     await expect(result).to_have_css("font-size", "40px")
     await expect(who).to_be_focused()
     await expect(who).to_have_value("")
+    scans = page.get_by_role("table", name=f"Last scans at the door of {FESTIVAL}, newest first")
+    await expect(scans.get_by_role("button", name="Undo")).to_have_count(1)
     await screenshot(page, "door-checked-in")
-    keep_picture(DOOR_PICTURE, await page.screenshot(clip=await down_to(page.locator("main"))))
-    await page.keyboard.type("ada@example.com")
-    await submit(page, "Enter", 200)
-    again = page.get_by_role("status")
-    await expect(again).to_contain_text("Checked in again: Ada Lovelace (ada@example.com)")
-    await expect(again).to_contain_text(" (first at ")
+    # The README's picture: the time of the scan (which changes from run to run) masked.
+    picture = await page.screenshot(
+        clip=await down_to(page.locator("main")),
+        full_page=True,
+        mask=[scans.locator("td:first-child")],
+        mask_color="#dfe4ea",
+    )
+    keep_picture(DOOR_PICTURE, picture)
+    await page.keyboard.type(ada_secret)
+    await submit(page, "Enter", 409)
+    again = page.get_by_role("alert")
+    await expect(again.locator("p").first).to_contain_text("ALREADY CHECKED IN at ")
+    await expect(again).to_contain_text("Ada Lovelace (ada@example.com)")
     await expect(again).to_have_css("font-size", "40px")
     await screenshot(page, "door-again")
-    await page.keyboard.type(grace_item)  # as a scanner types a ticket's code
+    await page.keyboard.type(grace_item)
     await submit(page, "Enter", 200)
-    await expect(result).to_have_text("Checked in: Grace Hopper (grace@example.com)")
+    await expect(result).to_contain_text("Grace Hopper (grace@example.com)")
+    grace_row = scans.get_by_role("row").filter(has_text="Grace Hopper")
+    await submit(page, grace_row.get_by_role("button", name="Undo"), 303)
+    await expect(page.get_by_role("status")).to_contain_text("Check-in undone: Grace Hopper")
+    await expect(grace_row).to_contain_text("OK, annulled at ")
+    await expect(grace_row.get_by_role("button", name="Undo")).to_have_count(0)
+    await screenshot(page, "door-undone")
+    await who.click()
+    await page.keyboard.type("grace@example.com")
+    await submit(page, "Enter", 200)
+    await expect(result.locator("p").first).to_have_text("OK")
+    await expect(result).to_contain_text("Grace Hopper (grace@example.com)")
     await page.keyboard.type("nobody@example.com")
     await submit(page, "Enter", 404)
     refusal = page.get_by_role("alert")
-    await expect(refusal).to_have_text("No user with this email, reference id or item")
+    await expect(refusal.locator("p").first).to_have_text("UNKNOWN")
+    await expect(refusal).to_contain_text(
+        "No ticket of this event for this email, reference id or item id"
+    )
     await expect(refusal).to_have_css("font-size", "40px")
-    await screenshot(page, "door-unknown")
+    outcomes = [row[1] for row in await rows_of(scans)]
+    assert outcomes[0] == "UNKNOWN" and outcomes[1] == "OK"
+    assert outcomes[2].startswith("OK, annulled at ")
+    assert outcomes[3].startswith("ALREADY CHECKED IN at ") and outcomes[4] == "OK"
+    await screenshot(page, "door-unknown", full_page=True)
     await page.get_by_role("link", name="The event and its attendees").click()
     attendees = page.get_by_role("table", name=f"Attendees of {FESTIVAL}")
     await expect(page.get_by_text("2 registered, 2 checked in.")).to_be_visible()
@@ -612,7 +650,10 @@ async def test_axe_finds_nothing_serious(
             },
         )
         assert order.status_code == 201, order.text
-    item_id = order.json()["product_items"][0]["id"]
+        item_id = order.json()["product_items"][0]["id"]
+        shown = await api.get(f"/v1/products/{product.json()['id']}/items/{item_id}/ticket")
+        assert shown.status_code == 200, shown.text
+        lins_secret = shown.json()["secret"]
     await failed_mint(server, server.other_project_id, item_id)
     project = f"{server.url}/console/projects/{server.other_project_id}"
     event_page = f"{project}/events/{event.json()['id']}"
@@ -654,20 +695,31 @@ async def test_axe_finds_nothing_serious(
         await screenshot(page, "other-user-profile")
         found["user profile"] = await serious_violations(page, axe_script)
         await go(page, f"{event_page}/door")
-        await page.get_by_label("Email, reference id or item id").fill("lin@example.com")
+        found["door"] = await serious_violations(page, axe_script)
+        # A scanner types the secret into the focused field and presses Enter.
+        await expect(page.get_by_label(DOOR_FIELD)).to_be_focused()
+        await page.keyboard.type(lins_secret)
         await submit(page, "Enter", 200)
-        await expect(page.get_by_role("status")).to_be_visible()
+        await expect(page.get_by_role("status").locator("p").first).to_have_text("OK")
         found["door, checked in"] = await serious_violations(page, axe_script)
-        await page.get_by_label("Email, reference id or item id").fill("nobody@example.com")
+        await page.get_by_label(DOOR_FIELD).fill(lins_secret)
+        await submit(page, "Enter", 409)
+        await expect(page.get_by_role("alert")).to_contain_text("ALREADY CHECKED IN at ")
+        found["door, already checked in"] = await serious_violations(page, axe_script)
+        await page.get_by_label(DOOR_FIELD).fill("nobody@example.com")
         await submit(page, "Enter", 404)
+        await expect(page.get_by_role("alert")).to_contain_text("UNKNOWN")
         found["door, refused"] = await serious_violations(page, axe_script)
+        await submit(page, page.get_by_role("button", name="Undo"), 303)
+        await expect(page.get_by_role("status")).to_contain_text("Check-in undone: Lin Wei")
+        found["door, undone"] = await serious_violations(page, axe_script)
         await go(page, f"{server.url}/console/projects/{uuid.uuid4()}", 404)
         found["not found"] = await serious_violations(page, axe_script)
     finally:
         assert visit.context is not None
         await visit.context.close()
     assert found == {name: [] for name in found}
-    assert len(found) == 16
+    assert len(found) == 19
 
 
 async def test_a_products_drift_is_shown_and_axe_finds_nothing_serious(

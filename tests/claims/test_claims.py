@@ -107,7 +107,8 @@ class TestClaim:
         response = await claim(client, link, "New.Person@Example.com", firstName="Ada")
         assert response.status_code == 201
         body = response.json()
-        assert set(body) == {"user_id", "product_item"}
+        assert set(body) == {"user_id", "product_item", "ticket_url"}
+        assert body["ticket_url"].startswith("http://tessera.test/tickets/")
         item = body["product_item"]
         assert {k: v for k, v in item.items() if k != "id"} == {
             "item_id": 1,
@@ -153,7 +154,10 @@ class TestClaim:
         counts = await row_counts(database)
         again = await claim(client, link, "Twice@Example.com")
         assert again.status_code == 200
-        assert again.json() == first.json()
+        # The same item; its ticket's page for the first claim only (anyone with the link can
+        # send that email).
+        assert again.json() == first.json() | {"ticket_url": None}
+        assert first.json()["ticket_url"] is not None
         assert await row_counts(database) == counts
         other = await claim(client, link, "someone@example.com")
         assert other.status_code == 410

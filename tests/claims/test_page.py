@@ -149,8 +149,11 @@ class TestClaimFromPage:
         assert block.one("h1").text == "You have claimed Gold badge"
         assert [p.text for p in block.all("p")] == [
             "Item #1 is held for ada@example.com.",  # the address as kept: trimmed, lower case
-            "Nothing more to do here: the organiser has it on record.",
+            "Your ticket is ready: open it now and keep its page, it is what you show at the door.",
         ]
+        ticket = document.one("a")
+        assert ticket.text == "Open your ticket"
+        assert ticket.attrs["href"].startswith("http://tessera.test/tickets/")
         assert document.all("form") == [] and document.all(role="alert") == []
         # The JSON API sees the claim: counted on the link, an activated user with the item.
         link_now = await client.get(
@@ -185,6 +188,8 @@ class TestClaimFromPage:
             "Item #1 is held for twice@example.com.",
             "It was claimed through this link before; this is the same item.",
         ]
+        # Anyone with the link can send that email again: the item, not its ticket.
+        assert document.all("a") == []
         assert await row_counts(database) == counts
 
     @pytest.mark.parametrize(

@@ -1,28 +1,20 @@
-"""The events pages: the list, creating and editing an event, its attendees, the door view
-that checks a person in; each project's owner sees their own only, and a forged form changes
-nothing."""
+"""The events pages: the list, creating and editing an event, its attendees (the door view is
+tests/console/test_door.py); each project's owner sees their own only, and a forged form
+changes nothing."""
 
-import time
 from datetime import UTC, datetime
 from urllib.parse import unquote
 
 import pytest
-from sqlalchemy import update
 
-from tessera.models import Project
 from tests.factories import (
     create_event,
-    create_product,
     create_user,
-    issue_items,
     row_counts,
 )
 
 START = int(datetime(2030, 6, 1, 18, 30, tzinfo=UTC).timestamp())
 END = int(datetime(2030, 6, 1, 23, 0, tzinfo=UTC).timestamp())
-UNKNOWN = "No user with this email, reference id or item"
-OK = '<p id="door-result" class="door-result ok" role="status">'
-BAD = '<p id="door-result" class="door-result bad" role="alert">'
 
 
 def events_of(tenant) -> str:
@@ -74,14 +66,6 @@ async def attendees(client, tenant, event_id: str) -> list[dict]:
     response = await client.get(f"/v1/events/{event_id}/attendees", headers=tenant.r)
     assert response.status_code == 200, response.text
     return response.json()["attendees"]
-
-
-async def reputation(client, tenant, user_id: str) -> int:
-    response = await client.post(
-        "/v1/users/reputation/history", headers=tenant.r, json={"id": user_id}
-    )
-    assert response.status_code == 200, response.text
-    return response.json()["balance"]
 
 
 async def register(client, tenant, event_id: str, user_id: str, **times: int) -> dict:
@@ -286,134 +270,6 @@ class TestEventPage:
         )
         assert refused.status_code == 409 and "already used" in refused.text
         assert await api_event(client, tenant, event["id"]) == event
-
-
-class TestDoor:
-    async def test_the_door_page_is_one_field_ready_to_type_in(self, operator, tenant, client):
-        event = await create_event(client, tenant)
-        door = await operator.get(f"{events_of(tenant)}/{event['id']}/door")
-        assert door.status_code == 200
-        assert '<label for="door-who">Email, reference id or item id</label>' in door.text
-        assert 'id="door-who" name="who"' in door.text and "autofocus" in door.text
-        assert "door-result" not in door.text
-
-    async def test_checks_in_by_email(self, operator, tenant, client):
-        event = await create_event(client, tenant)
-        user = await create_user(client, tenant)
-        await register(client, tenant, event["id"], user["id"], registered_at=1_700_000_000)
-        started = int(time.time())
-        door = await operator.post(
-            f"{events_of(tenant)}/{event['id']}/door", {"who": f" {user['email'].upper()} "}
-        )
-        assert door.status_code == 200
-        name = f"{user['firstName']} {user['lastName']} ({user['email']})"
-        assert f"{OK}Checked in: {name}</p>" in door.text
-        assert "autofocus" in door.text  # ready for the next person
-        [attendee] = await attendees(client, tenant, event["id"])
-        assert attendee["user"]["id"] == user["id"]
-        assert attendee["registered_at"] == 1_700_000_000
-        assert started <= attendee["checked_in_at"] <= int(time.time())
-        assert await reputation(client, tenant, user["id"]) == 1
-
-    async def test_checks_in_by_reference_id_registering_the_person(self, owner, tenant, client):
-        event = await create_event(client, tenant)
-        user = await create_user(client, tenant, referenceId="member-0042")
-        door = await owner.post(f"{events_of(tenant)}/{event['id']}/door", {"who": "member-0042"})
-        assert door.status_code == 200 and "Checked in: " in door.text
-        [attendee] = await attendees(client, tenant, event["id"])
-        assert attendee["user"]["id"] == user["id"]
-        assert attendee["registered_at"] and attendee["checked_in_at"]
-        assert await reputation(client, tenant, user["id"]) == 1
-
-    async def test_checks_in_the_owner_of_an_item_by_its_id(self, operator, tenant, client):
-        event = await create_event(client, tenant)
-        user = await create_user(client, tenant, firstName=None, lastName=None)
-        product = await create_product(client, tenant, event_id=event["id"])
-        [item] = await issue_items(client, tenant, product["id"], user["id"])
-        door = await operator.post(f"{events_of(tenant)}/{event['id']}/door", {"who": item["id"]})
-        assert door.status_code == 200
-        assert f"Checked in: {user['email']}</p>" in door.text
-        [attendee] = await attendees(client, tenant, event["id"])
-        assert attendee["user"]["id"] == user["id"] and attendee["checked_in_at"]
-        assert await reputation(client, tenant, user["id"]) == 1
-
-    async def test_a_second_check_in_moves_the_time_and_says_the_first(
-        self, operator, tenant, client
-    ):
-        """The API's rule (events/attendees/register sets the check-in it is sent): a second
-        check-in at the door moves the time to the scan's, says when the first was, and adds
-        no reputation."""
-        event = await create_event(client, tenant)
-        user = await create_user(client, tenant)
-        await register(client, tenant, event["id"], user["id"], checked_in_at=1_800_000_000)
-        path = f"{events_of(tenant)}/{event['id']}/door"
-        began = int(time.time())
-        door = await operator.post(path, {"who": user["email"]})
-        assert door.status_code == 200
-        assert "Checked in again: " in door.text
-        assert "(first at 2027-01-15 08:00:00 UTC)" in door.text
-        [attendee] = await attendees(client, tenant, event["id"])
-        assert began <= attendee["checked_in_at"] <= int(time.time())
-        assert await reputation(client, tenant, user["id"]) == 1  # the first check-in's only
-        # The other way round: checked in at the door, then the API moves it.
-        other_user = await create_user(client, tenant)
-        assert (await operator.post(path, {"who": other_user["email"]})).status_code == 200
-        moved = await register(
-            client, tenant, event["id"], other_user["id"], checked_in_at=1_900_000_000
-        )
-        assert moved["checked_in_at"] == 1_900_000_000
-        again = await operator.post(path, {"who": other_user["email"]})
-        assert again.status_code == 200
-        assert "(first at 2030-03-17 17:46:40 UTC)" in again.text
-        assert await reputation(client, tenant, other_user["id"]) == 1
-
-    async def test_an_unknown_person_is_a_404_answer(
-        self, operator, tenant, other, client, database
-    ):
-        event = await create_event(client, tenant)
-        theirs = await create_user(client, other)
-        their_product = await create_product(client, other)
-        [their_item] = await issue_items(client, other, their_product["id"], theirs["id"])
-        before = await row_counts(database)
-        path = f"{events_of(tenant)}/{event['id']}/door"
-        for who in (
-            "nobody@example.com",
-            "no-such-reference",
-            "7d8c3f0e-0000-4000-8000-000000000000",
-            theirs["email"],
-            theirs["referenceId"],
-            their_item["id"],
-        ):
-            door = await operator.post(path, {"who": who})
-            assert door.status_code == 404, who
-            assert f"{BAD}{UNKNOWN}</p>" in door.text
-            assert "autofocus" in door.text
-        empty = await operator.post(path, {"who": "  "})
-        assert empty.status_code == 400 and BAD in empty.text
-        assert await row_counts(database) == before
-
-    async def test_the_activation_rule_refuses_an_inactive_user(
-        self, operator, tenant, client, database
-    ):
-        event = await create_event(client, tenant)
-        user = await create_user(client, tenant)
-        async with database.session() as session:
-            await session.execute(
-                update(Project)
-                .where(Project.id == tenant.project_id)
-                .values(require_activation=True)
-            )
-            await session.commit()
-        before = await row_counts(database)
-        door = await operator.post(
-            f"{events_of(tenant)}/{event['id']}/door", {"who": user["email"]}
-        )
-        assert door.status_code == 409
-        assert (
-            f"user {user['email']} is not activated: this project requires activation to be"
-            " registered as an attendee</p>"
-        ) in door.text
-        assert await row_counts(database) == before
 
 
 class TestScope:

@@ -100,7 +100,11 @@ async def access_for_api_key(session: AsyncSession, raw_key: str, *, digest: str
     if row.revoked_at is not None or (row.expires_at is not None and row.expires_at <= utcnow()):
         raise CredentialInvalid
     principal = Principal(
-        row.project_id, row.permission == "write", f"api_key:{row.id}", row.require_activation
+        row.project_id,
+        row.permission == "write",
+        f"api_key:{row.id}",
+        row.require_activation,
+        row.ticket_emails,
     )
     return KeyAccess(principal, row.id, row.expires_at)
 

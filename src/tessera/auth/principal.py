@@ -17,3 +17,5 @@ class Principal:
     credential: str  # "api_key:<id>", "client:<client_id>", "oidc:<issuer>#<subject>"
     # Mufi's rule: only an activated user receives items, attends and sends transfers.
     require_activation: bool = False
+    # Users who receive items are emailed their tickets (tessera.mail; with TESSERA_SMTP_URL).
+    ticket_emails: bool = False

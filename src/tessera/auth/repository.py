@@ -1,5 +1,5 @@
-"""Credential queries: API keys, token clients, signing keys, identity bindings, and the one
-project rule a credential carries (``require_activation``)."""
+"""Credential queries: API keys, token clients, signing keys, identity bindings, and the
+project rules a credential carries (``require_activation``, ``ticket_emails``)."""
 
 import uuid
 from datetime import datetime
@@ -26,6 +26,7 @@ _KEY_BY_PREFIX = (
         ApiKey.expires_at,
         ApiKey.revoked_at,
         Project.require_activation,
+        Project.ticket_emails,
     )
     .join(Project, Project.id == ApiKey.project_id)
     .where(ApiKey.prefix == bindparam("prefix"))
@@ -54,7 +55,7 @@ _SIGNING_KEYS_SINCE = (
 _BINDING = select(IdentityBinding).where(
     IdentityBinding.issuer == bindparam("issuer"), IdentityBinding.subject == bindparam("subject")
 )
-_REQUIRE_ACTIVATION = select(Project.require_activation).where(
+_PROJECT_RULES = select(Project.require_activation, Project.ticket_emails).where(
     Project.id == bindparam("project_id")
 )
 
@@ -69,6 +70,14 @@ class KeyCheck(NamedTuple):
     expires_at: datetime | None
     revoked_at: datetime | None
     require_activation: bool
+    ticket_emails: bool
+
+
+class ProjectRules(NamedTuple):
+    """The project's rules that a credential carries (``Principal``)."""
+
+    require_activation: bool
+    ticket_emails: bool
 
 
 class ClientState(NamedTuple):
@@ -147,7 +156,7 @@ async def identity_binding(
     return binding
 
 
-async def require_activation(session: AsyncSession, project_id: uuid.UUID) -> bool | None:
-    """The project's ``require_activation``, or None when there is no such project."""
-    rule: bool | None = await session.scalar(_REQUIRE_ACTIVATION, {"project_id": project_id})
-    return rule
+async def project_rules(session: AsyncSession, project_id: uuid.UUID) -> ProjectRules | None:
+    """The project's rules, or None when there is no such project."""
+    found = (await session.execute(_PROJECT_RULES, {"project_id": project_id})).first()
+    return None if found is None else ProjectRules._make(found)

@@ -23,6 +23,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from tessera.auth import repository
 from tessera.auth.principal import Permission, Principal
+from tessera.auth.repository import ProjectRules
 from tessera.config import Settings
 from tessera.crypto import Sealed, SecretBox, hashes_match, keyed_hash
 from tessera.errors import (
@@ -221,7 +222,7 @@ class TokenIssuer:
         # A token outlives nothing it names: a project deleted since (or never there), or a
         # client revoked or rotated since the token was issued, is a 401.
         subject = str(claims.get("sub"))
-        require_activation = await _project_rule(session, project_id)
+        rules = await _project_rules(session, project_id)
         if subject.startswith(CLIENT_ID_START):
             client = await repository.client_state(session, project_id, subject)
             if client is None or client.revoked_at is not None:
@@ -230,7 +231,13 @@ class TokenIssuer:
             if client.rotated_at is not None and claims["iat"] < int(client.rotated_at.timestamp()):
                 raise CredentialInvalid
         scopes = set(str(claims["scope"]).split())
-        return Principal(project_id, "write" in scopes, f"client:{subject}", require_activation)
+        return Principal(
+            project_id,
+            "write" in scopes,
+            f"client:{subject}",
+            require_activation=rules.require_activation,
+            ticket_emails=rules.ticket_emails,
+        )
 
 
 class ExternalIssuer:
@@ -287,20 +294,22 @@ class ExternalIssuer:
         binding = await repository.identity_binding(session, self.issuer, claims["sub"])
         if binding is None:
             raise CredentialInvalid("this identity is not bound to a project")
+        rules = await _project_rules(session, binding.project_id)
         return Principal(
             binding.project_id,
             binding.permission == "write",
             f"oidc:{self.issuer}#{claims['sub']}",
-            await _project_rule(session, binding.project_id),
+            require_activation=rules.require_activation,
+            ticket_emails=rules.ticket_emails,
         )
 
 
-async def _project_rule(session: AsyncSession, project_id: uuid.UUID) -> bool:
-    """The project's ``require_activation``; a project that does not exist is a 401."""
-    rule = await repository.require_activation(session, project_id)
-    if rule is None:
+async def _project_rules(session: AsyncSession, project_id: uuid.UUID) -> ProjectRules:
+    """The project's rules (``Principal``); a project that does not exist is a 401."""
+    rules = await repository.project_rules(session, project_id)
+    if rules is None:
         raise CredentialInvalid
-    return rule
+    return rules
 
 
 async def bind_identity(

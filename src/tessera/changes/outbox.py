@@ -39,6 +39,8 @@ class EventType(StrEnum):
     TICKET_REISSUED = "ticket.reissued"  # {"id", "item_id", "product_id", "user_id"}
     CHECKIN_CREATED = "checkin.created"  # the scan's answer, with its "nonce"
     CHECKIN_ANNULLED = "checkin.annulled"  # the annulled scan's answer, with "annulled_at"
+    # A mail given up: {"id", "to", "subject", "cause", "attempts", "error", "created_at"}
+    MAIL_FAILED = "mail.failed"
 
 
 EVENT_TYPES = tuple(EventType)

@@ -1,16 +1,18 @@
 """Check-in statements: the scans (``checkins``), found by nonce, written, annulled; the
-redemption a scan made, taken back."""
+redemption a scan made, taken back; the console's door: the scans at an event's door and the
+item of an event a person holds."""
 
 import uuid
 from datetime import datetime
 from typing import Any, NamedTuple
 
-from sqlalchemy import bindparam, delete, select, update
+from sqlalchemy import and_, bindparam, delete, or_, select, update
 
 from tessera.db import Rows, Transaction, table_of
-from tessera.models import Checkin, Redemption
+from tessera.models import Checkin, Product, ProductItem, Redemption, User
 
 _SCANS, _REDEMPTIONS = table_of(Checkin), table_of(Redemption)
+_ITEMS, _PRODUCTS, _USERS = table_of(ProductItem), table_of(Product), table_of(User)
 
 
 class ScanRow(NamedTuple):
@@ -73,3 +75,104 @@ async def forget_redemption(tx: Transaction, redemption_id: uuid.UUID) -> None:
 async def recent_scans(rows: Rows, project_id: uuid.UUID, *, limit: int) -> list[ScanRow]:
     """The project's last scans, newest first (the console's door)."""
     return await rows.all(_RECENT, ScanRow, project_id=project_id, limit=limit)
+
+
+class DoorScan(NamedTuple):
+    """A scan as the console's door lists it: its item's number and product, and who holds the
+    item now (none for a scan that named no item)."""
+
+    nonce: str
+    status: str
+    answer: dict[str, Any]
+    source: str
+    created_at: datetime
+    annulled_at: datetime | None
+    item_number: int | None
+    product_name: str | None
+    holder_email: str | None
+    holder_first_name: str | None
+    holder_last_name: str | None
+
+
+class ItemAtEvent(NamedTuple):
+    product_id: uuid.UUID
+    id: uuid.UUID
+
+
+_DOOR = select(
+    _SCANS.c.nonce,
+    _SCANS.c.status,
+    _SCANS.c.answer,
+    _SCANS.c.source,
+    _SCANS.c.created_at,
+    _SCANS.c.annulled_at,
+    _ITEMS.c.item_id.label("item_number"),
+    _PRODUCTS.c.name.label("product_name"),
+    _USERS.c.email.label("holder_email"),
+    _USERS.c.first_name.label("holder_first_name"),
+    _USERS.c.last_name.label("holder_last_name"),
+).select_from(
+    _SCANS.outerjoin(_ITEMS, _ITEMS.c.id == _SCANS.c.item_id)
+    .outerjoin(_PRODUCTS, _PRODUCTS.c.id == _ITEMS.c.product_id)
+    .outerjoin(_USERS, _USERS.c.id == _ITEMS.c.owner_id)
+)
+# At an event's door: the scans that asked for the event, and those that asked for none (an API
+# scanner's) of a ticket of the event. A ticket of the event refused at another event's door is
+# that door's.
+_AT_DOOR = and_(
+    _SCANS.c.project_id == bindparam("project_id"),
+    or_(
+        _SCANS.c.event_id == bindparam("event_id"),
+        and_(_SCANS.c.event_id.is_(None), _PRODUCTS.c.event_id == bindparam("event_id")),
+    ),
+)
+_RECENT_AT_DOOR = (
+    _DOOR.where(_AT_DOOR)
+    .order_by(_SCANS.c.created_at.desc(), _SCANS.c.id.desc())
+    .limit(bindparam("limit"))
+)
+_DOOR_OF_NONCE = _DOOR.where(_AT_DOOR, _SCANS.c.nonce == bindparam("nonce"))
+# The person's item of a product of the event: one with a use left first, then the oldest.
+_ITEM_AT_EVENT = (
+    select(_ITEMS.c.product_id, _ITEMS.c.id)
+    .select_from(_ITEMS.join(_PRODUCTS, _PRODUCTS.c.id == _ITEMS.c.product_id))
+    .where(
+        _PRODUCTS.c.project_id == bindparam("project_id"),
+        _PRODUCTS.c.event_id == bindparam("event_id"),
+        _ITEMS.c.owner_id == bindparam("owner_id"),
+    )
+    .order_by(
+        _ITEMS.c.redemption_count >= _PRODUCTS.c.redemption_quantity,
+        _ITEMS.c.created_at,
+        _ITEMS.c.id,
+    )
+    .limit(1)
+)
+
+
+async def recent_scans_at_door(
+    rows: Rows, project_id: uuid.UUID, event_id: uuid.UUID, *, limit: int
+) -> list[DoorScan]:
+    """The last scans at the event's door, newest first, refused ones too."""
+    return await rows.all(
+        _RECENT_AT_DOOR, DoorScan, project_id=project_id, event_id=event_id, limit=limit
+    )
+
+
+async def door_scan(
+    rows: Rows, project_id: uuid.UUID, event_id: uuid.UUID, nonce: str
+) -> DoorScan | None:
+    """The scan of ``nonce``, if it was at the event's door."""
+    return await rows.first(
+        _DOOR_OF_NONCE, DoorScan, project_id=project_id, event_id=event_id, nonce=nonce
+    )
+
+
+async def item_at_event(
+    rows: Rows, project_id: uuid.UUID, event_id: uuid.UUID, owner_id: uuid.UUID
+) -> ItemAtEvent | None:
+    """The item of a product of the event that the user holds (one not fully redeemed first),
+    or None: what the door checks in when a person is named instead of a ticket."""
+    return await rows.first(
+        _ITEM_AT_EVENT, ItemAtEvent, project_id=project_id, event_id=event_id, owner_id=owner_id
+    )

@@ -27,7 +27,9 @@ from tessera.errors import (
     TooManyClaims,
     validation_messages,
 )
+from tessera.mail.outbox import ticket_mail
 from tessera.schemas import Input
+from tessera.urls import public_base
 
 PACKAGE = Path(__file__).resolve().parents[1]
 templates = Jinja2Templates(directory=PACKAGE / "templates")
@@ -130,23 +132,38 @@ async def claim_from_page(
             return _page(
                 request, "claim.html", {"offer": offer, "form": form, "errors": errors}, 400
             )
-        _, item, new = await service.claim(
-            database, token=token, body=body, settings=settings, box=box
+        user_id, item, new = await service.claim(
+            database,
+            token=token,
+            body=body,
+            settings=settings,
+            box=box,
+            mail=ticket_mail(settings, public_base(request)),
         )
     except AppError as error:
         return _refusal(request, error)
+    answer = service.claim_answer(
+        user_id, item, new, hash_key=settings.hash_key_bytes, base_url=public_base(request)
+    )
     product = item.product
     heading = f"You have claimed {product.name}" if new else f"You already claimed {product.name}"
     lines = [
         f"Item #{item.item_id} is held for {body.email}.",
         "It was claimed through this link before; this is the same item."
         if not new
-        else "Nothing more to do here: the organiser has it on record.",
+        else "Your ticket is ready: open it now and keep its page, it is what you show at "
+        "the door.",
     ]
     return _page(
         request,
         "claim_result.html",
-        {"ok": True, "heading": heading, "lines": lines, "retry": False},
+        {
+            "ok": True,
+            "heading": heading,
+            "lines": lines,
+            "retry": False,
+            "ticket_url": answer.ticket_url,
+        },
         201 if new else 200,
     )
 

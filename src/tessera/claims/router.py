@@ -21,7 +21,7 @@ from tessera.crypto import BoxDep
 from tessera.db import DatabaseDep
 from tessera.errors import responses
 from tessera.idempotency import IdempotentRoute, KeyScope
-from tessera.products.schemas import TransferItem
+from tessera.mail.outbox import ticket_mail
 from tessera.schemas import PageParams, known_query_only
 from tessera.urls import public_base
 
@@ -55,7 +55,8 @@ async def create_claim_link(
     body: ClaimLinkCreate,
 ) -> ClaimLinkCreated:
     """A link through which people claim items of an ``is_claimable`` product (409 otherwise).
-    Its ``token`` and ``url`` are shown in this answer only."""
+    Its ``token`` and ``url`` are shown in this answer only, and with ``send_email`` in an
+    invitation emailed to the link's ``email``."""
     caller = Caller.of(request)
     return await service.create_link(
         caller.database,
@@ -64,6 +65,7 @@ async def create_claim_link(
         body=body,
         hash_key=caller.settings.hash_key_bytes,
         base_url=base_url,
+        mail=ticket_mail(caller.settings, base_url),
     )
 
 
@@ -138,16 +140,26 @@ async def claim_item(
     database: DatabaseDep,
     settings: SettingsDep,
     box: BoxDep,
+    base_url: PublicUrl,
     response: Response,
     token: str,
     body: ClaimRequest,
 ) -> ClaimResult:
     """Claim one item through a link (no credential): the user is found by email in the
     link's project, or created with a custodial wallet and activated; the item is issued by the
-    issuing rules. Rate-limited per client address and per link (429 with Retry-After)."""
+    issuing rules. Rate-limited per client address and per link (429 with Retry-After). A new
+    claim's answer has the `ticket_url` of the item's ticket page. When the project emails
+    tickets, the claimant is emailed it too."""
     user_id, item, new = await service.claim(
-        database, token=token, body=body, settings=settings, box=box
+        database,
+        token=token,
+        body=body,
+        settings=settings,
+        box=box,
+        mail=ticket_mail(settings, base_url),
     )
     if not new:
         response.status_code = 200
-    return ClaimResult(user_id=user_id, product_item=TransferItem.of(item))
+    return service.claim_answer(
+        user_id, item, new, hash_key=settings.hash_key_bytes, base_url=base_url
+    )

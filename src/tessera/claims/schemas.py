@@ -3,10 +3,11 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any, Self
 
-from pydantic import Field
+from pydantic import ConfigDict, Field
 
 from tessera.products.schemas import TransferItem
 from tessera.schemas import (
+    NOT_NULL,
     CamelInput,
     Email,
     Pagination,
@@ -37,7 +38,21 @@ def link_status(link: Any, now: int) -> LinkStatus:
     return LinkStatus.ACTIVE
 
 
+def invitation_needs_email(schema: dict[str, Any]) -> None:
+    """``send_email: true`` needs ``email`` (400 otherwise, ``service.create_link``)."""
+    schema.setdefault("allOf", []).append(
+        {
+            "anyOf": [
+                {"properties": {"send_email": {"const": False}}},
+                {"required": ["email"], "properties": {"email": NOT_NULL}},
+            ]
+        }
+    )
+
+
 class ClaimLinkCreate(SnakeInput):
+    model_config = ConfigDict(json_schema_extra=invitation_needs_email)
+
     max_claims: PositiveInt = Field(default=1, description="Claims the link allows in all.")
     expires_at: UnixSeconds | None = Field(
         default=None, description="Unix seconds; must be in the future."
@@ -45,6 +60,11 @@ class ClaimLinkCreate(SnakeInput):
     email: Email | None = Field(default=None, description="Only this person may claim.")
     reference_id: RefId | None = Field(
         default=None, description="Your own id for the link, unique in the project."
+    )
+    send_email: bool = Field(
+        default=False,
+        description="Email `email` an invitation with the link's `url` (the server must send "
+        "email: 409 otherwise). Needs `email`.",
     )
 
 
@@ -113,9 +133,18 @@ class ClaimRequest(CamelInput):
 class ClaimResult(SnakeModel):
     user_id: uuid.UUID
     product_item: TransferItem
+    ticket_url: str | None = Field(
+        description="The item's ticket page, to open at once (no credential: the URL is the "
+        "ticket's, keep it private). null when this email claimed through the link before: "
+        "anyone with the link could send that email again, so the page is shown to the first "
+        "claim only."
+    )
 
 
-class ClaimedEvent(ClaimResult):
-    """The ``data`` of a ``claim.claimed`` change: the claim's answer and its link."""
+class ClaimedEvent(SnakeModel):
+    """The ``data`` of a ``claim.claimed`` change: the claim's answer and its link, without the
+    ticket's URL (a credential for its page, kept out of the change feed and webhooks)."""
 
+    user_id: uuid.UUID
+    product_item: TransferItem
     claim_link_id: uuid.UUID

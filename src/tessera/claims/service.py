@@ -18,6 +18,7 @@ from tessera.claims.schemas import (
     ClaimLinkList,
     ClaimLinkRead,
     ClaimRequest,
+    ClaimResult,
     ClaimView,
     LinkStatus,
     link_status,
@@ -30,16 +31,22 @@ from tessera.errors import (
     ClaimLinkNotFound,
     ClaimNotForYou,
     InvalidInput,
+    MailNotConfigured,
     ProductNotClaimable,
     ProductNotFound,
     ReferenceIdTaken,
 )
 from tessera.idempotency import KeyScope
+from tessera.mail import outbox
+from tessera.mail import repository as mails
+from tessera.mail.letters import Kind
+from tessera.mail.outbox import TicketMail
 from tessera.models.base import unix_now, utcnow
 from tessera.products import rules
 from tessera.products.repository import get_product_row
 from tessera.products.schemas import TransferItem
 from tessera.schemas import PageParams, Pagination
+from tessera.tickets.service import ticket_url, tickets_of
 from tessera.users.schemas import UserCreate
 from tessera.users.service import find_or_create_user, new_user
 
@@ -59,12 +66,19 @@ async def create_link(
     body: ClaimLinkCreate,
     hash_key: bytes,
     base_url: str,
+    mail: TicketMail | None = None,
 ) -> ClaimLinkCreated:
     """A link for an ``is_claimable`` product (409 otherwise), ``expires_at`` in the future
-    (400), ``reference_id`` unique in the project (409). The token is in this answer only."""
+    (400), ``reference_id`` unique in the project (409). The token is in this answer only,
+    and in the invitation to the link's ``email`` with ``send_email`` (400 without an email,
+    409 on a server that sends none: ``mail`` None)."""
     now = unix_now()
     if body.expires_at is not None and body.expires_at <= now:
         raise InvalidInput("expires_at: must be in the future")
+    if body.send_email and body.email is None:
+        raise InvalidInput("send_email: the link needs an email to send it to")
+    if body.send_email and mail is None:
+        raise MailNotConfigured
     token = f"{TOKEN_SCHEME}_{secrets.token_urlsafe(TOKEN_BYTES)}"
     async with database.transaction() as tx:
         product = await get_product_row(tx, principal.project_id, product_id)
@@ -73,7 +87,7 @@ async def create_link(
         try:
             link = await repository.add_link(
                 tx,
-                body.model_dump()
+                body.model_dump(exclude={"send_email"})
                 | {
                     "project_id": principal.project_id,
                     "product_id": product.id,
@@ -84,9 +98,21 @@ async def create_link(
             )
         except IntegrityError as exc:
             raise ReferenceIdTaken("reference_id already used by a claim link") from exc
+        url = f"{base_url}/claim/{token}"
+        if body.send_email and link.email is not None:
+            await outbox.queue_invitation(
+                tx,
+                principal.project_id,
+                link_id=link.id,
+                email=link.email,
+                product=product.name,
+                event_id=product.event_id,
+                claim_url=url,
+                expires_at=link.expires_at,
+            )
         await tx.commit()
     read = ClaimLinkRead.of(link, now)
-    return ClaimLinkCreated(**read.model_dump(), token=token, url=f"{base_url}/claim/{token}")
+    return ClaimLinkCreated(**read.model_dump(), token=token, url=url)
 
 
 async def list_links(
@@ -174,7 +200,13 @@ async def view_offer(database: Database, *, token: str, hash_key: bytes) -> Clai
 
 
 async def claim(
-    database: Database, *, token: str, body: ClaimRequest, settings: Settings, box: SecretBox
+    database: Database,
+    *,
+    token: str,
+    body: ClaimRequest,
+    settings: Settings,
+    box: SecretBox,
+    mail: TicketMail | None = None,
 ) -> tuple[uuid.UUID, Any, bool]:
     """Claim one item through a link: (the user's id, the item, whether it is new).
 
@@ -185,7 +217,8 @@ async def claim(
     email in the link's project, or created with a custodial wallet, activated (claiming proves
     the person's intent). The item is issued by the issuing rules (``rules.issue``: active,
     stock, max_per_account, min_rep_balance, the activation rule, the NFT mint); the product
-    must still be claimable (409). Any refusal changes nothing.
+    must still be claimable (409). Any refusal changes nothing. With ``mail`` (the server
+    sends email), a project that emails tickets emails the new item's link to its claimant.
     """
     # The new user's key is made before the write transaction, which it may not need.
     person = UserCreate(email=body.email, first_name=body.first_name, last_name=body.last_name)
@@ -220,5 +253,22 @@ async def claim(
             claim_link_id=link.id, user_id=user.id, product_item=TransferItem.of(item)
         )
         await record(tx, link.project_id, EventType.CLAIM_CLAIMED, [claimed])
+        if mail is not None and await mails.ticket_emails(tx, link.project_id):
+            await outbox.queue_tickets(
+                tx,
+                link.project_id,
+                tickets_of(mail, [item]),
+                kind=Kind.CLAIMED,
+                cause=f"claim:{link.id}",
+            )
         await tx.commit()
     return user.id, item, True
+
+
+def claim_answer(
+    user_id: uuid.UUID, item: Any, new: bool, *, hash_key: bytes, base_url: str
+) -> ClaimResult:
+    """A claim's answer (``claim``'s result). The ticket's page goes to a new claim only: the
+    same email again (which anyone with the link can send) gets the item, not its ticket."""
+    url = ticket_url(base_url, hash_key, item) if new else None
+    return ClaimResult(user_id=user_id, product_item=TransferItem.of(item), ticket_url=url)

@@ -103,6 +103,7 @@ class ConsoleUser:
             can_write=True,
             credential=who,
             require_activation=project.require_activation,
+            ticket_emails=project.ticket_emails,
         )
 
 

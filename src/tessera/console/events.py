@@ -1,5 +1,5 @@
-"""The console's events pages: a project's events (list, create, edit), an event's attendees,
-and the door view, which checks a person in in one step.
+"""The console's events pages: a project's events (list, create, edit) and an event's
+attendees (its door view is ``console.door``).
 
 Every change goes through the API's use-cases (``tessera.events.service``) with the project's
 write principal, so the rules are theirs. Dates are typed in ``datetime-local`` fields and read
@@ -7,7 +7,6 @@ as UTC (the pages say so), then stored as Unix seconds as the API stores them.
 """
 
 import math
-import time
 import uuid
 from datetime import UTC, datetime
 from typing import Annotated, Any, TypeVar
@@ -15,18 +14,14 @@ from typing import Annotated, Any, TypeVar
 from fastapi import APIRouter, Form, Query, Request
 from fastapi.responses import HTMLResponse, Response
 from pydantic import StringConstraints, ValidationError
-from sqlalchemy.ext.asyncio import AsyncSession
 
-from tessera.console.accounts import ConsoleUser
 from tessera.console.forms import Field
 from tessera.console.web import PosterDep, UserDep, back_to, page, problem, project_of
-from tessera.errors import AppError, InvalidInput, NotFound, validation_messages
+from tessera.errors import AppError, InvalidInput, validation_messages
 from tessera.events import repository, service
-from tessera.events.schemas import AttendeeRegister, EventCreate, EventUpdate
-from tessera.models import Event, Project, User
-from tessera.schemas import MAX_PAGE, Input, PageParams, normalize_email
-from tessera.users.repository import find_user, owner_of_item
-from tessera.users.schemas import UserRef
+from tessera.events.schemas import EventCreate, EventUpdate
+from tessera.models import Event, Project
+from tessera.schemas import MAX_PAGE, Input, PageParams
 
 router = APIRouter(prefix="/console", include_in_schema=False)
 
@@ -54,14 +49,6 @@ class EventForm(Input):
     # As long as the API allows, so that an event made through the API can be edited here.
     description: Annotated[str, StringConstraints(max_length=5000)] = ""
     reference_id: Field = ""
-
-
-class DoorForm(Input):
-    who: Field = ""
-
-
-class PersonNotFound(NotFound):
-    message = "No user with this email, reference id or item"
 
 
 def _unix(text: str) -> int:
@@ -254,91 +241,3 @@ async def update_event(
         return _refused(request, error, "The event was not saved")
     notice = "Nothing changed." if body is None else "Event saved."
     return back_to(_events_path(project, event_id), notice)
-
-
-async def _door_event(
-    request: Request, user: ConsoleUser, project_id: uuid.UUID, event_id: uuid.UUID
-) -> tuple[Project, Event]:
-    database = request.app.state.database
-    project = await project_of(database, user, project_id)
-    async with database.session(write=False) as session:
-        event = await repository.get_event(session, project.id, event_id)
-    return project, event
-
-
-def _door(
-    request: Request, project: Project, event: Event, result: tuple[bool, str] | None, status: int
-) -> Response:
-    return page(
-        request, "door.html", {"project": project, "event": event, "result": result}, status
-    )
-
-
-@router.get("/projects/{project_id}/events/{event_id}/door", response_class=HTMLResponse)
-async def door_page(
-    request: Request, user: UserDep, project_id: uuid.UUID, event_id: uuid.UUID
-) -> Response:
-    try:
-        project, event = await _door_event(request, user, project_id, event_id)
-    except AppError as error:
-        return problem(request, error, "Not found")
-    return _door(request, project, event, None, 200)
-
-
-def _named(person: User) -> str:
-    name = " ".join(part for part in (person.first_name, person.last_name) if part)
-    return f"{name} ({person.email})" if name else person.email
-
-
-async def _person(session: AsyncSession, project_id: uuid.UUID, typed: str) -> User:
-    """The project's user an email, an item id (its owner) or a reference id names."""
-    text = typed.strip()
-    if not text:
-        raise InvalidInput("Type an email, a reference id or an item id")
-    refs = []
-    if "@" in text:
-        refs.append(UserRef("email", normalize_email(text)))
-    try:
-        item_id = uuid.UUID(text)
-    except ValueError:
-        pass
-    else:
-        owner = await owner_of_item(session, project_id, item_id)
-        if owner is not None:
-            refs.append(UserRef("id", owner))
-    refs.append(UserRef("reference_id", text))
-    for ref in refs:
-        person = await find_user(session, project_id, ref)
-        if person is not None:
-            return person
-    raise PersonNotFound
-
-
-@router.post("/projects/{project_id}/events/{event_id}/door", response_class=HTMLResponse)
-async def check_in(
-    request: Request,
-    user: PosterDep,
-    project_id: uuid.UUID,
-    event_id: uuid.UUID,
-    form: Annotated[DoorForm, Form()],
-) -> Response:
-    database = request.app.state.database
-    try:
-        project, event = await _door_event(request, user, project_id, event_id)
-    except AppError as error:
-        return problem(request, error, "Not found")
-    try:
-        async with database.session(write=False) as session:
-            person = await _person(session, project.id, form.who)
-        # The API's use-case: a second check-in moves the time to now, and is said.
-        body = AttendeeRegister(
-            event_id=event.id, user_id=person.id, checked_in_at=int(time.time())
-        )
-        registration = await service.register_attendee(database, user.principal(project), body=body)
-    except AppError as error:
-        return _door(request, project, event, (False, error.message), error.status_code)
-    if registration.checked_in_before is not None:
-        when = datetime.fromtimestamp(registration.checked_in_before, UTC)
-        said = f"Checked in again: {_named(person)} (first at {when:%Y-%m-%d %H:%M:%S} UTC)"
-        return _door(request, project, event, (True, said), 200)
-    return _door(request, project, event, (True, f"Checked in: {_named(person)}"), 200)

@@ -46,6 +46,12 @@ class ClientForm(Input):
     permission: Literal["read", "write"] = "read"
 
 
+class TicketEmailsForm(Input):
+    """The project's ``ticket_emails`` as the project page's button sets it."""
+
+    ticket_emails: Literal["true", "false"]
+
+
 class RepairForm(Input):
     """A product's repair: "true" shows what it would do (the API's ``dry_run``), "false"
     queues it."""

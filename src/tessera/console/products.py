@@ -24,6 +24,7 @@ from tessera.console.forms import Field
 from tessera.console.web import PosterDep, UserDep, back_to, page, project_of
 from tessera.db import Database
 from tessera.errors import InvalidInput, validation_messages
+from tessera.mail import outbox
 from tessera.models import Project
 from tessera.products import repository, service
 from tessera.products.rows import DaySold, EventChoice, ProductCounts
@@ -370,8 +371,13 @@ async def issue_items(
 ) -> Response:
     database: Database = request.app.state.database
     project = await project_of(database, user, project_id)
+    principal = user.principal(project)
     items = await service.issue_items(
-        database, user.principal(project), product_id=product_id, body=form.issue()
+        database,
+        principal,
+        product_id=product_id,
+        body=form.issue(),
+        mail=outbox.for_request(request, principal),
     )
     notice = f"{len(items)} item{'s' if len(items) != 1 else ''} issued."
     return back_to(f"{_products_path(project)}/{product_id}", notice)

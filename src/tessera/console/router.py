@@ -136,6 +136,7 @@ async def project_page(request: Request, user: UserDep, project_id: uuid.UUID) -
             "clients": [ClientRead.model_validate(client) for client in clients],
             "wallets": wallets,
             "chains": {chain.name: chain for chain in state.settings.configured_chains()},
+            "mail_configured": state.settings.smtp_url is not None,
         },
     )
 

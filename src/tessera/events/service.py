@@ -185,10 +185,9 @@ async def register_attendee(
 ) -> Registration:
     """Create the attendee record (``registered_at`` defaults to now) or update only the given
     timestamps. A check-in sent for a person already checked in moves the time to the one sent
-    (the spec's "set or update"), whoever sends it: the API or the console's door, which sends
-    the moment of the scan and says that the person was checked in before. The first check-in
-    of a user at an event adds 1 to their reputation; a check-in that changes the time is an
-    ``attendee.checked_in`` change."""
+    (the spec's "set or update"). The first check-in of a user at an event adds 1 to their
+    reputation; a check-in that changes the time is an ``attendee.checked_in`` change. (The
+    door, API scanner or console, checks in by ticket: ``tessera.checkins``.)"""
     async with database.transaction() as tx:
         event = await repository.get_event_row(tx, principal.project_id, body.event_id)
         user = await get_user_row(tx, principal.project_id, body.user())

@@ -16,6 +16,7 @@ from tessera.legacy.schemas import (
     LegacyUser,
     LegacyUserCreate,
 )
+from tessera.mail import outbox
 from tessera.products import repository as products_repository
 from tessera.products import service as products
 from tessera.products.schemas import ItemsIssue, RedeemRequest
@@ -56,6 +57,7 @@ async def create_product_items(request: Request, body: LegacyItemsCreate) -> Leg
         caller.principal,
         product_id=body.product_id,
         body=ItemsIssue(users=body.users),
+        mail=outbox.for_request(request, caller.principal),
     )
     return LegacyItems(items=[LegacyItem.model_validate(item) for item in items])
 

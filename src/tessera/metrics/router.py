@@ -44,5 +44,5 @@ router = APIRouter(include_in_schema=False, dependencies=[Depends(may_read_metri
 @router.get("/metrics")
 async def get_metrics(database: DatabaseDep, settings: SettingsDep) -> Response:
     """Prometheus text format: requests, latency, database pool, job queue, wallet balances,
-    webhooks, NFT drift."""
+    webhooks, NFT drift, mails."""
     return Response(await service.scrape(database, settings), media_type=CONTENT_TYPE_PLAIN_0_0_4)

@@ -6,7 +6,8 @@ of the job worker (``tessera serve``'s in-process one or ``tessera worker``) rea
 minute and records them in ``project_wallet_balances``; the scrape shows the last reading and
 when it was made. With several workers, the one that finds a reading younger than half a
 minute leaves it. The NFT drift is counted, by kind, from the findings each product's last
-reconciliation recorded (``reconciliations``): a scrape never waits on a chain either.
+reconciliation recorded (``reconciliations``): a scrape never waits on a chain either. The
+mails are counted by status from the outbox (``mails``).
 """
 
 import asyncio
@@ -26,9 +27,10 @@ from tessera.config import Settings
 from tessera.db import Database, Rows
 from tessera.errors import AppError
 from tessera.jobs.queue import JobKind
+from tessera.mail import repository as mails
 from tessera.metrics import repository
 from tessera.metrics.process import sample_pool, scrape_registry
-from tessera.models import JobStatus
+from tessera.models import JobStatus, MailStatus
 from tessera.models.base import utcnow
 from tessera.reconciliation import repository as reconciliations
 from tessera.reconciliation.findings import Kind
@@ -42,8 +44,8 @@ QUEUE_STATUSES = (JobStatus.QUEUED, JobStatus.RUNNING)
 
 async def scrape(database: Database, settings: Settings) -> bytes:
     """The Prometheus text exposition: every process's request and pool figures, the job
-    queue, the recorded balances, the webhooks' deliveries and the NFT drift found by the
-    products' last reconciliations."""
+    queue, the recorded balances, the webhooks' deliveries, the NFT drift found by the
+    products' last reconciliations and the mails."""
 
     async def read(
         rows: Rows,
@@ -53,6 +55,7 @@ async def scrape(database: Database, settings: Settings) -> bytes:
             await repository.endpoint_states(rows),
         )
         recorded.append(_drift_family(await reconciliations.all_findings(rows)))
+        recorded.append(_mail_family(await mails.mails_by_status(rows)))
         return await repository.job_queue(rows), await repository.shown_balances(rows), recorded
 
     queue, balances, recorded = await database.read(read)
@@ -136,6 +139,18 @@ def _drift_family(findings: Sequence[Sequence[Mapping[str, Any]]]) -> Metric:
     for kind in Kind:  # every kind, at 0 when none, so that alerts see a value
         drift.add_metric([kind.value], counted[kind.value])
     return drift
+
+
+def _mail_family(counted: Mapping[MailStatus, int]) -> Metric:
+    family = GaugeMetricFamily(
+        "tessera_mails",
+        "Mails by status: queued (waiting to be sent, or for a retry), sent, failed (given up; "
+        "mail.failed). Sent and failed ones are kept 30 days.",
+        labels=["status"],
+    )
+    for status in MailStatus:  # every status, at 0 when none, so that alerts see a value
+        family.add_metric([status.value], counted.get(status, 0))
+    return family
 
 
 def _balance_families(

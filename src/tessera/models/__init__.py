@@ -8,6 +8,7 @@ from tessera.models.console import ConsoleSession, Operator
 from tessera.models.event import Attendee, Event
 from tessera.models.idempotency import IdempotencyKey
 from tessera.models.job import Job, JobStatus
+from tessera.models.mail import Mail, MailStatus
 from tessera.models.order import Order, OrderItem, OrderStatus
 from tessera.models.product import ItemTransfer, NftStatus, Product, ProductItem, Redemption
 from tessera.models.project import (
@@ -40,6 +41,8 @@ __all__ = [
     "ItemTransfer",
     "Job",
     "JobStatus",
+    "Mail",
+    "MailStatus",
     "NftStatus",
     "OAuthClient",
     "Operator",

@@ -5,6 +5,7 @@ from fastapi import Query, Request
 
 from tessera.auth.dependencies import Caller, project_router
 from tessera.errors import responses
+from tessera.mail import outbox
 from tessera.orders import service
 from tessera.orders.schemas import OrderCreate, OrderFilter, OrderList, OrderRead, OrderView
 
@@ -15,9 +16,15 @@ router = project_router("/orders", tags=["orders"])
     "", status_code=201, response_model=OrderRead, responses=responses(400, 401, 403, 404, 409)
 )
 async def create_order(request: Request, body: OrderCreate) -> OrderRead:
-    """Create an order (``completed`` by default, issuing its items; or ``pending``)."""
+    """Create an order (``completed`` by default, issuing its items; or ``pending``). When
+    the project emails tickets, a completed order's buyer is emailed a link to each item."""
     caller = Caller.of(request)
-    return await service.create_order(caller.database, caller.principal, body=body)
+    return await service.create_order(
+        caller.database,
+        caller.principal,
+        body=body,
+        mail=outbox.for_request(request, caller.principal),
+    )
 
 
 @router.get("", response_model=OrderList, responses=responses(400, 401))
@@ -40,9 +47,15 @@ async def get_order(request: Request, id: uuid.UUID) -> OrderView:
     "/{id}/complete", response_model=OrderRead, responses=responses(400, 401, 403, 404, 409)
 )
 async def complete_order(request: Request, id: uuid.UUID) -> OrderRead:
-    """Complete a pending order and issue its items."""
+    """Complete a pending order and issue its items. When the project emails tickets, the
+    buyer is emailed a link to each item."""
     caller = Caller.of(request)
-    return await service.complete_order(caller.database, caller.principal, order_id=id)
+    return await service.complete_order(
+        caller.database,
+        caller.principal,
+        order_id=id,
+        mail=outbox.for_request(request, caller.principal),
+    )
 
 
 @router.post("/{id}/cancel", response_model=OrderRead, responses=responses(400, 401, 403, 404, 409))

@@ -16,6 +16,9 @@ from tessera.errors import (
     ProductInactive,
     ProductNotFound,
 )
+from tessera.mail import outbox
+from tessera.mail.letters import Kind
+from tessera.mail.outbox import TicketMail
 from tessera.models import OrderItem, OrderStatus
 from tessera.models.base import new_id, utcnow
 from tessera.orders import repository
@@ -24,12 +27,20 @@ from tessera.orders.schemas import OrderCreate, OrderFilter, OrderList, OrderRea
 from tessera.products import repository as products
 from tessera.products import rules
 from tessera.products.rows import Item
+from tessera.tickets.service import tickets_of
 from tessera.users.repository import UserRow, get_user_row
 from tessera.users.schemas import UserRef
 
 
-async def create_order(database: Database, principal: Principal, *, body: OrderCreate) -> OrderRead:
-    """Record an order at today's prices; a completed order issues its items (all or nothing)."""
+async def create_order(
+    database: Database,
+    principal: Principal,
+    *,
+    body: OrderCreate,
+    mail: TicketMail | None = None,
+) -> OrderRead:
+    """Record an order at today's prices; a completed order issues its items (all or nothing)
+    and, with ``mail``, emails the buyer a link to each (``_mail_items``)."""
     async with database.transaction() as tx:
         user = await get_user_row(tx, principal.project_id, body.user.ref())
         wanted = {line.product_id for line in body.items}
@@ -89,14 +100,20 @@ async def create_order(database: Database, principal: Principal, *, body: OrderC
         await record(tx, principal.project_id, EventType.ORDER_CREATED, [read])
         if order.status == OrderStatus.COMPLETED:
             await record(tx, principal.project_id, EventType.ORDER_COMPLETED, [read])
+            await _mail_items(tx, principal, mail, order.id, items)
         await tx.commit()
     return read
 
 
 async def complete_order(
-    database: Database, principal: Principal, *, order_id: uuid.UUID
+    database: Database,
+    principal: Principal,
+    *,
+    order_id: uuid.UUID,
+    mail: TicketMail | None = None,
 ) -> OrderRead:
-    """Complete a pending order: its items are issued now, or nothing changes (409)."""
+    """Complete a pending order: its items are issued now, or nothing changes (409). With
+    ``mail``, the buyer is emailed a link to each (``_mail_items``)."""
     async with database.transaction() as tx:
         order, lines = await repository.lock_order(tx, principal.project_id, order_id)
         _require_pending(order, "completed")
@@ -106,6 +123,7 @@ async def complete_order(
         items = await _issue_lines(tx, principal, lines, user)
         read = await _view(tx, principal, order, lines, items)
         await record(tx, principal.project_id, EventType.ORDER_COMPLETED, [read])
+        await _mail_items(tx, principal, mail, order.id, items)
         await tx.commit()
     return read
 
@@ -135,6 +153,24 @@ async def get_order(database: Database, principal: Principal, *, order_id: uuid.
 async def list_orders(database: Database, principal: Principal, *, query: OrderFilter) -> OrderList:
     """The project's orders, oldest first, each with its lines; the filters add up."""
     return await database.read(repository.read_orders, principal.project_id, query)
+
+
+async def _mail_items(
+    tx: Transaction,
+    principal: Principal,
+    mail: TicketMail | None,
+    order_id: uuid.UUID,
+    items: list[Item],
+) -> None:
+    """One email for the completed order's items, all its lines together (once per order)."""
+    if mail is not None and items:
+        await outbox.queue_tickets(
+            tx,
+            principal.project_id,
+            tickets_of(mail, items),
+            kind=Kind.ORDERED,
+            cause=f"order:{order_id}",
+        )
 
 
 def _require_pending(order: OrderRow, action: str) -> None:

@@ -564,6 +564,22 @@ async def read_holdings(
     )
 
 
+async def item_of_product(
+    rows: Rows, project_id: uuid.UUID, product_id: uuid.UUID, key: int | uuid.UUID
+) -> uuid.UUID:
+    """The id of the project's product's item named by ``item_id`` when ``key`` is an integer,
+    else by ``id``; 404 when the project has no such product, or the product no such item."""
+    field = "item_id" if isinstance(key, int) else "id"
+    found = await rows.first(
+        _ITEM_OF_PRODUCT[field], ItemKeyRow, project_id=project_id, id=product_id, key=key
+    )
+    if found is None:
+        raise ProductNotFound
+    if found.item is None:
+        raise ProductItemNotFound
+    return found.item
+
+
 async def read_item_transfers(
     rows: Rows,
     project_id: uuid.UUID,
@@ -574,17 +590,10 @@ async def read_item_transfers(
     """A page of the transfers of the product's item (named by ``item_id`` when ``key`` is an
     integer, else by ``id``), oldest first. 404 when the project has no such product, or the
     product no such item."""
-    field = "item_id" if isinstance(key, int) else "id"
-    found = await rows.first(
-        _ITEM_OF_PRODUCT[field], ItemKeyRow, project_id=project_id, id=product_id, key=key
-    )
-    if found is None:
-        raise ProductNotFound
-    if found.item is None:
-        raise ProductItemNotFound
-    count = await rows.scalar(_TRANSFER_TOTAL, item=found.item)
+    item = await item_of_product(rows, project_id, product_id, key)
+    count = await rows.scalar(_TRANSFER_TOTAL, item=item)
     page = await rows.all(
-        _TRANSFER_PAGE, TransferRow, item=found.item, limit=paging.limit, offset=paging.offset
+        _TRANSFER_PAGE, TransferRow, item=item, limit=paging.limit, offset=paging.offset
     )
     return ItemTransferList.model_validate(
         {

@@ -5,6 +5,7 @@ from fastapi import Query, Request
 
 from tessera.auth.dependencies import Caller, project_router
 from tessera.errors import responses
+from tessera.mail import outbox
 from tessera.products import service
 from tessera.products.rows import ProductView, SalePage
 from tessera.products.schemas import (
@@ -89,9 +90,16 @@ async def list_product_sales(
     responses=responses(400, 401, 403, 404, 409),
 )
 async def create_product_items(request: Request, id: uuid.UUID, body: ItemsIssue) -> ItemsIssued:
-    """Issue one item to each listed user (ids and/or emails, at most 550), all or nothing."""
+    """Issue one item to each listed user (ids and/or emails, at most 550), all or nothing.
+    When the project emails tickets, each user is emailed one link per item they got."""
     caller = Caller.of(request)
-    items = await service.issue_items(caller.database, caller.principal, product_id=id, body=body)
+    items = await service.issue_items(
+        caller.database,
+        caller.principal,
+        product_id=id,
+        body=body,
+        mail=outbox.for_request(request, caller.principal),
+    )
     return ItemsIssued(items=[ProductItemRead.of(item) for item in items])
 
 
@@ -117,9 +125,16 @@ async def redeem_product_item(
 async def transfer_product_item(
     request: Request, id: uuid.UUID, body: TransferRequest
 ) -> TransferRead:
-    """Transfer an item of a transferable product from its owner to another user."""
+    """Transfer an item of a transferable product from its owner to another user. The new
+    owner's ticket is new; when the project emails tickets, they are emailed its link."""
     caller = Caller.of(request)
-    return await service.transfer_item(caller.database, caller.principal, product_id=id, body=body)
+    return await service.transfer_item(
+        caller.database,
+        caller.principal,
+        product_id=id,
+        body=body,
+        mail=outbox.for_request(request, caller.principal),
+    )
 
 
 @router.get("/{id}/items", response_model=ItemList, responses=responses(400, 401, 404))

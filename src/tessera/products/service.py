@@ -18,6 +18,9 @@ from tessera.errors import (
 )
 from tessera.events.repository import get_event_row
 from tessera.jobs.queue import JobKind
+from tessera.mail import outbox
+from tessera.mail.letters import Kind
+from tessera.mail.outbox import TicketMail
 from tessera.models import NftStatus
 from tessera.models.base import utcnow
 from tessera.products import repository, rules
@@ -49,6 +52,7 @@ from tessera.products.schemas import (
 from tessera.products.tasks import queue_nft
 from tessera.projects.repository import primary_wallet
 from tessera.schemas import PageParams
+from tessera.tickets.service import tickets_of
 from tessera.users.repository import find_user_row, get_user_row, users_by
 from tessera.users.schemas import UserRef
 
@@ -149,9 +153,15 @@ async def list_sales(
 
 
 async def issue_items(
-    database: Database, principal: Principal, *, product_id: uuid.UUID, body: ItemsIssue
+    database: Database,
+    principal: Principal,
+    *,
+    product_id: uuid.UUID,
+    body: ItemsIssue,
+    mail: TicketMail | None = None,
 ) -> list[Item]:
-    """Give one item to each listed user (ids and/or emails), all or nothing."""
+    """Give one item to each listed user (ids and/or emails), all or nothing. With ``mail``,
+    each user is emailed one link per item they got (``mail.outbox``)."""
     if body.product_id is not None and body.product_id != product_id:
         raise InvalidInput("product_id: does not match the product in the path")
     async with database.transaction() as tx:
@@ -165,6 +175,14 @@ async def issue_items(
             raise UserNotFound(f"users not found in this project: {', '.join(missing[:5])}")
         recipients = [by_id[i] for i in body.users] + [by_email[e] for e in body.emails]
         items = await rules.issue(tx, principal, product_id, recipients)
+        if mail is not None and items:
+            await outbox.queue_tickets(
+                tx,
+                principal.project_id,
+                tickets_of(mail, items),
+                kind=Kind.ISSUED,
+                cause=f"items:{items[0].id}",
+            )
         await tx.commit()
     return items
 
@@ -225,11 +243,17 @@ async def _require_movable_nft(tx: Transaction, item: ItemRow) -> None:
 
 
 async def transfer_item(
-    database: Database, principal: Principal, *, product_id: uuid.UUID, body: TransferRequest
+    database: Database,
+    principal: Principal,
+    *,
+    product_id: uuid.UUID,
+    body: TransferRequest,
+    mail: TicketMail | None = None,
 ) -> TransferRead:
     """Move an item from its owner to another user of the project (see
     ``rules.check_transfer``). Every transfer is kept in ``item_transfers``; for an NFT product
-    the worker then moves the NFT to the new owner's wallet."""
+    the worker then moves the NFT to the new owner's wallet. The item's ticket is the new
+    owner's (a new secret and page); with ``mail``, they are emailed its link."""
     async with database.transaction() as tx:
         product = await repository.lock_product(tx, principal.project_id, product_id)
         rules.check_transferable(product)
@@ -250,6 +274,7 @@ async def transfer_item(
             owner_id=recipient.id,
             updated_at=now,
             nft_transfer_status=NftStatus.QUEUED if product.mint_nft else row.nft_transfer_status,
+            ticket_version=row.ticket_version + 1,  # as write_transfer counts it
         )
         await repository.write_transfer(tx, item)
         transfer = {
@@ -269,6 +294,14 @@ async def transfer_item(
             transferred_at=transferred_at,
         )
         await record(tx, principal.project_id, EventType.ITEM_TRANSFERRED, [moved])
+        if mail is not None:
+            await outbox.queue_tickets(
+                tx,
+                principal.project_id,
+                tickets_of(mail, [item]),
+                kind=Kind.TRANSFERRED,
+                cause=f"transferred:{item.id}:{item.ticket_version}",
+            )
         await tx.commit()
     return moved
 

@@ -59,6 +59,7 @@ class ProjectSettings(SnakeModel):
     id: uuid.UUID
     name: str
     require_activation: bool
+    ticket_emails: bool
 
 
 class ApiKeyCreated(SnakeModel):

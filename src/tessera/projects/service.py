@@ -45,12 +45,18 @@ async def create_project(
 
 
 async def set_project_rules(
-    session: AsyncSession, *, project_id: uuid.UUID, require_activation: bool | None
+    session: AsyncSession,
+    *,
+    project_id: uuid.UUID,
+    require_activation: bool | None = None,
+    ticket_emails: bool | None = None,
 ) -> Project:
     """Change the rules given (None: unchanged) of an existing project (404 otherwise)."""
     project = await repository.get_project(session, project_id)
     if require_activation is not None:
         project.require_activation = require_activation
+    if ticket_emails is not None:
+        project.ticket_emails = ticket_emails
     await session.commit()
     return project
 

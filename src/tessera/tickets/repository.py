@@ -1,5 +1,5 @@
 """Ticket statements: an item as its ticket needs it, found by the product's key or by its id
-(the item a secret or page token names), and its version counted up."""
+(the item a secret or page token names), its version counted up, and what its page shows."""
 
 import uuid
 from datetime import datetime
@@ -8,10 +8,11 @@ from typing import NamedTuple
 from sqlalchemy import and_, bindparam, select, update
 
 from tessera.db import Rows, Transaction, table_of
-from tessera.errors import ProductItemNotFound, ProductNotFound
-from tessera.models import Product, ProductItem
+from tessera.models import Attendee, Event, Product, ProductItem, User
+from tessera.products.repository import item_of_product
 
 _ITEMS, _PRODUCTS = table_of(ProductItem), table_of(Product)
+_EVENTS, _ATTENDEES, _USERS = table_of(Event), table_of(Attendee), table_of(User)
 
 
 class TicketItem(NamedTuple):
@@ -25,9 +26,24 @@ class TicketItem(NamedTuple):
     owner_id: uuid.UUID
 
 
-class ProductOfKey(NamedTuple):
-    product: uuid.UUID
-    item: uuid.UUID | None
+class TicketPageRow(NamedTuple):
+    """What a ticket's page shows: the item, its product, the product's event (None without
+    one), its holder's name (never the email) and the holder's check-in there."""
+
+    item_id: int
+    redemption_count: int
+    redeemed_at: int | None
+    product_name: str
+    product_type: str
+    redemption_quantity: int
+    first_name: str | None
+    last_name: str | None
+    event_name: str | None
+    event_location: str | None
+    event_address: str | None
+    event_start_date: int | None
+    event_end_date: int | None
+    checked_in_at: int | None
 
 
 _COLUMNS = (
@@ -39,17 +55,39 @@ _COLUMNS = (
     _ITEMS.c.owner_id,
 )
 _BY_ID = select(*_COLUMNS).where(_ITEMS.c.id == bindparam("id"))
-# The product, and its item of that key (None when it has none): a 404 says which is missing.
-_BY_KEY = {
-    field: select(_PRODUCTS.c.id.label("product"), _ITEMS.c.id.label("item"))
+# The item at that version only: a transfer or reissue between finding the item and reading its
+# page (a new holder, perhaps) finds nothing rather than the new holder's ticket.
+_PAGE = (
+    select(
+        _ITEMS.c.item_id,
+        _ITEMS.c.redemption_count,
+        _ITEMS.c.redeemed_at,
+        _PRODUCTS.c.name.label("product_name"),
+        _PRODUCTS.c.type.label("product_type"),
+        _PRODUCTS.c.redemption_quantity,
+        _USERS.c.first_name,
+        _USERS.c.last_name,
+        _EVENTS.c.name.label("event_name"),
+        _EVENTS.c.location.label("event_location"),
+        _EVENTS.c.address.label("event_address"),
+        _EVENTS.c.start_date.label("event_start_date"),
+        _EVENTS.c.end_date.label("event_end_date"),
+        _ATTENDEES.c.checked_in_at,
+    )
     .select_from(
-        _PRODUCTS.outerjoin(
-            _ITEMS, and_(_ITEMS.c.product_id == _PRODUCTS.c.id, column == bindparam("key"))
+        _ITEMS.join(_PRODUCTS, _PRODUCTS.c.id == _ITEMS.c.product_id)
+        .join(_USERS, _USERS.c.id == _ITEMS.c.owner_id)
+        .outerjoin(_EVENTS, _EVENTS.c.id == _PRODUCTS.c.event_id)
+        .outerjoin(
+            _ATTENDEES,
+            and_(
+                _ATTENDEES.c.event_id == _PRODUCTS.c.event_id,
+                _ATTENDEES.c.user_id == _ITEMS.c.owner_id,
+            ),
         )
     )
-    .where(_PRODUCTS.c.project_id == bindparam("project_id"), _PRODUCTS.c.id == bindparam("id"))
-    for field, column in (("item_id", _ITEMS.c.item_id), ("id", _ITEMS.c.id))
-}
+    .where(_ITEMS.c.id == bindparam("id"), _ITEMS.c.ticket_version == bindparam("version"))
+)
 _NEXT_VERSION = (
     update(_ITEMS)
     .where(_ITEMS.c.id == bindparam("id"))
@@ -66,17 +104,14 @@ async def ticket_item_of_product(
     rows: Rows, project_id: uuid.UUID, product_id: uuid.UUID, key: int | uuid.UUID
 ) -> TicketItem:
     """The project's product's item by its number or its id (404 for either missing)."""
-    field = "item_id" if isinstance(key, int) else "id"
-    found = await rows.first(
-        _BY_KEY[field], ProductOfKey, project_id=project_id, id=product_id, key=key
-    )
-    if found is None:
-        raise ProductNotFound
-    if found.item is None:
-        raise ProductItemNotFound
-    item = await ticket_item(rows, found.item)
+    item = await ticket_item(rows, await item_of_product(rows, project_id, product_id, key))
     assert item is not None  # just found
     return item
+
+
+async def ticket_page(rows: Rows, item: TicketItem) -> TicketPageRow | None:
+    """What the item's page shows, in one statement; None once its version has moved on."""
+    return await rows.first(_PAGE, TicketPageRow, id=item.id, version=item.ticket_version)
 
 
 async def next_version(tx: Transaction, item_id: uuid.UUID, now: datetime) -> None:

@@ -4,6 +4,7 @@ from fastapi import Request
 
 from tessera.auth.dependencies import Caller, project_router
 from tessera.errors import responses
+from tessera.mail import outbox
 from tessera.products.schemas import ItemKey
 from tessera.tickets import service
 from tessera.tickets.schemas import TicketRead
@@ -38,7 +39,8 @@ async def get_ticket(request: Request, id: uuid.UUID, item_id: ItemKey) -> Ticke
 )
 async def reissue_ticket(request: Request, id: uuid.UUID, item_id: ItemKey) -> TicketRead:
     """A new secret and page for the item (a lost phone, a resold ticket): the old ones stop
-    working at once, at the door and on the page. Fires `ticket.reissued`."""
+    working at once, at the door and on the page. Fires `ticket.reissued`. When the project
+    emails tickets, the holder is emailed the new page."""
     caller = Caller.of(request)
     return await service.reissue_ticket(
         caller.database,
@@ -47,4 +49,5 @@ async def reissue_ticket(request: Request, id: uuid.UUID, item_id: ItemKey) -> T
         base_url=public_base(request),
         product_id=id,
         item=item_id,
+        mail=outbox.for_request(request, caller.principal),
     )

@@ -1,19 +1,74 @@
 """Tickets as the API gives them: an item's secret and page, reissued on demand."""
 
 import uuid
+from collections.abc import Sequence
 
 from tessera.auth.principal import Principal
 from tessera.changes.outbox import EventType, record
-from tessera.db import Database, Rows
+from tessera.db import Database, Rows, Transaction
+from tessera.mail import outbox
+from tessera.mail.letters import Kind, Ticket
+from tessera.mail.outbox import HeldTicket, TicketMail
 from tessera.models.base import utcnow
+from tessera.products.repository import get_product_row
+from tessera.products.rows import Item
 from tessera.tickets import codes, repository
 from tessera.tickets.repository import TicketItem
 from tessera.tickets.schemas import TicketRead, TicketReissued
+from tessera.users.repository import get_user_row
+from tessera.users.schemas import UserRef
 
 
 def ticket_url(base_url: str, hash_key: bytes, item: TicketItem) -> str:
     """The item's ticket page: ``{base_url}/tickets/{token}``."""
     return f"{base_url}/tickets/{codes.page_token(hash_key, item.id, item.ticket_version)}"
+
+
+def tickets_of(mail: TicketMail, items: Sequence[Item]) -> list[HeldTicket]:
+    """The items' tickets as an email links to them, each with its holder."""
+    return [
+        HeldTicket(
+            item.owner,
+            Ticket(
+                product=item.product.name,
+                number=item.item_id,
+                event_id=item.product.event_id,
+                url=ticket_url(mail.base_url, mail.hash_key, ticket_item_of(item)),
+            ),
+        )
+        for item in items
+    ]
+
+
+def ticket_item_of(item: Item) -> TicketItem:
+    return TicketItem(
+        id=item.id,
+        item_id=item.item_id,
+        ticket_version=item.ticket_version,
+        project_id=item.project_id,
+        product_id=item.product_id,
+        owner_id=item.owner_id,
+    )
+
+
+async def mail_ticket(tx: Transaction, mail: TicketMail, item: TicketItem, *, kind: Kind) -> None:
+    """Email the item's holder the link to its ticket as it is now (``kind``: why), once per
+    version of the ticket."""
+    holder = await get_user_row(tx, item.project_id, UserRef("id", item.owner_id))
+    product = await get_product_row(tx, item.project_id, item.product_id)
+    ticket = Ticket(
+        product=product.name,
+        number=item.item_id,
+        event_id=product.event_id,
+        url=ticket_url(mail.base_url, mail.hash_key, item),
+    )
+    await outbox.queue_tickets(
+        tx,
+        item.project_id,
+        [HeldTicket(holder, ticket)],
+        kind=kind,
+        cause=f"{kind.value}:{item.id}:{item.ticket_version}",
+    )
 
 
 def shown(item: TicketItem, *, hash_key: bytes, base_url: str) -> TicketRead:
@@ -48,9 +103,11 @@ async def reissue_ticket(
     base_url: str,
     product_id: uuid.UUID,
     item: int | uuid.UUID,
+    mail: TicketMail | None = None,
 ) -> TicketRead:
     """A new secret and page for the item: the old ones stop working at once (a lost phone,
-    a resold ticket). A ``ticket.reissued`` change says so."""
+    a resold ticket). A ``ticket.reissued`` change says so; with ``mail``, its holder is
+    emailed the new page (``outbox``)."""
     async with database.transaction() as tx:
         found = await repository.ticket_item_of_product(tx, principal.project_id, product_id, item)
         await repository.next_version(tx, found.id, utcnow())
@@ -59,6 +116,8 @@ async def reissue_ticket(
             id=found.id, item_id=found.item_id, product_id=found.product_id, user_id=found.owner_id
         )
         await record(tx, principal.project_id, EventType.TICKET_REISSUED, [reissued])
+        if mail is not None:
+            await mail_ticket(tx, mail, found, kind=Kind.REISSUED)
         await tx.commit()
     return shown(found, hash_key=hash_key, base_url=base_url)
 

@@ -11,7 +11,7 @@ from sqlalchemy.orm import selectinload
 
 from tessera.db import NotIndexed, Rows, Transaction, table_of
 from tessera.errors import ReputationWouldBeNegative, UserNotFound
-from tessera.models import ProductItem, Project, ReputationEntry, User, UserWallet
+from tessera.models import Project, ReputationEntry, User, UserWallet
 from tessera.models.base import utcnow
 from tessera.schemas import PageParams, Pagination
 from tessera.users.schemas import ReputationHistory, UserRef
@@ -273,21 +273,6 @@ async def get_user(
     if user is None:
         raise UserNotFound
     return user
-
-
-_OWNER_OF_ITEM = select(ProductItem.owner_id).where(
-    ProductItem.project_id == bindparam("project_id"), ProductItem.id == bindparam("id")
-)
-
-
-async def owner_of_item(
-    session: AsyncSession, project_id: uuid.UUID, item_id: uuid.UUID
-) -> uuid.UUID | None:
-    """The id of the user who holds the project's item, or None (no such item)."""
-    owner: uuid.UUID | None = await session.scalar(
-        _OWNER_OF_ITEM, {"project_id": project_id, "id": item_id}
-    )
-    return owner
 
 
 class UserRow(NamedTuple):

@@ -1,0 +1,50 @@
+"""A project's email: its newest mails with their status and last error (never their bodies,
+which hold ticket links), and the project's ticket email switched on or off."""
+
+import uuid
+from typing import Annotated
+
+from fastapi import APIRouter, Form, Request
+from fastapi.responses import HTMLResponse, Response
+
+from tessera.console.forms import TicketEmailsForm
+from tessera.console.web import PosterDep, UserDep, back_to, page, project_of
+from tessera.mail import repository
+from tessera.projects import service as projects
+
+router = APIRouter(prefix="/console", include_in_schema=False)
+
+NEWEST = 100
+
+
+@router.get("/projects/{project_id}/mail", response_class=HTMLResponse)
+async def mail_page(request: Request, user: UserDep, project_id: uuid.UUID) -> Response:
+    state = request.app.state
+    project = await project_of(state.database, user, project_id)
+    mails = await state.database.read(repository.recent_mails, project.id, limit=NEWEST)
+    return page(
+        request,
+        "mail.html",
+        {
+            "project": project,
+            "mails": mails,
+            "newest": NEWEST,
+            "mail_configured": state.settings.smtp_url is not None,
+        },
+    )
+
+
+@router.post("/projects/{project_id}/ticket-emails", response_class=HTMLResponse)
+async def set_ticket_emails(
+    request: Request,
+    user: PosterDep,
+    project_id: uuid.UUID,
+    form: Annotated[TicketEmailsForm, Form()],
+) -> Response:
+    state = request.app.state
+    project = await project_of(state.database, user, project_id)
+    on = form.ticket_emails == "true"
+    async with state.database.session() as session:
+        await projects.set_project_rules(session, project_id=project.id, ticket_emails=on)
+    notice = "Ticket email is on." if on else "Ticket email is off."
+    return back_to(f"/console/projects/{project.id}", notice)

@@ -1,0 +1,153 @@
+"""What the use-cases call to email people: the mail is written in the caller's transaction, so
+that it exists exactly when the change that causes it was committed; the job worker sends it
+(``tessera.mail.sender``).
+
+A use-case that may send ticket email takes a ``TicketMail`` or None. The routes give one only
+when the server sends email (``TESSERA_SMTP_URL``) and the project asks for ticket email
+(``ticket_emails``, which the credential carries: no query); with None the use-case does
+nothing more. The links lead to ``TESSERA_PUBLIC_URL``, else to the base URL of the request
+that made the change; outside a request (the CLI, the worker) without ``TESSERA_PUBLIC_URL``
+no ticket email is written, for want of a URL to give.
+"""
+
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import NamedTuple, Protocol
+
+from starlette.requests import Request
+
+from tessera.auth.principal import Principal
+from tessera.config import Settings
+from tessera.db import Rows, Transaction
+from tessera.mail import letters, repository
+from tessera.mail.letters import EventFacts, Kind, Letter, Ticket
+from tessera.models import MailStatus
+from tessera.models.base import new_id, utcnow
+from tessera.urls import public_base
+
+
+@dataclass(frozen=True, slots=True)
+class TicketMail:
+    """What writing a ticket email needs: the key that the ticket links are made with and
+    where people reach this server."""
+
+    hash_key: bytes
+    base_url: str
+
+
+def ticket_mail(settings: Settings, base_url: str | None = None) -> TicketMail | None:
+    """Ticket mail, when the server sends email and knows its public URL
+    (``TESSERA_PUBLIC_URL``, else ``base_url``: the request's); None otherwise."""
+    base = settings.public_url or base_url
+    if settings.smtp_url is None or base is None:
+        return None
+    return TicketMail(settings.hash_key_bytes, base.rstrip("/"))
+
+
+def for_request(request: Request, principal: Principal) -> TicketMail | None:
+    """The ticket mail of a project route's change: None unless the caller's project asks for
+    ticket email and the server sends email."""
+    if not principal.ticket_emails:
+        return None
+    return ticket_mail(request.app.state.settings, public_base(request))
+
+
+class Holder(Protocol):
+    """Whom a ticket email goes to: a user's row, or an item's owner."""
+
+    @property
+    def id(self) -> uuid.UUID: ...
+    @property
+    def email(self) -> str: ...
+    @property
+    def first_name(self) -> str | None: ...
+
+
+class HeldTicket(NamedTuple):
+    holder: Holder
+    ticket: Ticket
+
+
+async def queue_tickets(
+    tx: Transaction,
+    project_id: uuid.UUID,
+    held: Sequence[HeldTicket],
+    *,
+    kind: Kind,
+    cause: str,
+) -> int:
+    """One email to each holder of ``held`` with a link to each of their tickets, for the
+    change ``cause`` (the mail's cause is ``{cause}:{user id}``); how many were written."""
+    by_holder: dict[uuid.UUID, list[HeldTicket]] = {}
+    for one in held:
+        by_holder.setdefault(one.holder.id, []).append(one)
+    events = await _events(tx, project_id, {one.ticket.event_id for one in held})
+    written = 0
+    for holder_id, theirs in by_holder.items():
+        holder = theirs[0].holder
+        if not holder.email:
+            continue
+        letter = letters.tickets_letter(
+            kind,
+            first_name=holder.first_name,
+            tickets=[one.ticket for one in theirs],
+            events=events,
+        )
+        written += await _add(tx, project_id, holder.email, letter, f"{cause}:{holder_id}")
+    return written
+
+
+async def queue_invitation(
+    tx: Transaction,
+    project_id: uuid.UUID,
+    *,
+    link_id: uuid.UUID,
+    email: str,
+    product: str,
+    event_id: uuid.UUID | None,
+    claim_url: str,
+    expires_at: int | None,
+) -> None:
+    """A claim link's invitation to ``email``, with the claim page's URL (once per link)."""
+    events = await _events(tx, project_id, {event_id})
+    letter = letters.invitation_letter(
+        product=product,
+        event=events.get(event_id) if event_id is not None else None,
+        claim_url=claim_url,
+        expires_at=expires_at,
+    )
+    await _add(tx, project_id, email, letter, f"claim-invite:{link_id}")
+
+
+async def _events(
+    rows: Rows, project_id: uuid.UUID, event_ids: set[uuid.UUID | None]
+) -> dict[uuid.UUID, EventFacts]:
+    wanted = {event_id for event_id in event_ids if event_id is not None}
+    found = await repository.event_facts(rows, project_id, wanted)
+    return {
+        row.id: EventFacts(row.name, row.location, row.start_date, row.end_date) for row in found
+    }
+
+
+async def _add(
+    tx: Transaction, project_id: uuid.UUID, recipient: str, letter: Letter, cause: str
+) -> int:
+    now = utcnow()
+    written = await repository.add_mail(
+        tx,
+        {
+            "id": new_id(),
+            "project_id": project_id,
+            "recipient": recipient,
+            "subject": letter.subject,
+            "text_body": letter.text,
+            "html_body": letter.html,
+            "cause": cause,
+            "status": MailStatus.QUEUED,
+            "attempts": 0,
+            "next_attempt_at": now,
+            "created_at": now,
+        },
+    )
+    return int(written)

@@ -1,0 +1,304 @@
+"""Mail delivery: the job worker's companion loop that sends the outbox's due mails over SMTP
+(``TESSERA_SMTP_URL``, with aiosmtplib).
+
+Every poll it takes up to ``MAILS_PER_ROUND`` due mails, marking them sent in the statement
+that takes them (on PostgreSQL with ``SKIP LOCKED``: any number of workers send each mail
+once), and sends them over one connection:
+
+- the server takes it (250 to the message): ``sent_at`` is written;
+- a 4xx answer, or no server to talk to (refused, down, a timeout before the message went,
+  a refused login): the mail is queued again, retried after 5 s, then twice as long each time up
+  to every 5 minutes; once it is 3 days old it is given up (``failed``);
+- a 5xx answer to the mail itself (its sender, its recipient, its message): ``failed`` at once;
+- a failed mail fires ``mail.failed``.
+
+At most once. A mail is marked sent before it is handed over, so a worker that dies in between
+(or a connection that drops while the server takes the message, when nobody can say whether it
+took it) leaves it ``sent`` without ``sent_at``, never sent again: resending would mail the
+same links twice whenever the server took it but the worker heard nothing. The console shows
+such a mail as unconfirmed, with its last error.
+"""
+
+import asyncio
+import logging
+import ssl
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from datetime import timedelta
+from email import policy
+from email.message import EmailMessage
+from email.utils import format_datetime, parseaddr
+from enum import Enum
+
+from aiosmtplib import SMTP, SMTPException, SMTPNotSupported, SMTPResponseException
+
+from tessera.changes.outbox import EventType, record
+from tessera.config import Settings, SmtpServer
+from tessera.db import Database
+from tessera.mail import repository
+from tessera.mail.repository import MailRow
+from tessera.mail.schemas import MailFailed
+from tessera.models import MailStatus
+from tessera.models.base import utcnow
+
+log = logging.getLogger("tessera.mail")
+
+FIRST_RETRY_SECONDS = 5.0
+LONGEST_RETRY_SECONDS = 300.0
+GIVE_UP_AFTER = timedelta(days=3)
+TIMEOUT_SECONDS = 30.0
+ERROR_KEPT = 500
+# Sent and failed mails are forgotten after this long (a chore of the worker).
+KEPT_FOR = timedelta(days=30)
+PURGE_SECONDS = 3600.0
+
+
+class Verdict(Enum):
+    SENT = "sent"  # the server took it
+    RETRY = "retry"  # not taken: again later
+    FAILED = "failed"  # refused for good
+    UNCONFIRMED = "unconfirmed"  # may or may not have been taken: never again
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    verdict: Verdict
+    error: str | None = None
+
+
+def retry_delay(attempts: int, *, first: float, longest: float) -> float:
+    """Seconds before the next attempt after ``attempts`` attempts: ``first``, then twice as
+    long each time, at most ``longest``."""
+    return min(first * 2.0 ** max(attempts - 1, 0), longest)
+
+
+class Postman:
+    """Sends the outbox's mails (``send_due``, a round; ``run_forever``, the worker's loop)."""
+
+    def __init__(
+        self,
+        database: Database,
+        server: SmtpServer,
+        mail_from: str,
+        *,
+        poll_seconds: float = 1.0,
+        first_retry: float = FIRST_RETRY_SECONDS,
+        longest_retry: float = LONGEST_RETRY_SECONDS,
+        give_up_after: timedelta = GIVE_UP_AFTER,
+        timeout: float = TIMEOUT_SECONDS,
+        tls_context: ssl.SSLContext | None = None,
+    ) -> None:
+        self.database = database
+        self.server = server
+        self.mail_from = mail_from
+        self.sender = parseaddr(mail_from)[1]
+        self.domain = self.sender.rpartition("@")[2] or "localhost"
+        self.poll_seconds = poll_seconds
+        self.first_retry = first_retry
+        self.longest_retry = longest_retry
+        self.give_up_after = give_up_after
+        self.timeout = timeout
+        # The certificates trusted (None: the system's, with the host name checked).
+        self.tls_context = tls_context
+
+    @classmethod
+    def from_settings(cls, database: Database, settings: Settings) -> "Postman | None":
+        """The sender of ``TESSERA_SMTP_URL``; None when it is unset (no email)."""
+        server = settings.smtp
+        if server is None or settings.mail_from is None:
+            return None
+        return cls(database, server, settings.mail_from, poll_seconds=settings.worker_poll_seconds)
+
+    async def run_forever(self, stop: asyncio.Event) -> None:
+        """Send until ``stop``; the worker runs this beside its jobs."""
+        while not stop.is_set():
+            try:
+                sent = await self.send_due()
+            except Exception:
+                log.exception("mail: a round failed")
+                sent = 0
+            if not sent:
+                try:
+                    await asyncio.wait_for(stop.wait(), self.poll_seconds)
+                except TimeoutError:
+                    pass
+
+    async def send_due(self) -> int:
+        """One round: the due mails taken (marked sent) and handed to the server, each
+        outcome written as it comes; how many were taken."""
+        now = utcnow()
+        if not await self.database.read(repository.any_due, now):
+            return 0
+        async with self.database.transaction() as tx:
+            taken = await repository.take_due(tx, now)
+            await tx.commit()
+        client: SMTP | None = None
+        unreachable: Outcome | None = None  # the round's server could not be reached
+        try:
+            for mail in taken:
+                if unreachable is None and (client is None or not client.is_connected):
+                    client, unreachable = await self._connect()
+                if unreachable is not None or client is None:
+                    outcome = unreachable or Outcome(Verdict.RETRY, "not connected")
+                else:
+                    outcome = await self._deliver(client, mail)
+                await self._settle(mail, outcome)
+        finally:
+            if client is not None and client.is_connected:
+                await _quit(client)
+        return len(taken)
+
+    async def _connect(self) -> tuple[SMTP | None, Outcome | None]:
+        server = self.server
+        password = server.password.get_secret_value() if server.password else None
+        client = SMTP(
+            hostname=server.host,
+            port=server.port,
+            username=server.username,
+            password=password,
+            use_tls=server.security == "tls",
+            start_tls=server.security == "starttls",
+            local_hostname=self.domain,
+            timeout=self.timeout,
+            tls_context=self.tls_context,
+        )
+        try:
+            await client.connect()
+        except (SMTPException, OSError) as exc:
+            client.close()
+            return None, Outcome(Verdict.RETRY, self._error(f"{server}: ", exc))
+        return client, None
+
+    async def _deliver(self, client: SMTP, mail: MailRow) -> Outcome:
+        """``mail`` over ``client``; which part of the conversation failed says whether the
+        server may have taken it."""
+        recipient = mail.recipient
+        international = not recipient.isascii()
+        try:
+            message = self._message(mail, international=international)
+            await client.mail(self.sender, options=["SMTPUTF8"] if international else [])
+            await client.rcpt(recipient)
+        except SMTPResponseException as exc:
+            await _reset(client)
+            return _answered(exc)
+        except SMTPNotSupported as exc:  # an address this server cannot take, ever
+            return Outcome(Verdict.FAILED, self._error("", exc))
+        except (SMTPException, OSError) as exc:  # before the message: it did not go
+            client.close()
+            return Outcome(Verdict.RETRY, self._error("", exc))
+        try:
+            await client.data(message)
+        except SMTPResponseException as exc:
+            await _reset(client)
+            return _answered(exc)
+        except (SMTPException, OSError) as exc:
+            client.close()
+            return Outcome(
+                Verdict.UNCONFIRMED,
+                self._error("the connection ended while the server took the message: ", exc),
+            )
+        return Outcome(Verdict.SENT)
+
+    def _message(self, mail: MailRow, *, international: bool) -> bytes:
+        message = EmailMessage()
+        message["From"] = self.mail_from
+        message["To"] = mail.recipient
+        message["Subject"] = mail.subject
+        message["Date"] = format_datetime(utcnow())
+        # One id per mail: a receiver can tell the mail by it.
+        message["Message-ID"] = f"<{mail.id}@{self.domain}>"
+        message["Auto-Submitted"] = "auto-generated"
+        message.set_content(mail.text_body)
+        message.add_alternative(mail.html_body, subtype="html")
+        return message.as_bytes(policy=policy.SMTPUTF8 if international else policy.SMTP)
+
+    def _error(self, prefix: str, exc: Exception) -> str:
+        """What went wrong, never with the password (a server may repeat what it was sent)."""
+        text = f"{prefix}{type(exc).__name__}: {exc}"
+        if self.server.password is not None:
+            secret = self.server.password.get_secret_value()
+            if secret:
+                text = text.replace(secret, "**********")
+        return text[:ERROR_KEPT]
+
+    async def _settle(self, mail: MailRow, outcome: Outcome) -> None:
+        """Write the attempt's outcome (a failed mail with its ``mail.failed`` change)."""
+        now = utcnow()
+        attempts = mail.attempts + 1
+        verdict, error = outcome.verdict, outcome.error
+        if verdict is Verdict.RETRY and now - mail.created_at >= self.give_up_after:
+            verdict, error = Verdict.FAILED, f"given up after {attempts} attempts: {error}"
+        async with self.database.transaction() as tx:
+            if verdict is Verdict.RETRY:
+                delay = retry_delay(attempts, first=self.first_retry, longest=self.longest_retry)
+                kept = await repository.put_back(
+                    tx,
+                    mail,
+                    attempts=attempts,
+                    next_attempt_at=now + timedelta(seconds=delay),
+                    last_error=error or "not sent",
+                )
+                log.warning(
+                    "mail %s not sent (attempt %d), again in %.0f s: %s",
+                    mail.id,
+                    attempts,
+                    delay,
+                    error,
+                )
+            else:
+                kept = await repository.settle(
+                    tx,
+                    mail.id,
+                    status=MailStatus.FAILED if verdict is Verdict.FAILED else MailStatus.SENT,
+                    attempts=attempts,
+                    last_error=error if verdict is not Verdict.SENT else mail.last_error,
+                    sent_at=now if verdict is Verdict.SENT else None,
+                )
+                if verdict is Verdict.FAILED and kept:
+                    failed = MailFailed(
+                        id=mail.id,
+                        to=mail.recipient,
+                        subject=mail.subject,
+                        cause=mail.cause,
+                        attempts=attempts,
+                        error=error or "refused",
+                        created_at=mail.created_at,
+                    )
+                    await record(tx, mail.project_id, EventType.MAIL_FAILED, [failed])
+                    log.warning("mail %s failed: %s", mail.id, error)
+                elif verdict is Verdict.UNCONFIRMED:
+                    log.warning("mail %s may not have been sent: %s", mail.id, error)
+            await tx.commit()
+
+
+def _answered(exc: SMTPResponseException) -> Outcome:
+    """The server's refusal: 5xx for good, anything else for now."""
+    error = f"the server answered {exc.code} {exc.message}"[:ERROR_KEPT]
+    return Outcome(Verdict.FAILED if 500 <= exc.code < 600 else Verdict.RETRY, error)
+
+
+async def _reset(client: SMTP) -> None:
+    """A refused envelope is dropped, so that the connection takes the next mail."""
+    try:
+        await client.rset()
+    except (SMTPException, OSError):
+        client.close()
+
+
+async def _quit(client: SMTP) -> None:
+    try:
+        await client.quit()
+    except (SMTPException, OSError):
+        client.close()
+
+
+def purge_chore() -> tuple[float, Callable[[Database], Awaitable[int]]]:
+    """The job worker's chore that forgets the mails sent or failed ``KEPT_FOR`` ago."""
+
+    async def purge_mails(database: Database) -> int:
+        async with database.transaction() as tx:
+            purged = await repository.purge(tx, utcnow() - KEPT_FOR)
+            await tx.commit()
+        return purged
+
+    return PURGE_SECONDS, purge_mails
