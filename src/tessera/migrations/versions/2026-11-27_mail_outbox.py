@@ -2,7 +2,7 @@
 
 Revision ID: 0019
 Revises: 0018
-Create Date: 2026-11-28 09:00:00
+Create Date: 2026-11-27 12:00:00
 
 ``mails``: every email, written in the transaction of the change that causes it and sent by the
 job worker, one per ``cause`` in a project. ``projects.ticket_emails``: whether the users who
