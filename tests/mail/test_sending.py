@@ -1,8 +1,9 @@
 """Sending: the worker's rounds hand each due mail to the SMTP server once. While the server is
 down or answers 4xx the mail waits, with its last error, and is retried (5 s, doubling, up to
 5 minutes, for 3 days); a 5xx answer fails it at once with a ``mail.failed`` change. Any number
-of senders send a mail once; one taken and never settled is never sent again. The password of
-the SMTP URL appears in no log and no error."""
+of senders send a mail once; one handed to the server and never settled is never sent again,
+one taken by a sender that died before is sent when its lease ends. The password of the SMTP
+URL appears in no log and no error."""
 
 import asyncio
 import logging
@@ -171,21 +172,57 @@ class TestOnce:
         )
         assert {mail.status for mail in await mails(database)} == {"sent"}
 
-    async def test_a_mail_taken_and_never_settled_is_not_sent_again(
+    async def test_a_mail_taken_by_a_sender_that_died_is_sent_when_its_lease_ends(
         self, client, mail_app, tenant, smtp, postman
     ):
-        """A worker that died between taking a mail and hearing the server (at most once)."""
+        """A worker that died after taking a mail, before handing it to the server: the mail
+        is not another sender's until the lease ends, then it goes, once."""
         await one_mail(client, tenant)
         database = mail_app.state.database
+        now = utcnow()
         async with database.transaction() as tx:
-            [taken] = await repository.take_due(tx, utcnow())
+            [taken] = await repository.take_due(tx, now, now + timedelta(seconds=1))
             await tx.commit()
-        assert await postman.send_due() == 0
-        await asyncio.sleep(0.1)
+        assert taken.status == "sending"
+        assert await postman.send_due() == 0  # still the dead sender's
+        assert smtp.received == []
+        await asyncio.sleep(1.1)
+        assert await postman.send_due() == 1
+        assert len(smtp.received) == 1
+        [mail] = await mails(database)
+        assert (mail.id, mail.status) == (taken.id, "sent") and mail.sent_at is not None
+
+    async def test_a_mail_handed_over_and_never_settled_is_not_sent_again(
+        self, client, mail_app, tenant, smtp, postman
+    ):
+        """A worker that died between handing a mail over and hearing the server."""
+        await one_mail(client, tenant)
+        database = mail_app.state.database
+        now = utcnow()
+        async with database.transaction() as tx:
+            [taken] = await repository.take_due(tx, now, now + timedelta(seconds=1))
+            assert await repository.hand_over(tx, taken)
+            await tx.commit()
+        await asyncio.sleep(1.1)
         assert await postman.send_due() == 0
         assert smtp.received == []
         [mail] = await mails(database)
         assert (mail.id, mail.status, mail.sent_at) == (taken.id, "sent", None)
+
+    async def test_a_sender_whose_lease_was_taken_sends_nothing(
+        self, client, mail_app, tenant, smtp, postman
+    ):
+        """A slow sender whose lease ran out while another sender took the mail."""
+        await one_mail(client, tenant)
+        database = mail_app.state.database
+        now = utcnow()
+        async with database.transaction() as tx:
+            [slow] = await repository.take_due(tx, now, now)  # a lease already over
+            [other] = await repository.take_due(tx, now, now + timedelta(minutes=10))
+            assert not await repository.hand_over(tx, slow)
+            assert await repository.hand_over(tx, other)
+            await tx.commit()
+        assert slow.id == other.id
 
     async def test_a_mail_whose_answer_never_came_is_not_sent_again(
         self, client, mail_app, tenant, smtp, postman
@@ -254,7 +291,7 @@ class TestTheWorker:
 class TestMetrics:
     async def test_mails_by_status(self, client, mail_app, tenant, smtp, postman):
         empty = gauge((await client.get("/metrics")).text)
-        assert empty == {"queued": 0, "sent": 0, "failed": 0}
+        assert empty == {"queued": 0, "sending": 0, "sent": 0, "failed": 0}
         await one_mail(client, tenant)
         await one_mail(client, tenant)
         assert gauge((await client.get("/metrics")).text)["queued"] == 2
@@ -262,6 +299,7 @@ class TestMetrics:
         await postman.send_due()
         assert gauge((await client.get("/metrics")).text) == {
             "queued": 0,
+            "sending": 0,
             "sent": 0,
             "failed": 2,
         }
@@ -270,6 +308,7 @@ class TestMetrics:
         await send_until(postman, lambda: len(smtp.received) == 1)
         assert gauge((await client.get("/metrics")).text) == {
             "queued": 0,
+            "sending": 0,
             "sent": 1,
             "failed": 2,
         }

@@ -6,7 +6,7 @@ import uuid
 from datetime import datetime
 from typing import Any, NamedTuple
 
-from sqlalchemy import bindparam, delete, func, select, update
+from sqlalchemy import and_, bindparam, delete, func, or_, select, update
 
 from tessera.db import Rows, Transaction, table_of
 from tessera.db.queue import claim
@@ -61,22 +61,33 @@ class _MailsByStatus(NamedTuple):
 
 _MAILS, _EVENTS, _PROJECTS = table_of(Mail), table_of(Event), table_of(Project)
 _TICKET_EMAILS = select(_PROJECTS.c.ticket_emails).where(_PROJECTS.c.id == bindparam("id"))
-_DUE = (_MAILS.c.status == MailStatus.QUEUED, _MAILS.c.next_attempt_at <= bindparam("now"))
+_DUE = (
+    or_(_MAILS.c.status == MailStatus.QUEUED, _MAILS.c.status == MailStatus.SENDING),
+    _MAILS.c.next_attempt_at <= bindparam("now"),
+)
 # Whether any mail is due, read before any write: an idle round takes no write lock.
 _ANY_DUE = select(_MAILS.c.id).where(*_DUE).limit(1)
-# Taken to send is marked sent, in one statement: no two senders take one mail, and a sender
-# that dies afterwards leaves it sent (at most once, README "Email").
+# Taken to send is marked sending under a lease (``next_attempt_at``), in one statement: no two
+# senders take one mail. Right before the message goes to the server it is marked sent
+# (``_HAND_OVER``): a sender that dies after that leaves it sent, never sent again (at most
+# once, README "Email"); one that dies before leaves it to be taken again when the lease ends.
 _TAKE = claim(
     _MAILS,
     due=_DUE,
     order_by=(_MAILS.c.next_attempt_at,),
     limit=MAILS_PER_ROUND,
-    values={"status": MailStatus.SENT},
+    values={"status": MailStatus.SENDING, "next_attempt_at": bindparam("lease_until")},
 )
-# An outcome is written only on a mail taken and not settled since.
+_MINE = and_(
+    _MAILS.c.status == MailStatus.SENDING, _MAILS.c.next_attempt_at == bindparam("lease_until")
+)
+_HAND_OVER = (
+    update(_MAILS).where(_MAILS.c.id == bindparam("id"), _MINE).values(status=MailStatus.SENT)
+)
+# An outcome is written only on a mail this sender took (or handed over) and not settled since.
 _TAKEN = (
     _MAILS.c.id == bindparam("id"),
-    _MAILS.c.status == MailStatus.SENT,
+    or_(_MINE, _MAILS.c.status == MailStatus.SENT),
     _MAILS.c.sent_at.is_(None),
 )
 _SETTLE = (
@@ -152,15 +163,22 @@ async def any_due(rows: Rows, now: datetime) -> bool:
     return await rows.scalar(_ANY_DUE, now=now) is not None
 
 
-async def take_due(tx: Transaction, now: datetime) -> list[MailRow]:
-    """Up to ``MAILS_PER_ROUND`` due mails, oldest due first, marked sent (on PostgreSQL
-    skipping those another sender is taking)."""
-    return await tx.all(_TAKE, MailRow, now=now)
+async def take_due(tx: Transaction, now: datetime, lease_until: datetime) -> list[MailRow]:
+    """Up to ``MAILS_PER_ROUND`` due mails, oldest due first, marked sending until
+    ``lease_until`` (their ``next_attempt_at``; on PostgreSQL skipping those another sender is
+    taking)."""
+    return await tx.all(_TAKE, MailRow, now=now, lease_until=lease_until)
+
+
+async def hand_over(tx: Transaction, mail: MailRow) -> bool:
+    """The mail, taken by this sender (``mail.next_attempt_at`` its lease), marked sent: it is
+    about to go to the server. False when the lease was lost (another sender has it)."""
+    return bool(await tx.execute(_HAND_OVER, id=mail.id, lease_until=mail.next_attempt_at))
 
 
 async def settle(
     tx: Transaction,
-    mail_id: uuid.UUID,
+    mail: MailRow,
     *,
     status: MailStatus,
     attempts: int,
@@ -173,7 +191,8 @@ async def settle(
     return bool(
         await tx.execute(
             _SETTLE,
-            id=mail_id,
+            id=mail.id,
+            lease_until=mail.next_attempt_at,
             status=status,
             attempts=attempts,
             last_error=last_error,
@@ -191,6 +210,7 @@ async def put_back(
         await tx.execute(
             _BACK,
             id=mail.id,
+            lease_until=mail.next_attempt_at,
             attempts=attempts,
             next_attempt_at=next_attempt_at,
             last_error=last_error,

@@ -1,9 +1,9 @@
 """Mail delivery: the job worker's companion loop that sends the outbox's due mails over SMTP
 (``TESSERA_SMTP_URL``, with aiosmtplib).
 
-Every poll it takes up to ``MAILS_PER_ROUND`` due mails, marking them sent in the statement
-that takes them (on PostgreSQL with ``SKIP LOCKED``: any number of workers send each mail
-once), and sends them over one connection:
+Every poll it takes up to ``MAILS_PER_ROUND`` due mails, marking them ``sending`` under a lease
+(``LEASE``) in the statement that takes them (on PostgreSQL with ``SKIP LOCKED``: any number of
+workers send each mail once), and sends them over one connection:
 
 - the server takes it (250 to the message): ``sent_at`` is written;
 - a 4xx answer, or no server to talk to (refused, down, a timeout before the message went,
@@ -12,11 +12,13 @@ once), and sends them over one connection:
 - a 5xx answer to the mail itself (its sender, its recipient, its message): ``failed`` at once;
 - a failed mail fires ``mail.failed``.
 
-At most once. A mail is marked sent before it is handed over, so a worker that dies in between
-(or a connection that drops while the server takes the message, when nobody can say whether it
-took it) leaves it ``sent`` without ``sent_at``, never sent again: resending would mail the
-same links twice whenever the server took it but the worker heard nothing. The console shows
-such a mail as unconfirmed, with its last error.
+At most once. Right before its message goes to the server a mail is marked ``sent`` (only by
+the sender whose lease it is), so a worker that dies after that (or a connection that drops
+while the server takes the message, when nobody can say whether it took it) leaves it ``sent``
+without ``sent_at``, never sent again: resending would mail the same links twice whenever the
+server took it but the worker heard nothing. The console shows such a mail as unconfirmed, with
+its last error. A worker that dies before that point leaves its mails ``sending``: they are
+taken again when the lease ends.
 """
 
 import asyncio
@@ -46,6 +48,8 @@ log = logging.getLogger("tessera.mail")
 FIRST_RETRY_SECONDS = 5.0
 LONGEST_RETRY_SECONDS = 300.0
 GIVE_UP_AFTER = timedelta(days=3)
+# A round's mails are the sender's this long (a round of 10 slow mails fits well within it).
+LEASE = timedelta(minutes=10)
 TIMEOUT_SECONDS = 30.0
 ERROR_KEPT = 500
 # Sent and failed mails are forgotten after this long (a chore of the worker).
@@ -58,6 +62,7 @@ class Verdict(Enum):
     RETRY = "retry"  # not taken: again later
     FAILED = "failed"  # refused for good
     UNCONFIRMED = "unconfirmed"  # may or may not have been taken: never again
+    LEFT = "left"  # the lease ran out and another sender took it: not this sender's
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,7 +135,7 @@ class Postman:
         if not await self.database.read(repository.any_due, now):
             return 0
         async with self.database.transaction() as tx:
-            taken = await repository.take_due(tx, now)
+            taken = await repository.take_due(tx, now, now + LEASE)
             await tx.commit()
         client: SMTP | None = None
         unreachable: Outcome | None = None  # the round's server could not be reached
@@ -186,6 +191,12 @@ class Postman:
         except (SMTPException, OSError) as exc:  # before the message: it did not go
             client.close()
             return Outcome(Verdict.RETRY, self._error("", exc))
+        async with self.database.transaction() as tx:
+            handed_over = await repository.hand_over(tx, mail)
+            await tx.commit()
+        if not handed_over:
+            await _reset(client)
+            return Outcome(Verdict.LEFT)
         try:
             await client.data(message)
         except SMTPResponseException as exc:
@@ -223,6 +234,8 @@ class Postman:
 
     async def _settle(self, mail: MailRow, outcome: Outcome) -> None:
         """Write the attempt's outcome (a failed mail with its ``mail.failed`` change)."""
+        if outcome.verdict is Verdict.LEFT:
+            return
         now = utcnow()
         attempts = mail.attempts + 1
         verdict, error = outcome.verdict, outcome.error
@@ -248,7 +261,7 @@ class Postman:
             else:
                 kept = await repository.settle(
                     tx,
-                    mail.id,
+                    mail,
                     status=MailStatus.FAILED if verdict is Verdict.FAILED else MailStatus.SENT,
                     attempts=attempts,
                     last_error=error if verdict is not Verdict.SENT else mail.last_error,

@@ -10,6 +10,9 @@ from tessera.models.base import Base, IdMixin, UTCDateTime, Uuid, text_enum, utc
 
 class MailStatus(StrEnum):
     QUEUED = "queued"
+    # Taken by a sender, not handed to the server yet; ``next_attempt_at`` is the end of that
+    # sender's lease: a sender that dies now leaves it to be taken again.
+    SENDING = "sending"
     SENT = "sent"
     FAILED = "failed"
 
