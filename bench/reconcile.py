@@ -29,7 +29,6 @@ from tessera.auth.principal import Principal
 from tessera.chain import devchain as dc
 from tessera.chain.keys import ss58_address
 from tessera.config import Settings
-from tessera.crypto import SecretBox
 from tessera.db import Database
 from tessera.jobs.worker import JobContext
 from tessera.main import create_app, make_worker
@@ -44,7 +43,6 @@ from tessera.models import (
 )
 from tessera.products import service as products
 from tessera.products.schemas import ItemsIssue, ProductCreate
-from tessera.projects.service import create_project, issue_api_key
 
 DOT = 10**10
 METADATA = "https://meta.example/bench.json"
@@ -57,21 +55,9 @@ async def measure(devchain: dc.Devchain, url: str, items: int, pool) -> list[flo
     settings = Settings(
         database_url=url, chain_assethub_rpc_url=devchain.url, worker_in_process=False
     )
-    hash_key = settings.hash_key.get_secret_value().encode()
     database = Database(url)
     try:
-        async with database.session() as session:
-            project = await create_project(
-                session,
-                name="reconcile",
-                box=SecretBox(settings.key_ring),
-                hash_key=hash_key,
-                ss58_prefix=settings.ss58_prefix,
-            )
-        async with database.session() as session:
-            read_key = await issue_api_key(
-                session, project_id=project.project_id, permission="read", hash_key=hash_key
-            )
+        project, read_key = await seed.new_project(database, settings, "reconcile")
         principal = Principal(project.project_id, True, "bench:reconcile")
         wallet_key, collection_id, product_id = await _product(
             devchain, database, settings, principal

@@ -42,6 +42,7 @@ from tessera.orders import service as orders
 from tessera.orders.schemas import OrderCreate
 from tessera.products import service as products
 from tessera.products.schemas import ItemsIssue, ProductCreate
+from tessera.projects.schemas import ApiKeyCreated, ProjectCreated
 from tessera.projects.service import create_project, issue_api_key
 
 CHUNK = 10_000  # users per key batch and per insert transaction
@@ -111,27 +112,35 @@ def _keys(count: int) -> list[dict]:
 # -- the seeding itself -----------------------------------------------------------------------
 
 
+async def new_project(
+    database: Database, settings: Settings, name: str
+) -> tuple[ProjectCreated, ApiKeyCreated]:
+    """A project (its wallet, its write key) and a read key of it, through Tessera's own code."""
+    hash_key = settings.hash_key.get_secret_value().encode()
+    async with database.session() as session:
+        project = await create_project(
+            session,
+            name=name,
+            box=SecretBox(settings.key_ring),
+            hash_key=hash_key,
+            ss58_prefix=settings.ss58_prefix,
+        )
+    async with database.session() as session:
+        read_key = await issue_api_key(
+            session,
+            project_id=project.project_id,
+            permission="read",
+            hash_key=hash_key,
+            name=f"{name}-read",
+        )
+    return project, read_key
+
+
 async def _seed(url: str, users: int, pool) -> dict:
     settings = Settings(database_url=url)
-    hash_key = settings.hash_key.get_secret_value().encode()
     database = Database(url)
     try:
-        async with database.session() as session:
-            project = await create_project(
-                session,
-                name="bench",
-                box=SecretBox(settings.key_ring),
-                hash_key=hash_key,
-                ss58_prefix=settings.ss58_prefix,
-            )
-        async with database.session() as session:
-            read_key = await issue_api_key(
-                session,
-                project_id=project.project_id,
-                permission="read",
-                hash_key=hash_key,
-                name="bench-read",
-            )
+        project, read_key = await new_project(database, settings, "bench")
         principal = Principal(project.project_id, True, "bench:seed")
         user_ids = await insert_users(database, principal.project_id, users, pool)
         data = await fill(database, settings, principal, user_ids)

@@ -8,6 +8,7 @@ from typing import Any
 
 import httpx
 from fastapi import FastAPI
+from substrateinterface import Keypair, KeypairType
 
 from tessera.auth.api_keys import create_api_key
 from tessera.projects.service import create_project
@@ -227,3 +228,19 @@ async def linked(client, tenant, user, keypair) -> dict:
     response = await link(client, tenant, user, keypair, issued["message"])
     assert response.status_code == 201, response.text
     return response.json()
+
+
+async def link_receiving(client, tenant, user) -> tuple[Keypair, dict]:
+    """The user links a new wallet they hold (its keypair, the test's) and chooses it to
+    receive their NFTs: the keypair and that wallet."""
+    keypair = Keypair.create_from_uri(f"//{uuid.uuid4().hex}", crypto_type=KeypairType.SR25519)
+    answer = await linked(client, tenant, user, keypair)
+    [wallet] = [w for w in answer["wallets"] if w["custody"] == "user-controlled"]
+    chosen = await client.post(
+        "/v1/users/wallets/receiving",
+        headers=tenant.w,
+        json={"id": user["id"], "wallet_id": wallet["id"]},
+    )
+    assert chosen.status_code == 200, chosen.text
+    assert chosen.json()["receivingWalletId"] == wallet["id"], chosen.text
+    return keypair, wallet

@@ -8,26 +8,14 @@ import pytest
 from sqlalchemy import select
 from substrateinterface import Keypair, KeypairType
 
-from tessera.chain.keys import open_seed
-from tessera.crypto import Sealed
-from tessera.models import ProductItem, ProjectWallet, UserWallet
+from tessera.models import ProductItem
 from tests.chain.conftest import DOT
 from tests.chain.test_nft import NFT, funded, get_product, nft_product, public_key
 from tests.factories import create_users, issue_items
+from tests.jobs.test_worker import seed_of
 from tests.test_cli_reconcile import cli_env, reconcile, table_rows
 
 pytestmark = pytest.mark.chain
-
-
-async def seed_of(app, key: bytes) -> bytes:
-    """A custodial wallet's seed: the test acts on chain as its holder, outside Tessera."""
-    async with app.state.database.session(write=False) as session:
-        wallet = await session.scalar(select(ProjectWallet).where(ProjectWallet.public_key == key))
-        if wallet is None:
-            wallet = await session.scalar(select(UserWallet).where(UserWallet.public_key == key))
-    return open_seed(
-        app.state.box, public_key=key, secret=Sealed(wallet.secret_key_id, wallet.secret_blob)
-    )
 
 
 async def test_drift_found_repaired_by_the_worker_and_clean_again(

@@ -6,7 +6,7 @@ from contextlib import contextmanager
 import pytest
 from scalecodec.utils.ss58 import ss58_decode
 from sqlalchemy import select, update
-from substrateinterface import Keypair, KeypairType, SubstrateInterface
+from substrateinterface import SubstrateInterface
 
 from tessera.jobs.service import retry_job
 from tessera.main import job_handlers, make_worker
@@ -18,6 +18,7 @@ from tests.factories import (
     create_users,
     issue_items,
     items_of,
+    link_receiving,
     product_body,
     row_counts,
     transfer_item,
@@ -446,37 +447,13 @@ class TestWalletsUsersHold:
     """A user links a wallet they hold and makes it the receiving wallet: mints and transfers
     in land there on the real runtime; Tessera never tries to move an NFT out of it."""
 
-    @staticmethod
-    async def link_receiving(client, tenant, user) -> tuple[Keypair, dict]:
-        keypair = Keypair.create_from_uri(f"//{uuid.uuid4().hex}", crypto_type=KeypairType.SR25519)
-        issued = await client.post(
-            "/v1/users/wallets/challenge",
-            headers=tenant.w,
-            json={"id": user["id"], "address": keypair.ss58_address},
-        )
-        signature = "0x" + keypair.sign(issued.json()["message"].encode()).hex()
-        linked = await client.post(
-            "/v1/users/wallets",
-            headers=tenant.w,
-            json={"id": user["id"], "address": keypair.ss58_address, "signature": signature},
-        )
-        assert linked.status_code == 201, linked.text
-        [wallet] = [w for w in linked.json()["wallets"] if w["custody"] == "user-controlled"]
-        chosen = await client.post(
-            "/v1/users/wallets/receiving",
-            headers=tenant.w,
-            json={"id": user["id"], "wallet_id": wallet["id"]},
-        )
-        assert chosen.json()["receivingWalletId"] == wallet["id"]
-        return keypair, wallet
-
     async def test_mints_go_to_the_receiving_wallet_and_stay_there(
         self, chain_client, tenant, devchain, worker, gateway, database
     ):
         await funded(chain_client, tenant, devchain)
         product = await nft_product(chain_client, tenant, is_transferable=True)
         ada, bob = await create_users(chain_client, tenant, 2)
-        keypair, wallet = await self.link_receiving(chain_client, tenant, ada)
+        keypair, wallet = await link_receiving(chain_client, tenant, ada)
         [item] = await issue_items(chain_client, tenant, product["id"], ada["id"])
         assert await worker.run_until_idle() == 2  # the collection, the mint
         collection_id = (await get_product(chain_client, tenant, product["id"]))["nft"][
@@ -504,7 +481,7 @@ class TestWalletsUsersHold:
         ada, bob = await create_users(chain_client, tenant, 2)
         [item] = await issue_items(chain_client, tenant, product["id"], ada["id"])
         await worker.run_until_idle()
-        keypair, _ = await self.link_receiving(chain_client, tenant, bob)
+        keypair, _ = await link_receiving(chain_client, tenant, bob)
         moved = await transfer_item(chain_client, tenant, product["id"], item["id"], ada, bob)
         assert moved.status_code == 200, moved.text
         assert await worker.run_until_idle() == 1

@@ -17,7 +17,15 @@ from tessera.chain.keys import ss58_address
 from tessera.models import Job, JobStatus
 from tests.chain import test_nft as nft
 from tests.chain.conftest import DOT
-from tests.factories import create_users, issue_items, items_of, row_counts, transfer_item
+from tests.changes.feed import of_type
+from tests.factories import (
+    create_users,
+    issue_items,
+    items_of,
+    link_receiving,
+    row_counts,
+    transfer_item,
+)
 from tests.serving import BIN, settings_env
 
 pytestmark = pytest.mark.chain
@@ -302,11 +310,6 @@ class TestRepair:
         assert all(status == JobStatus.SUCCEEDED for _, _, status, _ in await job_rows(database))
 
 
-async def changes_of(client, tenant, kind: str) -> list[dict]:
-    response = await client.get("/v1/changes", headers=tenant.r, params={"limit": 1000})
-    return [change["data"] for change in response.json()["events"] if change["type"] == kind]
-
-
 class TestWalletsUsersHold:
     """Where an NFT sat in a wallet its user holds, the chain is the truth: the item follows it."""
 
@@ -316,7 +319,7 @@ class TestWalletsUsersHold:
         await nft.funded(chain_client, tenant, devchain)
         product = await nft.nft_product(chain_client, tenant, is_transferable=True)
         ada, bob, cy = await create_users(chain_client, tenant, 3)
-        keypair, _ = await nft.TestWalletsUsersHold.link_receiving(chain_client, tenant, ada)
+        keypair, _ = await link_receiving(chain_client, tenant, ada)
         first, second = await issue_items(chain_client, tenant, product["id"], ada["id"], ada["id"])
         assert await worker.run_until_idle() == 3
         collection_id = await collection_of(chain_client, tenant, product)
@@ -360,7 +363,8 @@ class TestWalletsUsersHold:
         [moved] = transfers.json()["transfers"]
         assert moved["source"] == "chain"
         assert (moved["from_user"]["id"], moved["to_user"]["id"]) == (ada["id"], bob["id"])
-        [change] = await changes_of(chain_client, tenant, "item.transferred")
+        [shown] = await of_type(chain_client, tenant, "item.transferred")
+        change = shown["data"]
         assert change["product_item"]["id"] == first["id"]
         assert change["previous_owner"]["id"] == ada["id"]
         assert change["new_owner"]["id"] == bob["id"]

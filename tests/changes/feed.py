@@ -59,3 +59,27 @@ def typed(events: list[dict[str, Any]]) -> list[tuple[str, dict[str, Any]]]:
 async def marker(client: httpx.AsyncClient, tenant: Tenant) -> tuple[str, dict[str, Any]]:
     """A change made after the others (a new user), as ``typed`` shows it."""
     return ("user.created", await create_user(client, tenant))
+
+
+async def of_type(client: httpx.AsyncClient, tenant: Tenant, type_: str) -> list[dict[str, Any]]:
+    """The changes of ``type_`` made so far: those shown with a marker made after them."""
+    marked = await marker(client, tenant)
+    deadline = time.monotonic() + WAIT_SECONDS
+    while True:
+        events, _ = await read_all(client, tenant)
+        if marked in typed(events):
+            return [event for event in events if event["type"] == type_]
+        assert time.monotonic() < deadline, "the marker change never showed"
+        await asyncio.sleep(0.02)
+
+
+async def cursor_now(client: httpx.AsyncClient, tenant: Tenant) -> str:
+    """A cursor after every change made so far (and a marker change made now)."""
+    marked = await marker(client, tenant)
+    deadline = time.monotonic() + WAIT_SECONDS
+    while True:
+        events, cursor = await read_all(client, tenant)
+        if marked in typed(events):
+            return cursor
+        assert time.monotonic() < deadline, "the marker change never showed"
+        await asyncio.sleep(0.02)

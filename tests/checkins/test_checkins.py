@@ -11,7 +11,7 @@ from sqlalchemy import update
 
 from tessera.models import Checkin
 from tessera.models.base import utcnow
-from tests.changes.feed import marker, read_all, typed
+from tests.changes.feed import of_type
 from tests.factories import (
     create_event,
     create_product,
@@ -45,17 +45,6 @@ async def attendee_of(client, tenant, event: dict, user: dict) -> dict | None:
     response = await client.get(f"/v1/events/{event['id']}/attendees", headers=tenant.r)
     assert response.status_code == 200, response.text
     return next((a for a in response.json()["attendees"] if a["user"]["id"] == user["id"]), None)
-
-
-async def changes_of(client, tenant, type_: str) -> list[dict]:
-    """The changes of ``type_`` so far: those before a marker change, once it shows."""
-    marked = await marker(client, tenant)
-    for _ in range(250):
-        events, _ = await read_all(client, tenant)
-        if marked in typed(events):
-            return [event for event in events if event["type"] == type_]
-        await asyncio.sleep(0.02)
-    raise AssertionError("the marker change never showed")
 
 
 async def admission(client, tenant, **extra) -> tuple[dict, dict, dict, dict]:
@@ -104,7 +93,7 @@ class TestTicket:
         gone = await scan(client, tenant, old["secret"])
         assert (gone.status_code, gone.json()["reason"]) == (404, "unknown")
         assert (await scan(client, tenant, new["secret"])).status_code == 200
-        [change] = await changes_of(client, tenant, "ticket.reissued")
+        [change] = await of_type(client, tenant, "ticket.reissued")
         assert change["data"]["item_id"] == 1 and change["data"]["user_id"] == ada["id"]
         assert old["secret"] not in str(change) and new["secret"] not in str(change)
 
@@ -148,7 +137,7 @@ class TestScan:
         assert attendee["checked_in_at"] == answer["checked_in_at"]
         items = await client.get(f"/v1/products/{product['id']}/items", headers=tenant.r)
         assert items.json()["items"][0]["redemption_count"] == 1
-        [created] = await changes_of(client, tenant, "checkin.created")
+        [created] = await of_type(client, tenant, "checkin.created")
         assert created["data"] == answer | {"nonce": "n-1"}
 
     async def test_the_same_nonce_again_counts_once(self, client, tenant, database):
@@ -252,7 +241,7 @@ class TestScan:
         items = await client.get(f"/v1/products/{product['id']}/items", headers=tenant.r)
         assert items.json()["items"][0]["redemption_count"] == 1
         assert (await row_counts(database))["checkins"] >= 50
-        assert len(await changes_of(client, tenant, "checkin.created")) == 1
+        assert len(await of_type(client, tenant, "checkin.created")) == 1
 
 
 class TestAnnul:
@@ -281,7 +270,7 @@ class TestAnnul:
         assert attendee["checked_in_at"] == rescan.json()["checked_in_at"]
         items = await client.get(f"/v1/products/{product['id']}/items", headers=tenant.r)
         assert items.json()["items"][0]["redemption_count"] == 1
-        [change] = await changes_of(client, tenant, "checkin.annulled")
+        [change] = await of_type(client, tenant, "checkin.annulled")
         assert change["data"] == annulled
         assert ok["checked_in_at"] <= rescan.json()["checked_in_at"]
 

@@ -14,6 +14,7 @@ from tessera.chain.registry import Chains
 from tessera.console.accounts import SignInLimiter, create_operator
 from tessera.jobs.worker import JobContext, Worker
 from tessera.main import make_worker
+from tests.factories import Tenant
 from tests.jobs.memory_chain import MemoryChain
 
 OPERATOR_EMAIL = "ops@example.com"
@@ -69,9 +70,9 @@ async def operator(app: FastAPI) -> AsyncIterator[Console]:
     await console.http.aclose()
 
 
-@pytest.fixture
-async def owner(app: FastAPI, tenant) -> AsyncIterator[Console]:
-    """The owner of ``tenant``'s project, signed in with its write key (sees that one only)."""
+async def owner_console(app: FastAPI, tenant: Tenant) -> Console:
+    """The owner of ``tenant``'s project, signed in with its write key (sees that one only);
+    the caller closes its ``http``."""
     transport = httpx.ASGITransport(app=app)
     http = httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1")
     response = await http.post(
@@ -80,8 +81,15 @@ async def owner(app: FastAPI, tenant) -> AsyncIterator[Console]:
     assert response.status_code == 303, response.text
     console = Console(http)
     await console.get(f"/console/projects/{tenant.project_id}")
+    return console
+
+
+@pytest.fixture
+async def owner(app: FastAPI, tenant) -> AsyncIterator[Console]:
+    """The owner of ``tenant``'s project, signed in with its write key (sees that one only)."""
+    console = await owner_console(app, tenant)
     yield console
-    await http.aclose()
+    await console.http.aclose()
 
 
 @pytest.fixture

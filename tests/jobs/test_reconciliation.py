@@ -2,7 +2,6 @@
 repair's rules and jobs, the recorded result and its change, the scheduled check. The same code
 runs against the real runtime in tests/chain/test_reconciliation.py."""
 
-import asyncio
 import uuid
 from datetime import timedelta
 
@@ -14,8 +13,8 @@ from tessera.jobs.worker import Worker
 from tessera.models import Job, Product, ProductItem, Reconciliation
 from tessera.models.base import utcnow
 from tessera.reconciliation.tasks import reconcile_chore
-from tests.changes.feed import marker, read_all, typed
-from tests.factories import create_product, create_users, issue_items, linked, row_counts
+from tests.changes.feed import of_type
+from tests.factories import create_product, create_users, issue_items, link_receiving, row_counts
 from tests.jobs.memory_chain import DOT, MemoryChain
 from tests.jobs.test_worker import METADATA, funded, key_of, nft_product, public_key
 
@@ -58,17 +57,6 @@ def drop(chain: MemoryChain, nft: int, collection: int = 0) -> None:
     chain.collections[collection].items.discard(nft)
     chain.owners.pop((collection, nft))
     chain.metadata.pop((collection, nft), None)
-
-
-async def changes_of(client, tenant, type_: str) -> list[dict]:
-    """The changes of ``type_`` so far: those before a marker change, once it shows."""
-    marked = await marker(client, tenant)
-    for _ in range(250):
-        events, _ = await read_all(client, tenant)
-        if marked in typed(events):
-            return [event for event in events if event["type"] == type_]
-        await asyncio.sleep(0.02)
-    raise AssertionError("the marker change never showed")
 
 
 async def jobs(database) -> list[Job]:
@@ -273,18 +261,7 @@ class TestRepair:
         await funded(client, tenant, chain)
         product = await nft_product(client, tenant, is_transferable=True)
         ada, bob = await create_users(client, tenant, 2)
-        keypair = Keypair.create_from_uri("//Ada", crypto_type=KeypairType.SR25519)
-        held = [
-            w
-            for w in (await linked(client, tenant, ada, keypair))["wallets"]
-            if w["custody"] != "custodial"
-        ]
-        chosen = await client.post(
-            "/v1/users/wallets/receiving",
-            headers=tenant.w,
-            json={"id": ada["id"], "wallet_id": held[0]["id"]},
-        )
-        assert chosen.status_code == 200, chosen.text
+        keypair, _ = await link_receiving(client, tenant, ada)
         [item] = await issue_items(client, tenant, product["id"], ada["id"])
         assert await worker.run_until_idle() == 2
         assert chain.item_owner(0, 1) == keypair.public_key
@@ -303,7 +280,7 @@ class TestRepair:
             bob["id"],
             "chain",
         )
-        [change] = await changes_of(client, tenant, "item.transferred")
+        [change] = await of_type(client, tenant, "item.transferred")
         assert change["data"]["new_owner"]["id"] == bob["id"]
         items = await client.get(f"/v1/products/{product['id']}/items", headers=tenant.r)
         assert items.json()["items"][0]["user"]["id"] == bob["id"]
@@ -315,17 +292,7 @@ class TestRepair:
         await funded(client, tenant, chain)
         product = await nft_product(client, tenant, is_transferable=True)
         ada, bob = await create_users(client, tenant, 2)
-        keypair = Keypair.create_from_uri("//Ada2", crypto_type=KeypairType.SR25519)
-        held = [
-            w
-            for w in (await linked(client, tenant, ada, keypair))["wallets"]
-            if w["custody"] != "custodial"
-        ]
-        await client.post(
-            "/v1/users/wallets/receiving",
-            headers=tenant.w,
-            json={"id": ada["id"], "wallet_id": held[0]["id"]},
-        )
+        keypair, _ = await link_receiving(client, tenant, ada)
         [item] = await issue_items(client, tenant, product["id"], ada["id"])
         assert await worker.run_until_idle() == 2
         chain.owners[0, 1] = OUTSIDER.public_key  # sold on a marketplace
@@ -368,15 +335,15 @@ class TestRecorded:
     ):
         product, _ = await minted(client, tenant, chain, worker)
         await check(client, tenant, product)
-        assert await changes_of(client, tenant, "nft.drift_found") == []
+        assert await of_type(client, tenant, "nft.drift_found") == []
         drop(chain, 1)
         first = await check(client, tenant, product)
         await check(client, tenant, product)
-        [change] = await changes_of(client, tenant, "nft.drift_found")
+        [change] = await of_type(client, tenant, "nft.drift_found")
         assert change["data"]["findings"] == first["findings"]
         drop(chain, 2)
         await check(client, tenant, product)
-        assert len(await changes_of(client, tenant, "nft.drift_found")) == 2
+        assert len(await of_type(client, tenant, "nft.drift_found")) == 2
         async with database.session(write=False) as session:
             [row] = list(await session.scalars(select(Reconciliation)))
         assert (row.items_checked, len(row.findings)) == (3, 2)
@@ -406,7 +373,7 @@ class TestRecorded:
             [row] = list(await session.scalars(select(Reconciliation)))
         assert str(row.product_id) == product["id"]
         assert [f["kind"] for f in row.findings] == ["missing_on_chain"]
-        assert len(await changes_of(client, tenant, "nft.drift_found")) == 1
+        assert len(await of_type(client, tenant, "nft.drift_found")) == 1
 
     def test_the_scheduled_check_can_be_off(self):
         assert reconcile_chore(0) is None

@@ -8,7 +8,6 @@ from datetime import datetime, timedelta
 import pytest
 from scalecodec.utils.ss58 import ss58_decode
 from sqlalchemy import delete, select, update
-from substrateinterface import Keypair, KeypairType
 
 from tessera.chain.gateway import ChainError, Collection, Signed
 from tessera.chain.keys import open_seed
@@ -28,12 +27,13 @@ from tessera.models import (
     UserWallet,
 )
 from tessera.models.base import utcnow
-from tests.changes.feed import marker, read_all, shown, typed
+from tests.changes.feed import cursor_now, marker, shown, typed
 from tests.factories import (
     create_event,
     create_order,
     create_users,
     issue_items,
+    link_receiving,
     product_body,
     transfer_item,
 )
@@ -110,32 +110,6 @@ async def item_nft(client, tenant, order_id: str) -> dict:
 async def transfer(client, tenant, product_id: str, item_id: str, sender, recipient) -> None:
     response = await transfer_item(client, tenant, product_id, item_id, sender, recipient)
     assert response.status_code == 200, response.text
-
-
-async def receive_in_a_held_wallet(client, tenant, user: dict) -> dict:
-    """The user links a wallet they hold and chooses it to receive their NFTs; that wallet."""
-    keypair = Keypair.create_from_uri(f"//{uuid.uuid4().hex}", crypto_type=KeypairType.SR25519)
-    issued = await client.post(
-        "/v1/users/wallets/challenge",
-        headers=tenant.w,
-        json={"id": user["id"], "address": keypair.ss58_address},
-    )
-    assert issued.status_code == 201, issued.text
-    signature = "0x" + keypair.sign(issued.json()["message"].encode()).hex()
-    linked = await client.post(
-        "/v1/users/wallets",
-        headers=tenant.w,
-        json={"id": user["id"], "address": keypair.ss58_address, "signature": signature},
-    )
-    assert linked.status_code == 201, linked.text
-    [wallet] = [w for w in linked.json()["wallets"] if w["custody"] == "user-controlled"]
-    chosen = await client.post(
-        "/v1/users/wallets/receiving",
-        headers=tenant.w,
-        json={"id": user["id"], "wallet_id": wallet["id"]},
-    )
-    assert chosen.json()["receivingWalletId"] == wallet["id"], chosen.text
-    return wallet
 
 
 # the database side
@@ -409,7 +383,7 @@ class TestLeaseLoss:
         [ada] = await create_users(client, tenant, 1)
         [item] = await issue_items(client, tenant, product["id"], ada["id"])
         assert await worker.run_one()  # the collection
-        _, cursor = await read_all(client, tenant)
+        cursor = await cursor_now(client, tenant)
         second = Worker(worker.context, {}, max_attempts=3, lease_seconds=120)
         taken: list[Job] = []
         loop = asyncio.get_running_loop()
@@ -450,7 +424,7 @@ class TestLeaseLoss:
         assert chain.calls == ["Nfts.create", "Nfts.mint", "Nfts.set_metadata"]
         stored = await row(database, ProductItem, item["id"])
         assert (stored.nft_status, str(stored.nft_wallet_id)) == ("minted", ada["wallets"][0]["id"])
-        minted = [e["type"] for e in (await read_all(client, tenant, after=cursor))[0]]
+        minted = [e["type"] for e in await shown(client, tenant, 2, after=cursor)]
         assert minted == ["user.created", "nft.minted"]
 
 
@@ -845,7 +819,7 @@ class TestMint:
         with pytest.raises(Crash):  # minted to Ada's custodial wallet, then died
             await worker.run_one()
         chain.crash_after = None
-        held = await receive_in_a_held_wallet(client, tenant, ada)
+        _, held = await link_receiving(client, tenant, ada)
 
         await expire_leases(database)
         assert await worker.run_until_idle() == 1

@@ -1,26 +1,10 @@
 """The console: the project page switches ticket email on and off, and the Email page lists the
 project's mails with their status and last error, never their links."""
 
-import httpx
-from fastapi import FastAPI
-
 from tessera.models import Project
-from tests.console.conftest import Console
-from tests.factories import Tenant, create_product, create_user, issue_items, make_tenant
+from tests.console.conftest import owner_console
+from tests.factories import create_product, create_user, issue_items, make_tenant
 from tests.mail.conftest import TICKET_LINK, emails_on, mails, send_until
-
-
-async def owner_console(app: FastAPI, tenant: Tenant) -> Console:
-    """The owner of ``tenant``'s project, signed in with its write key."""
-    transport = httpx.ASGITransport(app=app)
-    http = httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1")
-    response = await http.post(
-        "/console/login/key", data={"api_key": tenant.w["x-api-key"], "next": "/console"}
-    )
-    assert response.status_code == 303, response.text
-    console = Console(http)
-    await console.get(f"/console/projects/{tenant.project_id}")
-    return console
 
 
 class TestProjectPage:

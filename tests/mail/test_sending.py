@@ -242,7 +242,7 @@ class TestOnce:
         assert await postman.send_due() == 0
         assert len(smtp.received) == 1
 
-        from tests.mail.test_console import owner_console
+        from tests.console.conftest import owner_console
 
         console = await owner_console(mail_app, tenant)
         page = (await console.get(f"/console/projects/{tenant.project_id}/mail")).text
@@ -338,7 +338,7 @@ class TestPassword:
         assert smtp_with_login.received[0].to == user["email"]
         assert SMTP_PASSWORD in smtp_with_login.attempted  # it did log in with it
 
-        from tests.mail.test_console import owner_console
+        from tests.console.conftest import owner_console
 
         console = await owner_console(mail_app, tenant)
         page = (await console.get(f"/console/projects/{tenant.project_id}/mail")).text

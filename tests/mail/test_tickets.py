@@ -351,7 +351,7 @@ class TestNoMail:
 
     @pytest.mark.parametrize("on", [True, False])
     async def test_the_console_issues_as_the_api(self, client, mail_app, tenant, smtp, postman, on):
-        from tests.mail.test_console import owner_console
+        from tests.console.conftest import owner_console
 
         await emails_on(mail_app, tenant, on=on)
         product = await create_product(client, tenant, name="Gala")

@@ -76,6 +76,24 @@ Chore = tuple[float, Callable[[Database], Awaitable[Any]]]
 Companion = Callable[[asyncio.Event], Coroutine[Any, Any, None]]
 
 
+async def run_rounds(
+    stop: asyncio.Event, one_round: Callable[[], Awaitable[int]], *, poll_seconds: float, what: str
+) -> None:
+    """A companion's loop: ``one_round`` until ``stop``, again at once after a round that did
+    some work, after ``poll_seconds`` after an idle one or one that failed (logged as ``what``)."""
+    while not stop.is_set():
+        try:
+            done = await one_round()
+        except Exception:
+            log.exception("%s: a round failed", what)
+            done = 0
+        if not done:
+            try:
+                await asyncio.wait_for(stop.wait(), poll_seconds)
+            except TimeoutError:
+                pass
+
+
 class Worker:
     def __init__(
         self,

@@ -37,6 +37,7 @@ from aiosmtplib import SMTP, SMTPException, SMTPNotSupported, SMTPResponseExcept
 from tessera.changes.outbox import EventType, record
 from tessera.config import Settings, SmtpServer
 from tessera.db import Database
+from tessera.jobs.worker import run_rounds
 from tessera.mail import repository
 from tessera.mail.repository import MailRow
 from tessera.mail.schemas import MailFailed
@@ -116,17 +117,7 @@ class Postman:
 
     async def run_forever(self, stop: asyncio.Event) -> None:
         """Send until ``stop``; the worker runs this beside its jobs."""
-        while not stop.is_set():
-            try:
-                sent = await self.send_due()
-            except Exception:
-                log.exception("mail: a round failed")
-                sent = 0
-            if not sent:
-                try:
-                    await asyncio.wait_for(stop.wait(), self.poll_seconds)
-                except TimeoutError:
-                    pass
+        await run_rounds(stop, self.send_due, poll_seconds=self.poll_seconds, what="mail")
 
     async def send_due(self) -> int:
         """One round: the due mails taken (marked sent) and handed to the server, each

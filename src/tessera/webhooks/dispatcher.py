@@ -40,6 +40,7 @@ from tessera.changes.feed import ChangeRead, Place
 from tessera.config import Settings
 from tessera.crypto import SecretBox
 from tessera.db import Database
+from tessera.jobs.worker import run_rounds
 from tessera.models import DeliveryStatus
 from tessera.models.base import utcnow
 from tessera.webhooks import repository
@@ -130,17 +131,9 @@ class Dispatcher:
     async def run_forever(self, stop: asyncio.Event) -> None:
         """Deliver until ``stop``; the worker runs this beside its jobs."""
         try:
-            while not stop.is_set():
-                try:
-                    sent = await self.deliver_due()
-                except Exception:
-                    log.exception("webhooks: a delivery round failed")
-                    sent = 0
-                if not sent:
-                    try:
-                        await asyncio.wait_for(stop.wait(), self.poll_seconds)
-                    except TimeoutError:
-                        pass
+            await run_rounds(
+                stop, self.deliver_due, poll_seconds=self.poll_seconds, what="webhooks delivery"
+            )
         finally:
             await self.close()
 
