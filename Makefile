@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 PYTEST_WORKERS ?= 2
 
-.PHONY: serve test test-newest lock lint clean devchain chopsticks bench bench-reconcile fuzz
+.PHONY: serve test test-newest lock lint clean devchain chopsticks bench bench-reconcile bench-chain fuzz
 
 PIP := pip install --quiet --disable-pip-version-check
 LOCK := requirements.lock
@@ -95,6 +95,14 @@ bench: $(VENV)/.bench
 # against Chopsticks (needs Node.js); COUNTS="500 5000" to choose.
 bench-reconcile: $(VENV)/.dev chopsticks
 	$(BIN)/python -m bench.reconcile $(COUNTS)
+
+# NFTs at the chain's pace (bench/chain.py): 1,000 and 10,000 NFTs issued through the API and
+# minted on Chopsticks, then 200 transfers between 200 users; blocks, NFTs per block, seconds.
+# NFTS="1000" TRANSFERS=50 to choose.
+NFTS ?= 1000 10000
+TRANSFERS ?= 200
+bench-chain: $(VENV)/.dev chopsticks
+	$(BIN)/python -m bench.chain --nfts $(NFTS) --transfers $(TRANSFERS)
 
 # The fuzz test of the suite, longer (about 10,000 requests per database), on SQLite and, when
 # TESSERA_TEST_DATABASE_URL is set, on PostgreSQL; the summaries are printed.

@@ -120,6 +120,11 @@ def settings(database_url: str, jwks_server: _JwksServer) -> Settings:
         chain_westendassethub_rpc_url="ws://127.0.0.1:9",
         chain_timeout_seconds=2,
         worker_in_process=False,
+        # A batch of jobs is claimed as soon as it is due (the tests that gather set it), and
+        # extrinsics are followed closely.
+        job_batch_gather_seconds=0,
+        job_batch_max_wait_seconds=0,
+        chain_poll_seconds=0.05,
     )
 
 

@@ -140,7 +140,9 @@ class TestRequests:
         assert samples(after, name)[key] - samples(before, name).get(key, 0) == 1
 
 
-async def add_job(database, project_id, kind: str, status: JobStatus, *, age: float = 0) -> None:
+async def add_job(
+    database, project_id, kind: str, status: JobStatus, *, age: float = 0, last_error=None
+) -> None:
     created = utcnow() - timedelta(seconds=age)
     job = {
         "project_id": project_id,
@@ -149,6 +151,7 @@ async def add_job(database, project_id, kind: str, status: JobStatus, *, age: fl
         "payload": {},
         "status": status,
         "created_at": created,
+        "last_error": last_error,
     }
     async with database.transaction() as tx:
         await enqueue(tx, [job])

@@ -12,7 +12,7 @@ import pytest
 from sqlalchemy import create_engine
 from sqlalchemy.dialects import postgresql, sqlite
 
-from tessera.db.compiled import Compiled
+from tessera.db.compiled import Compiled, sizes_of
 from tessera.models import Base
 from tessera.products.repository import _EVENTS_IN, _PRODUCTS_IN
 from tessera.users.repository import _REPUTATIONS, _USERS_IN
@@ -38,7 +38,7 @@ def schema(tmp_path_factory) -> sqlite3.Connection:
 
 
 def _plan(connection: sqlite3.Connection, statement, params) -> list[str]:
-    compiled = Compiled.of(statement, (len(IDS),), sqlite.dialect())
+    compiled = Compiled.of(statement, sizes_of(params), sqlite.dialect())
     explained = connection.execute(f"EXPLAIN QUERY PLAN {compiled.sql}", compiled.arguments(params))
     return [row[3] for row in explained]
 
@@ -52,15 +52,16 @@ def test_rows_by_id_come_through_the_primary_key(schema, table, statement, param
 
 def test_without_it_sqlite_reads_the_whole_project(schema):
     """What the condition guards against: the same statement with the project's column plain."""
-    compiled = Compiled.of(_USERS_IN["id"], (len(IDS),), sqlite.dialect())
+    params = {"project_id": uuid.uuid4(), "values": IDS}
+    compiled = Compiled.of(_USERS_IN["id"], sizes_of(params), sqlite.dialect())
     plain = compiled.sql.replace("+users.project_id", "users.project_id")
     assert plain != compiled.sql
-    arguments = compiled.arguments({"project_id": uuid.uuid4(), "values": IDS})
+    arguments = compiled.arguments(params)
     [plan] = [row[3] for row in schema.execute(f"EXPLAIN QUERY PLAN {plain}", arguments)]
     assert "(project_id=?)" in plan and "(id=?)" not in plan, plan
 
 
 @pytest.mark.parametrize(("table", "statement", "params"), BY_ID)
 def test_postgresql_gets_the_plain_condition(table, statement, params):
-    sql = Compiled.of(statement, (len(IDS),), postgresql.dialect()).sql
+    sql = Compiled.of(statement, sizes_of(params), postgresql.dialect()).sql
     assert f"WHERE {table}.project_id = " in sql and "+" not in sql

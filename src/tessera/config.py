@@ -118,6 +118,15 @@ class Settings(BaseSettings):
     # Chain reads inside a request (balance checks) get less: on SQLite a write request holds
     # the single write slot while it waits.
     chain_request_timeout_seconds: float = Field(default=10.0, gt=0)
+    # NFT work at the chain's pace (README, "NFTs on chain"): the share of a block's normal
+    # class that one batch leaves to other traffic; the blocks a signed extrinsic may take to
+    # land (its mortal era, a power of two); how often a worker looks at the chain while its
+    # extrinsics are in flight; how long the next extrinsic of a signer may go unseen in a block
+    # before its bytes are submitted again.
+    chain_block_headroom: float = Field(default=0.1, ge=0, lt=1)
+    chain_era_blocks: int = Field(default=64, ge=4, le=65536)
+    chain_poll_seconds: float = Field(default=0.5, gt=0)
+    chain_resubmit_seconds: float = Field(default=12.0, gt=0)
 
     # The job worker. `tessera serve` runs one in-process unless this is off (separate workers).
     worker_in_process: bool = True
@@ -126,6 +135,12 @@ class Settings(BaseSettings):
     # beat within the last three intervals.
     worker_heartbeat_seconds: float = Field(default=5.0, gt=0, le=3600)
     job_max_attempts: int = Field(default=8, ge=1)
+    # Claims a worker runs at a time (an NFT batch waiting for its block holds one).
+    worker_slots: int = Field(default=4, ge=1, le=64)
+    # A batch of jobs that is not full (an NFT collection's mints) is claimed once no job has
+    # joined it for the first figure, or once its oldest has waited the second.
+    job_batch_gather_seconds: float = Field(default=1.0, ge=0)
+    job_batch_max_wait_seconds: float = Field(default=6.0, ge=0)
     # A running job's lease, renewed every quarter of it by its worker: a dead worker's job runs
     # again within this long.
     job_lease_seconds: int = Field(default=20, ge=4)

@@ -45,7 +45,7 @@ from tessera.metrics.process import observe_pool_wait, sample_pool_until
 from tessera.metrics.router import router as metrics_router
 from tessera.metrics.service import wallet_balance_chore
 from tessera.middleware import RequestContextMiddleware
-from tessera.products import tasks as product_tasks
+from tessera.nfts import tasks as nft_tasks
 from tessera.reconciliation import tasks as reconciliation_tasks
 from tessera.reconciliation.tasks import reconcile_chore
 from tessera.tickets import pages as ticket_pages
@@ -68,7 +68,7 @@ gets 403 on writes. Errors are `{"errors": [...]}` (400) or `{"message": ...}` (
 
 def job_handlers() -> Handlers:
     """Every kind of job the worker runs, by the domain that owns it."""
-    return {**product_tasks.HANDLERS, **reconciliation_tasks.HANDLERS}
+    return {**nft_tasks.HANDLERS, **reconciliation_tasks.HANDLERS}
 
 
 # Housekeeping the worker does between jobs: (every so many seconds, what).

@@ -5,10 +5,12 @@ TESSERA_REQUIRE_CHAIN=1 (CI) they fail instead.
 """
 
 import os
+import time
 from collections.abc import AsyncIterator, Iterator
 
 import httpx
 import pytest
+import sr25519
 from fastapi import FastAPI
 
 from tessera.chain import devchain as dc
@@ -41,7 +43,13 @@ def devchain(tmp_path_factory: pytest.TempPathFactory, settings) -> Iterator[dc.
 @pytest.fixture(scope="session")
 async def chain_app(settings, devchain, database) -> AsyncIterator[FastAPI]:
     chain_settings = settings.model_copy(
-        update={"chain_assethub_rpc_url": devchain.url, "chain_timeout_seconds": 30.0}
+        update={
+            "chain_assethub_rpc_url": devchain.url,
+            "chain_timeout_seconds": 30.0,
+            # Chopsticks builds a block as soon as an extrinsic arrives: one not seen in a block
+            # after 2 s is lost, and is submitted again.
+            "chain_resubmit_seconds": 2.0,
+        }
     )
     application = create_app(chain_settings)
     async with application.router.lifespan_context(application):
@@ -59,6 +67,19 @@ async def chain_client(chain_app) -> AsyncIterator[httpx.AsyncClient]:
 def worker(chain_app) -> Worker:
     state = chain_app.state
     return make_worker(JobContext(state.database, state.box, state.chains), state.settings)
+
+
+def land(gateway, seed: bytes, parts: list, within: float = 30.0) -> None:
+    """Sign ``parts`` with a custodial ``seed`` at its account's next nonce, submit them, and
+    wait until they landed (Chopsticks builds a block as the extrinsic arrives): a change made
+    on chain outside Tessera's worker."""
+    signer = bytes(sr25519.pair_from_seed(seed)[0])
+    nonce = gateway.account(signer).nonce
+    gateway.submit(gateway.sign(seed, parts, nonce=nonce, era_blocks=64).extrinsic)
+    deadline = time.monotonic() + within
+    while gateway.account(signer).nonce == nonce:
+        assert time.monotonic() < deadline, "the extrinsic did not land"
+        time.sleep(0.05)
 
 
 @pytest.fixture

@@ -8,8 +8,9 @@ import pytest
 from sqlalchemy import select
 from substrateinterface import Keypair, KeypairType
 
+from tessera.chain.gateway import Mint, Transfer
 from tessera.models import ProductItem
-from tests.chain.conftest import DOT
+from tests.chain.conftest import DOT, land
 from tests.chain.test_nft import NFT, funded, get_product, nft_product, public_key
 from tests.factories import create_users, issue_items
 from tests.jobs.test_worker import seed_of
@@ -27,7 +28,7 @@ async def test_drift_found_repaired_by_the_worker_and_clean_again(
     product = await nft_product(chain_client, tenant)
     ada, bob = await create_users(chain_client, tenant, 2)
     await issue_items(chain_client, tenant, product["id"], ada["id"], bob["id"])
-    assert await worker.run_until_idle() == 3  # the collection, two mints
+    assert await worker.run_until_idle() == 2  # the collection, then its two mints at once
     collection_id = (await get_product(chain_client, tenant, product["id"]))["nft"]["collection_id"]
 
     done = await reconcile(env, "--project", project)
@@ -40,17 +41,15 @@ async def test_drift_found_repaired_by_the_worker_and_clean_again(
     ada_key = public_key(ada["wallets"][0]["address"])
     devchain.fund(ada["wallets"][0]["address"], DOT)
     outsider = Keypair.create_from_uri(f"//{uuid.uuid4().hex}", crypto_type=KeypairType.SR25519)
-    gateway.transfer(
+    land(
+        gateway,
         await seed_of(chain_app, ada_key),
-        collection_id=collection_id,
-        item_id=1,
-        dest=outsider.public_key,
+        [Transfer(collection_id, 1, outsider.public_key)],
     )
-    gateway.set_metadata(
+    land(
+        gateway,
         await seed_of(chain_app, public_key(wallet["address"])),
-        collection_id=collection_id,
-        item_id=2,
-        data="https://elsewhere.example/nft.json",
+        [Mint(collection_id, 2, None, "https://elsewhere.example/nft.json")],
     )
 
     drifted = await reconcile(env, "--project", project)

@@ -1,5 +1,6 @@
 """NFT collections, mints, transfers and balances against the real Asset Hub runtime."""
 
+import asyncio
 import uuid
 from contextlib import contextmanager
 
@@ -8,9 +9,8 @@ from scalecodec.utils.ss58 import ss58_decode
 from sqlalchemy import select, update
 from substrateinterface import SubstrateInterface
 
-from tessera.jobs.service import retry_job
-from tessera.main import job_handlers, make_worker
-from tessera.models import Job
+from tessera.main import make_worker
+from tessera.models import Extrinsic, Job
 from tests.chain.conftest import DOT
 from tests.factories import (
     create_claim_link,
@@ -132,12 +132,11 @@ class TestMinting:
             json={"users": [ada["id"], bob["id"]]},
         )
         items = issued.json()["items"]
-        assert [i["nft"] for i in items] == [
-            {"status": "queued", "tx_hash": None, "block": None, "transfer": None}
-        ] * 2
+        queued = {"status": "queued", "tx_hash": None, "block": None, "block_hash": None}
+        assert [i["nft"] for i in items] == [queued | {"reason": None, "transfer": None}] * 2
         order = await create_order(chain_client, tenant, bob["id"], (product["id"], 1))
         assert order.status_code == 201
-        assert await worker.run_until_idle() == 4  # the collection, then three mints
+        assert await worker.run_until_idle() == 2  # the collection, then the three mints at once
 
         collection_id = (await get_product(chain_client, tenant, product["id"]))["nft"][
             "collection_id"
@@ -148,6 +147,7 @@ class TestMinting:
         [third] = minted["product_items"]
         assert third["item_id"] == 3 and third["nft"]["status"] == "minted"
         assert third["nft"]["tx_hash"].startswith("0x") and third["nft"]["block"] > 0
+        assert gateway.block_hash(third["nft"]["block"]) == third["nft"]["block_hash"]
         owners = {1: ada, 2: bob, 3: bob}
         for nft_id, user in owners.items():
             owner = gateway.item_owner(collection_id, nft_id)
@@ -205,31 +205,45 @@ class Crash(BaseException):
 
 
 class CrashAfter:
-    """The real gateway, except that one method dies after it has submitted."""
+    """The real gateway, except that the ``nth`` call of one method dies after it has run."""
 
-    def __init__(self, gateway, method: str) -> None:
-        self._gateway, self._method = gateway, method
+    def __init__(self, gateway, method: str, nth: int = 1) -> None:
+        self._gateway, self._method, self._left = gateway, method, nth
 
     def __getattr__(self, name: str):
         real = getattr(self._gateway, name)
         if name != self._method:
             return real
 
-        def submit_then_die(*args, **kwargs):
-            real(*args, **kwargs)
-            raise Crash
+        def run_then_die(*args, **kwargs):
+            result = real(*args, **kwargs)
+            self._left -= 1
+            if self._left == 0:
+                raise Crash
+            return result
 
-        return submit_then_die
+        return run_then_die
 
 
 @contextmanager
-def crashing(chains, gateway, method: str):
-    """Within the block, the chain's gateway dies right after `method` has submitted."""
-    chains.gateways["AssetHub"] = CrashAfter(gateway, method)
+def crashing(chains, gateway, method: str, nth: int = 1):
+    """Within the block, the chain's gateway dies right after the ``nth`` call of ``method``
+    has run (``submit``: the extrinsic is in the pool, the worker never learns it)."""
+    chains.gateways["AssetHub"] = CrashAfter(gateway, method, nth)
     try:
         yield
     finally:
         chains.gateways["AssetHub"] = gateway
+
+
+async def landed(probe, within: float = 15.0):
+    """``probe()``'s first truthy answer: a submitted extrinsic lands in the block Chopsticks
+    builds for it, a moment after the submission returned."""
+    for _ in range(int(within / 0.1)):
+        if found := probe():
+            return found
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"not landed within {within} s")
 
 
 async def _expire_leases(database) -> None:
@@ -238,6 +252,11 @@ async def _expire_leases(database) -> None:
             update(Job).where(Job.status == "running").values(lease_until=Job.created_at)
         )
         await session.commit()
+
+
+async def _extrinsics(database) -> list[Extrinsic]:
+    async with database.session(write=False) as session:
+        return list(await session.scalars(select(Extrinsic).order_by(Extrinsic.created_at)))
 
 
 class TestCrashSafety:
@@ -250,18 +269,22 @@ class TestCrashSafety:
         await issue_items(chain_client, tenant, product["id"], ada["id"])
         state = chain_app.state
 
-        # The first worker dies after creating the collection, before recording it.
+        # The first worker dies once it has submitted the creation it recorded.
         chains = state.chains
-        with crashing(chains, gateway, "submit_create_collection"):
+        with crashing(chains, gateway, "submit"):
             with pytest.raises(Crash):
                 await make_worker(worker.context, state.settings).run_one()
-        owned = gateway.collections_owned_by(public_key(wallet["address"]))
+        owned = await landed(lambda: gateway.collections_owned_by(public_key(wallet["address"])))
         assert len(owned) == 1
-        assert (await get_product(chain_client, tenant, product["id"]))["nft"][
-            "collection_id"
-        ] is None
+        assert (await get_product(chain_client, tenant, product["id"]))["nft"] == {
+            "chain": "AssetHub",
+            "collection_id": None,
+            "status": "submitted",
+        }
+        [creation] = await _extrinsics(database)
+        assert (creation.call, creation.status, creation.nonce) == ("Nfts.create", "signed", 0)
 
-        # A restarted worker (after the lease) adopts that collection instead of creating another.
+        # A restarted worker (after the lease) follows what was recorded: no second creation.
         await _expire_leases(database)
         restarted = make_worker(worker.context, state.settings)
         assert await restarted.run_one()
@@ -270,11 +293,12 @@ class TestCrashSafety:
         ] == owned[0]
         assert gateway.collections_owned_by(public_key(wallet["address"])) == owned
 
-        # The next worker dies after minting, before recording.
-        with crashing(chains, gateway, "mint"):
+        # The next worker dies once it has submitted the mint.
+        with crashing(chains, gateway, "submit"):
             with pytest.raises(Crash):
                 await make_worker(worker.context, state.settings).run_one()
-        assert gateway.collection(owned[0]).items == 1
+        assert await landed(lambda: gateway.collection(owned[0]).items == 1)
+        assert (await items_of(database, product["id"]))[0].nft_status == "submitted"
         await _expire_leases(database)
         assert await restarted.run_until_idle() == 1
         assert gateway.collection(owned[0]).items == 1  # not minted twice
@@ -285,6 +309,11 @@ class TestCrashSafety:
         assert [(j.kind, j.status, j.attempts) for j in jobs] == [
             ("nft.create_collection", "succeeded", 2),
             ("nft.mint", "succeeded", 2),
+        ]
+        # One extrinsic each, nonces 0 and 1, both final: nothing signed again.
+        assert [(e.call, e.nonce, e.status) for e in await _extrinsics(database)] == [
+            ("Nfts.create", 0, "final"),
+            ("Nfts.mint", 1, "final"),
         ]
 
 
@@ -318,36 +347,61 @@ class TestTransfers:
         ).json()
         assert listed["product_items"][0]["nft"]["status"] == "queued"
 
-    async def test_failed_jobs_are_visible_and_can_be_retried(
-        self, chain_client, chain_app, tenant, devchain, database, gateway, worker
+
+class TestFunds:
+    async def test_mints_the_wallet_cannot_pay_for_wait_and_go_on_once_it_is_funded(
+        self, chain_client, tenant, devchain, database, gateway, worker
     ):
         wallet = await funded(chain_client, tenant, devchain)
         product = await nft_product(chain_client, tenant)
-        [ada] = await create_users(chain_client, tenant, 1)
-        state = chain_app.state
-        impatient = make_worker(
-            worker.context, state.settings.model_copy(update={"job_max_attempts": 1})
-        )
-        await impatient.run_until_idle()  # the collection
-        devchain.fund(wallet["address"], 10**8)  # just the existential deposit: mints cannot pay
-        await issue_items(chain_client, tenant, product["id"], ada["id"])
-        await impatient.run_until_idle()
-        async with database.session(write=False) as session:
-            job = await session.scalar(select(Job).where(Job.kind == "nft.mint"))
-        assert (job.status, job.attempts) == ("failed", 1)
-        assert job.last_error == "ChainError: Nfts.mint: rejected: the signer cannot pay the fee"
+        holders = await create_users(chain_client, tenant, 6)
+        assert await worker.run_until_idle() == 1  # the collection
+        # Enough for two NFTs or so (each: 0.21 DOT of deposits and about 0.1 of fee).
+        devchain.fund(wallet["address"], DOT // 2 + 10**8)
+        await issue_items(chain_client, tenant, product["id"], *(u["id"] for u in holders))
+        assert await worker.run_until_idle() == 1  # one batch: what the wallet can pay for
         items = await items_of(database, product["id"])
-        assert items[0].nft_status == "failed"
-
-        devchain.fund(wallet["address"], 100 * DOT)
-        await retry_job(impatient.context, job_handlers(), job_id=job.id)
-        assert (await items_of(database, product["id"]))[0].nft_status == "queued"
-        await impatient.run_until_idle()
-        assert (await items_of(database, product["id"]))[0].nft_status == "minted"
+        minted = [item for item in items if item.nft_status == "minted"]
+        waiting = [item for item in items if item.nft_status == "queued"]
+        assert minted and waiting and len(minted) + len(waiting) == 6
+        reason = waiting[0].nft_reason
+        assert reason.startswith(
+            f"waiting for funds: the project wallet {wallet['addresses']['AssetHub']} holds "
+        ), reason
+        assert all(item.nft_reason == reason for item in waiting)
+        listed = await chain_client.get(f"/v1/products/{product['id']}/items", headers=tenant.r)
+        shown = {i["item_id"]: i["nft"] for i in listed.json()["items"]}
+        assert shown[waiting[0].item_id]["reason"] == reason
+        async with database.session(write=False) as session:
+            jobs = list(await session.scalars(select(Job).where(Job.kind == "nft.mint")))
+        held = [job for job in jobs if job.status == "queued"]
+        assert len(held) == len(waiting)
+        assert all(job.attempts == 0 and job.last_error == f"waiting: {reason}" for job in held)
         collection_id = (await get_product(chain_client, tenant, product["id"]))["nft"][
             "collection_id"
         ]
-        assert gateway.item_owner(collection_id, 1) == public_key(ada["wallets"][0]["address"])
+        assert gateway.collection(collection_id).items == len(minted)
+        # Nothing was signed that the wallet could not pay for.
+        assert [e.status for e in await _extrinsics(database) if e.call == "Nfts.mint"] == ["final"]
+
+        devchain.fund(wallet["address"], 100 * DOT)
+        await _due_now(database)  # the wait (FUNDS_DELAY) has passed
+        assert await worker.run_until_idle() == 1
+        items = await items_of(database, product["id"])
+        assert [(i.nft_status, i.nft_reason) for i in items] == [("minted", None)] * 6
+        assert gateway.collection(collection_id).items == 6  # each NFT once
+        for item in items:
+            holder = next(u for u in holders if u["id"] == str(item.owner_id))
+            owner = gateway.item_owner(collection_id, item.item_id)
+            assert owner == public_key(holder["wallets"][0]["address"])
+
+
+async def _due_now(database) -> None:
+    async with database.session() as session:
+        await session.execute(
+            update(Job).where(Job.status == "queued").values(run_after=Job.created_at)
+        )
+        await session.commit()
 
 
 class TestUserBalances:
@@ -424,14 +478,16 @@ class TestTransferCrashSafety:
             },
         )
         chains = chain_app.state.chains
-        with crashing(chains, gateway, "transfer"):
+        # The project wallet funds Ada's custodial wallet (submit), then her transfer is
+        # submitted with the other holders' (submit_many: hers alone here).
+        with crashing(chains, gateway, "submit_many"):
             with pytest.raises(Crash):
                 await worker.run_one()
         collection_id = (await get_product(chain_client, tenant, product["id"]))["nft"][
             "collection_id"
         ]
         bob_key = public_key(bob["wallets"][0]["address"])
-        assert gateway.item_owner(collection_id, 1) == bob_key
+        assert await landed(lambda: gateway.item_owner(collection_id, 1) == bob_key)
         ada_balance = gateway.balance(public_key(ada["wallets"][0]["address"])).free
 
         await _expire_leases(database)

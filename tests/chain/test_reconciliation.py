@@ -14,7 +14,7 @@ from sqlalchemy import select
 from substrateinterface import Keypair, KeypairType, SubstrateInterface
 
 from tessera.chain.keys import ss58_address
-from tessera.models import Job, JobStatus
+from tessera.models import Extrinsic, Job, JobStatus
 from tests.chain import test_nft as nft
 from tests.chain.conftest import DOT
 from tests.changes.feed import of_type
@@ -186,7 +186,7 @@ class Drifted:
         product = await nft.nft_product(client, tenant)
         ada, bob = await create_users(client, tenant, 2)
         await issue_items(client, tenant, product["id"], *[ada["id"]] * 3, bob["id"])
-        assert await worker.run_until_idle() == 5  # the collection, four mints
+        assert await worker.run_until_idle() == 2  # the collection, then its four mints at once
         collection_id = await collection_of(client, tenant, product)
         stranger = outsider()
         behind.burn(collection_id, 1)
@@ -289,7 +289,7 @@ class TestRepair:
         assert await row_counts(database) == rows_before
         assert await job_rows(database) == jobs
 
-        assert await worker.run_until_idle() == 3
+        assert await worker.run_until_idle() == 2  # the two mints at once, the transfer back
         shown = await reconciliation(chain_client, tenant, drifted.product)
         assert found(shown) == [("unexpected_on_chain", 9)]
         collection_id, ada_key = drifted.collection_id, key_of(drifted.ada)
@@ -321,7 +321,7 @@ class TestWalletsUsersHold:
         ada, bob, cy = await create_users(chain_client, tenant, 3)
         keypair, _ = await link_receiving(chain_client, tenant, ada)
         first, second = await issue_items(chain_client, tenant, product["id"], ada["id"], ada["id"])
-        assert await worker.run_until_idle() == 3
+        assert await worker.run_until_idle() == 2  # the collection, the two mints
         collection_id = await collection_of(chain_client, tenant, product)
 
         # Ada moves both NFTs herself, with real signed transfers: one to Bob's wallet, one to
@@ -501,7 +501,7 @@ class TestCrashSafety:
         product = await nft.nft_product(chain_client, tenant)
         [ada] = await create_users(chain_client, tenant, 1)
         await issue_items(chain_client, tenant, product["id"], *[ada["id"]] * 3)
-        assert await worker.run_until_idle() == 4
+        assert await worker.run_until_idle() == 2  # the collection, the three mints
         collection_id = await collection_of(chain_client, tenant, product)
         for nft_id in (1, 2, 3):
             behind.burn(collection_id, nft_id)
@@ -512,11 +512,22 @@ class TestCrashSafety:
         job_ids = {a["job_id"] for a in answer["actions"]}
 
         first = worker_process()
-        landed = await until(lambda: gateway.collection(collection_id).items or None, 60)
+
+        async def signed() -> Extrinsic | None:
+            async with database.session(write=False) as session:
+                return await session.scalar(
+                    select(Extrinsic).where(
+                        Extrinsic.project_id == tenant.project_id,
+                        Extrinsic.call == "Nfts.mint",
+                        Extrinsic.status.in_(["signed", "submitted"]),
+                    )
+                )
+
+        batch = await until(signed, 60)  # the three mints, recorded: killed before it is final
         first.kill()
-        assert 0 < landed < 3, "the worker was killed in the middle of the repair"
+        assert batch.parts == 3
         at_kill = {j[0]: j[2] for j in await job_rows(database) if j[0] in job_ids}
-        assert set(at_kill.values()) - {JobStatus.SUCCEEDED}  # the repair was not done
+        assert set(at_kill.values()) == {JobStatus.RUNNING}  # the repair was not done
 
         worker_process()
 
@@ -526,11 +537,20 @@ class TestCrashSafety:
             return set(statuses.values()) == {JobStatus.SUCCEEDED} or None
 
         await until(repaired, 60)
-        # The job the kill interrupted ran again once its lease had passed; the others once.
+        # The jobs the kill interrupted ran again once their lease had passed, and followed the
+        # batch that was recorded: it is final, and no other was signed.
         attempts = {j[0]: j[3] for j in await job_rows(database) if j[0] in job_ids}
-        assert attempts == {
-            job_id: 2 if status == JobStatus.RUNNING else 1 for job_id, status in at_kill.items()
-        }
+        assert attempts == dict.fromkeys(job_ids, 2)
+        async with database.session(write=False) as session:
+            batches = list(
+                await session.scalars(
+                    select(Extrinsic).where(
+                        Extrinsic.project_id == tenant.project_id, Extrinsic.call == "Nfts.mint"
+                    )
+                )
+            )
+        repairs = [(b.id, b.status) for b in batches if b.created_at >= batch.created_at]
+        assert repairs == [(batch.id, "final")]
         assert found(await reconciliation(chain_client, tenant, product)) == []
         assert gateway.collection(collection_id).items == 3  # each NFT exactly once
         nfts = gateway.collection_items(collection_id)

@@ -2,15 +2,16 @@
 
 Real ``tessera worker`` processes share the test database and the Chopsticks chain, with the
 default job lease (20 s, renewed every 5 s). One is killed with SIGKILL while it creates a
-product's collection (its attempt signed and recorded, the extrinsic on its way), the next
-while it mints (the NFT on chain, not yet recorded): each job runs again on a live worker once
-its lease has passed, in its place in the queue, and succeeds within 30 s of the kill; the
-chain ends with one collection and every NFT minted once, to its holder's wallet, and a
-reconciliation finds nothing.
+product's collection (its creation signed and recorded, the extrinsic on its way): the job runs
+again on a live worker once its lease has passed, in its place in the queue, follows what was
+recorded and succeeds within 30 s of the kill, with one collection on chain. Then two workers
+mint a product of 2,000 items together, their batches in flight at once with consecutive
+nonces of the project wallet; the one holding a batch signed and not final is killed and a
+fresh one starts: every NFT exists once, in its holder's wallet, no job failed, the signer's
+nonces have no gap, and a reconciliation finds nothing.
 
-The job row does not say which worker holds it: the worker killed is the only one that could
-have claimed the job (the others start after it has). Several worker processes need a database
-that many processes write: PostgreSQL only.
+Which worker holds a claim, its log says (a claim of a batch is logged with its id). Several
+worker processes need a database that many processes write: PostgreSQL only.
 """
 
 import asyncio
@@ -27,8 +28,7 @@ import pytest
 from scalecodec.utils.ss58 import ss58_decode
 from sqlalchemy import select
 
-from tessera.models import Job, JobStatus, Product, ProductItem, WorkerHeartbeat
-from tessera.models.base import utcnow
+from tessera.models import Extrinsic, Job, JobStatus, Product, ProductItem, WorkerHeartbeat
 from tests.conftest import BACKEND
 from tests.factories import create_users, issue_items, items_of, product_body
 from tests.serving import BIN, settings_env
@@ -43,6 +43,7 @@ pytestmark = [
 
 DOT = 10**10
 ITEMS = 10
+MANY = 2000
 RECOVERY_SECONDS = 30.0  # the lease (20 s) and the run that finishes the job
 NFT = {"mint_nft": True, "metadata_uri": "https://meta.example/ticket.json", "chain": "AssetHub"}
 T = TypeVar("T")
@@ -89,6 +90,16 @@ class Workers:
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait(10)
+
+    def holding(self, claim: uuid.UUID) -> subprocess.Popen[bytes]:
+        """The worker whose log says it took the claim."""
+        for index, log in enumerate(self._logs()):
+            if str(claim) in log.read_text(errors="replace"):
+                return self.processes[index]
+        raise AssertionError(f"no worker took claim {claim}\n{self.logs()}")
+
+    def _logs(self) -> list[Path]:
+        return [self.directory / f"worker-{n + 1}.log" for n in range(len(self.processes))]
 
     def logs(self) -> str:
         """The end of each worker's log (for a failing assertion's message)."""
@@ -167,38 +178,42 @@ async def beating(database, process: subprocess.Popen[bytes]) -> bool:
     return pid is not None
 
 
-async def running_mint(database, project_id: uuid.UUID) -> tuple[Job, int] | None:
-    """A mint running under a live lease whose handler is at the chain (its item shows
-    submitted), with the item's number; or None."""
-    now = utcnow()
+async def _extrinsic_rows(database, project_id: uuid.UUID) -> list[Extrinsic]:
     async with database.session(write=False) as session:
-        running = await session.scalars(
-            select(Job).where(
-                Job.project_id == project_id,
-                Job.kind == "nft.mint",
-                Job.status == JobStatus.RUNNING,
-                Job.lease_until > now,
+        return list(
+            await session.scalars(
+                select(Extrinsic)
+                .where(Extrinsic.project_id == project_id)
+                .order_by(Extrinsic.nonce, Extrinsic.created_at)
             )
         )
-        for mint in running:
-            item = await session.get(ProductItem, uuid.UUID(mint.payload["product_item_id"]))
-            if item is not None and item.nft_status == "submitted":
-                return mint, item.item_id
+
+
+async def mint_in_flight(database, project_id: uuid.UUID) -> tuple[Extrinsic, uuid.UUID] | None:
+    """A batch of mints signed and not final yet, with the claim whose jobs carry it."""
+    for extrinsic in await _extrinsic_rows(database, project_id):
+        if extrinsic.call != "Nfts.mint" or extrinsic.status not in ("signed", "submitted"):
+            continue
+        async with database.session(write=False) as session:
+            item = await session.scalar(
+                select(ProductItem).where(ProductItem.nft_extrinsic_id == extrinsic.id).limit(1)
+            )
+            if item is None:
+                continue
+            job = await session.scalar(
+                select(Job).where(
+                    Job.kind == "nft.mint",
+                    Job.status == JobStatus.RUNNING,
+                    Job.subject == f"item:{item.id}",
+                )
+            )
+        if job is not None and job.claim is not None:
+            return extrinsic, job.claim
     return None
 
 
-async def on_chain_unrecorded(database, gateway, collection_id: int, mint: Job, nft: int) -> bool:
-    """Whether the mint's NFT shows on chain while its job still runs in the same attempt (its
-    worker has minted and not recorded it: it may be setting the metadata); False once the
-    worker has recorded it first."""
-    while True:
-        minted = gateway.item_owner(collection_id, nft) is not None
-        now = await job_row(database, mint.id)
-        if (now.status, now.attempts) != (JobStatus.RUNNING, mint.attempts):
-            return False
-        if minted:
-            return True
-        await asyncio.sleep(0.02)
+async def _created(database, product_id: str) -> bool:
+    return (await product_row(database, product_id)).nft_status == "created"
 
 
 async def succeeded_within(
@@ -219,7 +234,7 @@ class TestKilledWorkers:
         self, chain_client, tenant, devchain, gateway, database, workers
     ):
         [wallet] = (await chain_client.get("/v1/projects/wallets", headers=tenant.r)).json()
-        devchain.fund(wallet["address"], 1000 * DOT)
+        devchain.fund(wallet["address"], 2000 * DOT)
         project_key = public_key(wallet["address"])
         owned_before = gateway.collections_owned_by(project_key)
 
@@ -244,10 +259,10 @@ class TestKilledWorkers:
             return creation if creation.status == JobStatus.RUNNING else None
 
         creation = await until(creating, "the collection job runs", workers, 30)
-        second = workers.start()
+        workers.start()
 
         async def attempt_recorded() -> bool:
-            return (await product_row(database, product["id"])).nft_attempt is not None
+            return (await product_row(database, product["id"])).nft_extrinsic_id is not None
 
         await until(attempt_recorded, "the creation is signed and recorded", workers, 30)
         killed_at = workers.kill(first)
@@ -257,7 +272,7 @@ class TestKilledWorkers:
         assert took <= RECOVERY_SECONDS, f"the collection took {took:.1f} s after the kill"
         assert (recreated.attempts, recreated.run_after) == (2, creation.run_after)
         done = await product_row(database, product["id"])
-        assert (done.nft_status, done.nft_attempt) == ("created", None)
+        assert done.nft_status == "created"
         collection_id = done.nft_collection_id
         assert collection_id is not None
         owned = gateway.collections_owned_by(project_key)
@@ -266,50 +281,75 @@ class TestKilledWorkers:
         assert chain_collection is not None
         assert (chain_collection.owner, chain_collection.max_supply) == (project_key, ITEMS)
 
-        # The second worker, alone now, mints. It is killed once one of its mints is on chain
-        # and not recorded; a fresh worker starts (as a supervisor would restart it).
-        deadline = time.monotonic() + 120
-        while True:
-            assert time.monotonic() < deadline, f"no mint caught on chain\n{workers.logs()}"
-            mint, nft = await until(
-                lambda: running_mint(database, tenant.project_id), "a mint runs", workers, 60
+        # A second worker joins; both mint a product of 2,000 items together, each batch
+        # of theirs in flight with the next nonce. The worker holding a batch that is signed
+        # and not final is killed; a fresh one starts (as a supervisor restarts it).
+        third = workers.start()
+        await until(lambda: beating(database, third), "another worker beats", workers, 60)
+        many = await chain_client.post(
+            "/v1/products", headers=tenant.w, json=product_body(**NFT, max_items=MANY)
+        )
+        assert many.status_code == 201, many.text
+        big = many.json()
+        await until(
+            lambda: _created(database, big["id"]), "the big product's collection", workers, 60
+        )
+        holders = [
+            user
+            for start in range(0, MANY, 400)  # the tests' bodies are at most 64 KiB
+            for user in await create_users(chain_client, tenant, min(400, MANY - start))
+        ]
+        for start in range(0, MANY, 500):
+            await issue_items(
+                chain_client, tenant, big["id"], *(u["id"] for u in holders[start : start + 500])
             )
-            if await on_chain_unrecorded(database, gateway, collection_id, mint, nft):
-                break
-        killed_at = workers.kill(second)
+        carried, claim = await until(
+            lambda: mint_in_flight(database, tenant.project_id), "a batch in flight", workers, 120
+        )
+        victim = workers.holding(claim)
+        workers.kill(victim)
         workers.start()
-        assert state(await job_row(database, mint.id)) == ("running", mint.attempts)
-        assert (await items_of(database, product["id"]))[nft - 1].nft_status == "submitted"
 
-        reminted, took = await succeeded_within(database, mint.id, killed_at, workers)
-        assert took <= RECOVERY_SECONDS, f"the mint took {took:.1f} s after the kill"
-        assert reminted.attempts == mint.attempts + 1
+        async def all_minted() -> bool:
+            rows = await items_of(database, big["id"])
+            assert not [r for r in rows if r.nft_status == "failed"], workers.logs()
+            return all(r.nft_status == "minted" for r in rows)
 
-        async def all_done() -> bool:
-            jobs = await project_jobs(database, tenant.project_id)
-            return all(j.status == JobStatus.SUCCEEDED for j in jobs)
-
-        await until(all_done, "every job succeeded", workers, 240)
+        await until(all_minted, "all 2,000 NFTs minted", workers, 300)
         jobs = await project_jobs(database, tenant.project_id)
-        assert sorted(j.kind for j in jobs) == ["nft.create_collection"] + ["nft.mint"] * ITEMS
-
-        # One collection, each NFT minted once, to its holder's wallet.
-        assert gateway.collections_owned_by(project_key) == owned
-        nfts = gateway.collection_items(collection_id)
-        assert sorted(nfts) == list(range(1, ITEMS + 1))
-        wallets = {user["id"]: user["wallets"][0] for user in holders}
-        for item in issued:
-            on_chain = nfts[item["item_id"]]
-            assert (on_chain.owner, on_chain.metadata) == (
-                public_key(wallets[item["user"]["id"]]["address"]),
+        assert {(j.kind, j.status) for j in jobs} == {
+            ("nft.create_collection", "succeeded"),
+            ("nft.mint", "succeeded"),
+        }
+        # No nonce trouble ever surfaced as a job's failure; the killed worker's jobs ran
+        # again (their second attempt) and followed its batch.
+        assert [j.last_error for j in jobs if j.last_error] == []
+        assert any(j.attempts == 2 for j in jobs if j.kind == "nft.mint")
+        big_collection = (await product_row(database, big["id"])).nft_collection_id
+        assert big_collection is not None
+        nfts = gateway.collection_items(big_collection)
+        assert sorted(nfts) == list(range(1, MANY + 1))  # every NFT once
+        wallets = {user["id"]: public_key(user["wallets"][0]["address"]) for user in holders}
+        rows = await items_of(database, big["id"])
+        for row in rows:
+            assert (nfts[row.item_id].owner, nfts[row.item_id].metadata) == (
+                wallets[str(row.owner_id)],
                 NFT["metadata_uri"],
             )
-        chain_collection = gateway.collection(collection_id)
-        assert chain_collection is not None and chain_collection.items == ITEMS
-        rows = await items_of(database, product["id"])
-        assert [(r.item_id, r.nft_status, str(r.nft_wallet_id)) for r in rows] == [
-            (item["item_id"], "minted", wallets[item["user"]["id"]]["id"]) for item in issued
-        ]
+        # The killed worker's batch landed once, followed by the worker that took its jobs
+        # over. The signer did not stall: every extrinsic it signed landed (none dropped or
+        # signed again, no nonce filled) and its nonces have no gap.
+        ledger = await _extrinsic_rows(database, tenant.project_id)
+        assert {e.status for e in ledger} == {"final"}
+        assert sorted(e.nonce for e in ledger) == list(range(len(ledger)))
+        assert gateway.account(project_key).nonce == len(ledger)
+        assert "System.remark" not in {e.call for e in ledger}
+        assert next(e for e in ledger if e.id == carried.id).status == "final"
+        checked_big = await chain_client.get(
+            f"/v1/products/{big['id']}/reconciliation", headers=tenant.r
+        )
+        assert checked_big.status_code == 200, checked_big.text
+        assert (checked_big.json()["items_checked"], checked_big.json()["findings"]) == (MANY, [])
 
         checked = await chain_client.get(
             f"/v1/products/{product['id']}/reconciliation", headers=tenant.r

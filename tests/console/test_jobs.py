@@ -1,11 +1,12 @@
-"""The chain job queue page: counts, the newest jobs with their errors, and a failed job
-retried through the same use-case as ``tessera jobs retry``; an owner sees their project's only."""
+"""The chain job queue page: the jobs waiting for funds, counts, the newest jobs with their
+errors (or reasons to wait), and a failed job retried through the same use-case as ``tessera jobs
+retry``; an owner sees their project's only."""
 
 import uuid
 
 from sqlalchemy import select
 
-from tessera.jobs.queue import JobKind, enqueue
+from tessera.jobs.queue import FUNDS, JobKind, enqueue
 from tessera.models import Job, NftStatus, ProductItem
 from tests.console.test_users import table_rows
 from tests.factories import create_product, create_user, issue_items
@@ -88,6 +89,65 @@ class TestJobsPage:
         assert shown.status_code == 200
         assert mine.subject in shown.text and theirs.subject not in shown.text
         assert "nft.transfer" not in shown.text  # not in the counts either
+
+
+# A mint's job while the project wallet cannot pay, as the worker leaves it.
+FUNDS = (
+    f"waiting: {FUNDS}: the project wallet 5GrwvaEF5zXb26Fz9rcQpDWS57CtERHpNehXCPcNoHGKutQY "
+    "holds 0.1 WND on WestendAssetHub; minting 3 NFTs needs about 0.7 WND; 3 wait until funded"
+)
+
+
+async def waiting_job(database, project_id, kind="nft.mint", last_error=FUNDS):
+    return await failed_job(
+        database, project_id, kind=kind, status="queued", attempts=0, last_error=last_error
+    )
+
+
+class TestWaitingForFunds:
+    async def test_a_count_at_the_top_and_the_reason_on_each_job(
+        self, operator, database, tenant, other
+    ):
+        mine = [await waiting_job(database, tenant.project_id) for _ in range(2)]
+        await waiting_job(database, tenant.project_id, kind="nft.transfer")
+        await waiting_job(database, other.project_id)
+        # Queued for another reason, and a job that gave up: not waiting for funds.
+        later = await waiting_job(database, tenant.project_id, last_error="waiting: another batch")
+        await failed_job(database, tenant.project_id, last_error=FUNDS)
+
+        shown = await operator.get("/console/jobs")
+        assert shown.status_code == 200
+        text = shown.text
+        assert text.index("Waiting for funds") < text.index("By kind and status")
+        assert (
+            "4 queued jobs wait for funds: the project wallet cannot pay the fees and deposits."
+            in text
+        )
+        rows = table_rows(text)
+        assert ["Project", "Kind", "Jobs waiting for funds"] in rows
+        assert ["Acme", "nft.mint", "2"] in rows and ["Acme", "nft.transfer", "1"] in rows
+        assert ["Other", "nft.mint", "1"] in rows
+        [first] = [row for row in rows if row[1:3] == ["nft.mint", mine[0].subject]]
+        # project, kind, subject, status, attempts, run after, created, last error
+        assert first[:5] == ["Acme", "nft.mint", mine[0].subject, "queued, waiting for funds", "0"]
+        assert first[-1] == FUNDS
+        [other_reason] = [row for row in rows if row[2:3] == [later.subject]]
+        assert other_reason[3] == "queued" and other_reason[-1] == "waiting: another batch"
+
+    async def test_an_owner_counts_their_projects_only(self, owner, database, tenant, other):
+        await waiting_job(database, tenant.project_id)
+        await waiting_job(database, other.project_id)
+        await waiting_job(database, other.project_id, kind="nft.transfer")
+        shown = await owner.get("/console/jobs")
+        assert "1 queued job waits for funds:" in shown.text
+        rows = table_rows(shown.text)
+        assert ["Kind", "Jobs waiting for funds"] in rows and ["nft.mint", "1"] in rows
+        assert "nft.transfer" not in shown.text
+
+    async def test_nothing_waiting_nothing_said(self, operator, database, tenant):
+        await failed_job(database, tenant.project_id)
+        shown = await operator.get("/console/jobs")
+        assert "Waiting for funds" not in shown.text and "wait for funds" not in shown.text
 
 
 class TestRetry:

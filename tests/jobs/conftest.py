@@ -23,7 +23,16 @@ from tests.jobs.memory_chain import MemoryChain
 async def jobs_app(settings: Settings, database: Database) -> AsyncIterator[FastAPI]:
     # `database` first: the schema is migrated, and every test gets the clean slate.
     jobs_settings = settings.model_copy(
-        update={"chain_assethub_rpc_url": "ws://127.0.0.1:9", "job_max_attempts": 3}
+        update={
+            "chain_assethub_rpc_url": "ws://127.0.0.1:9",
+            "job_max_attempts": 3,
+            # Batches are claimed as soon as they are due; extrinsics are looked at closely, and
+            # one that goes unseen in a block is submitted again soon.
+            "job_batch_gather_seconds": 0,
+            "job_batch_max_wait_seconds": 0,
+            "chain_poll_seconds": 0.01,
+            "chain_resubmit_seconds": 0.05,
+        }
     )
     application = create_app(jobs_settings)
     async with application.router.lifespan_context(application):

@@ -5,9 +5,10 @@ from tessera.jobs.service import retry_job
 from tessera.main import job_handlers
 from tests.changes.feed import marker, read_all, shown, typed
 from tests.factories import create_users, issue_items
-from tests.jobs.memory_chain import DOT, FEE
 from tests.jobs.test_worker import (
-    CANNOT_PAY,
+    NO_COLLECTION,
+    QUEUED,
+    UNREACHABLE,
     funded,
     job_of,
     key_of,
@@ -50,7 +51,15 @@ class TestNftChanges:
         created = await product_shown(client, tenant, product["id"])
         assert created["nft"] == {"chain": "AssetHub", "collection_id": 0, "status": "created"}
         minted = await item_shown(client, tenant, product["id"])
-        assert minted["nft"]["status"] == "minted" and minted["nft"]["tx_hash"]
+        [_, landed] = chain.extrinsics
+        assert minted["nft"] == {
+            "status": "minted",
+            "tx_hash": landed.tx.tx_hash,
+            "block": 2,
+            "block_hash": chain.block_hash(2),
+            "reason": None,
+            "transfer": None,
+        }
         assert chain.item_owner(0, 1) == key_of(ada)
         assert typed(await shown(client, tenant, 2, after=after)) == [
             ("nft.collection_created", created),
@@ -83,17 +92,24 @@ class TestNftChanges:
         assert chain.item_owner(0, 1) == key_of(bob)
         transferred = await item_shown(client, tenant, product["id"])
         assert transferred["user"]["id"] == bob["id"]
-        assert transferred["nft"]["transfer"]["status"] == "transferred"
+        landed = chain.extrinsics[-1]
+        assert transferred["nft"]["transfer"] == {
+            "status": "transferred",
+            "tx_hash": landed.tx.tx_hash,
+            "block": 4,
+            "block_hash": chain.block_hash(4),
+            "reason": None,
+        }
         assert typed(await shown(client, tenant, 2, after=after)) == [
             ("item.transferred", moved["data"]),
             ("nft.transferred", transferred),
         ]
 
     async def test_failed_only_when_the_job_gives_up(self, client, tenant, chain, worker, database):
-        wallet = await funded(client, tenant, chain)
+        await funded(client, tenant, chain)
         product = await nft_product(client, tenant)
         after = await cursor_after(client, tenant, 1)
-        chain.free[wallet] = 0  # emptied after the request checked it
+        chain.unreachable = True  # after the request checked the wallet
         assert await worker.run_one()
         assert state(await job_of(database, "nft.create_collection"))[:2] == ("queued", 1)
         last = await marker(client, tenant)
@@ -103,7 +119,7 @@ class TestNftChanges:
         for _ in range(1, worker.max_attempts):
             await skip_waits(database)
             assert await worker.run_one()
-        error = CANNOT_PAY.format("Nfts.create")
+        error = UNREACHABLE
         assert state(await job_of(database, "nft.create_collection")) == (
             "failed",
             worker.max_attempts,
@@ -125,21 +141,21 @@ class TestNftChanges:
     async def test_a_failed_mint_then_retried_by_hand(
         self, client, tenant, chain, impatient, database
     ):
-        wallet = await funded(client, tenant, chain)
+        await funded(client, tenant, chain)
         product = await nft_product(client, tenant)
         assert await impatient.run_until_idle() == 1
-        chain.free[wallet] = FEE - 1  # the mint cannot pay its fee
+        chain.unreachable = True
         [ada] = await create_users(client, tenant, 1)
         await issue_items(client, tenant, product["id"], ada["id"])
         after = await cursor_after(client, tenant, 4)
         assert await impatient.run_until_idle() == 1
         job = await job_of(database, "nft.mint")
-        error = CANNOT_PAY.format("Nfts.mint")
+        error = UNREACHABLE
         assert state(job) == ("failed", 1, error)
         failed = await item_shown(client, tenant, product["id"])
-        assert failed["nft"]["status"] == "failed"
+        assert failed["nft"] == QUEUED | {"status": "failed", "reason": error, "transfer": None}
 
-        chain.fund(wallet, 100 * DOT)
+        chain.unreachable = False
         await retry_job(impatient.context, job_handlers(), job_id=job.id)
         assert (await item_shown(client, tenant, product["id"]))["nft"]["status"] == "queued"
         assert await impatient.run_until_idle() == 1
@@ -155,12 +171,12 @@ class TestNftChanges:
         ]
 
     async def test_a_mint_fails_with_its_collection(self, client, tenant, chain, impatient):
-        wallet = await funded(client, tenant, chain)
+        await funded(client, tenant, chain)
         product = await nft_product(client, tenant)
         [ada] = await create_users(client, tenant, 1)
         await issue_items(client, tenant, product["id"], ada["id"])
         after = await cursor_after(client, tenant, 3)
-        chain.free[wallet] = 0
+        chain.unreachable = True
         assert await impatient.run_until_idle() == 2
         failed_product = await product_shown(client, tenant, product["id"])
         failed_item = await item_shown(client, tenant, product["id"])
@@ -170,7 +186,7 @@ class TestNftChanges:
                 "nft.failed",
                 {
                     "job": "nft.create_collection",
-                    "error": CANNOT_PAY.format("Nfts.create"),
+                    "error": UNREACHABLE,
                     "product": failed_product,
                 },
             ),
@@ -178,7 +194,7 @@ class TestNftChanges:
                 "nft.failed",
                 {
                     "job": "nft.mint",
-                    "error": "RuntimeError: the product's NFT collection could not be created",
+                    "error": NO_COLLECTION,
                     "product_item": failed_item,
                 },
             ),

@@ -9,14 +9,15 @@ import pytest
 from sqlalchemy import select, update
 from substrateinterface import Keypair, KeypairType
 
+from tessera.chain.gateway import Mint
 from tessera.jobs.worker import Worker
 from tessera.models import Job, Product, ProductItem, Reconciliation
 from tessera.models.base import utcnow
 from tessera.reconciliation.tasks import reconcile_chore
 from tests.changes.feed import of_type
 from tests.factories import create_product, create_users, issue_items, link_receiving, row_counts
-from tests.jobs.memory_chain import DOT, MemoryChain
-from tests.jobs.test_worker import METADATA, funded, key_of, nft_product, public_key
+from tests.jobs.memory_chain import DEPOSITS, DOT, MemoryChain
+from tests.jobs.test_worker import METADATA, UNREACHABLE, funded, key_of, nft_product, public_key
 
 OUTSIDER = Keypair.create_from_uri("//Outsider", crypto_type=KeypairType.SR25519)
 
@@ -48,8 +49,18 @@ async def minted(client, tenant, chain: MemoryChain, worker: Worker, count: int 
     users = await create_users(client, tenant, count)
     for user in users:
         await issue_items(client, tenant, product["id"], user["id"])
-    assert await worker.run_until_idle() == 1 + count
+    assert await worker.run_until_idle() == 2  # the collection, then the mints at once
     return product, users
+
+
+def mints(chain: MemoryChain) -> list[int]:
+    """The NFTs minted (not their metadata alone), in the order they landed."""
+    return [
+        part.item_id
+        for applied in chain.extrinsics
+        for part, fate in zip(applied.tx.parts, applied.outcomes, strict=True)
+        if isinstance(part, Mint) and part.owner is not None and fate.error is None
+    ]
 
 
 def drop(chain: MemoryChain, nft: int, collection: int = 0) -> None:
@@ -134,29 +145,34 @@ class TestComparison:
         product = await nft_product(client, tenant)
         assert await impatient.run_until_idle() == 1
         [ada] = await create_users(client, tenant, 1)
-        chain.free[wallet] = 0  # the mint cannot pay its fee: it fails for good
+        chain.free[wallet] = DEPOSITS.existential  # the mint waits for funds
         await issue_items(client, tenant, product["id"], ada["id"])
         assert await impatient.run_until_idle() == 1
         assert (await check(client, tenant, product))["findings"] == []  # not for long yet
         await age(database, ProductItem)
         [stuck] = (await check(client, tenant, product))["findings"]
         assert (stuck["kind"], stuck["item_id"]) == ("stuck", 1)
-        assert stuck["database"]["nft_status"] == "failed"
+        assert stuck["database"]["nft_status"] == "queued"
+        assert not await impatient.run_one()  # it waits for funds a while before it looks again
 
+        chain.fund(wallet, 100 * DOT)
         [action] = (await repair(client, tenant, product, dry_run=False))["actions"]
         [mint] = [job for job in await jobs(database) if job.kind == "nft.mint"]
         assert (action["action"], action["job_id"]) == ("retry", str(mint.id))
         assert (mint.status, mint.attempts) == ("queued", 0)
-        chain.fund(wallet, 100 * DOT)
+        assert mint.last_error.startswith("waiting: waiting for funds")
         assert await impatient.run_until_idle() == 1
         assert (await check(client, tenant, product))["findings"] == []
         assert chain.item_owner(0, 1) == key_of(ada)
 
     async def test_a_stuck_collection(self, client, tenant, chain, impatient, database):
-        wallet = await funded(client, tenant, chain)
+        await funded(client, tenant, chain)
         product = await nft_product(client, tenant)
-        chain.free[wallet] = 0
-        assert await impatient.run_until_idle() == 1  # cannot pay: failed
+        chain.unreachable = True
+        assert await impatient.run_until_idle() == 1
+        [failed] = await jobs(database)
+        assert (failed.status, failed.last_error) == ("failed", UNREACHABLE)
+        chain.unreachable = False
         await age(database, Product)
         [stuck] = (await check(client, tenant, product))["findings"]
         assert (stuck["kind"], stuck["item_id"], stuck["database"]["nft_status"]) == (
@@ -248,12 +264,13 @@ class TestRepair:
         assert again["actions"] == answer["actions"]
         assert len(await jobs(database)) == 1 + 3 + 3  # collection, mints, repairs: none new
 
-        assert await worker.run_until_idle() == 3
+        # The mint and the metadata in one batch, then the transfer back.
+        assert await worker.run_until_idle() == 2
         assert kinds(await check(client, tenant, product)) == [("unexpected_on_chain", 99)]
         assert chain.item_owner(0, 1) == key_of(ada)
         assert chain.item_owner(0, 2) == key_of(bob)
         assert chain.item_metadata(0, 3) == METADATA
-        assert chain.calls.count("Nfts.mint") == 3 + 1  # the missing one, once
+        assert mints(chain) == [1, 2, 3, 1]  # the missing one, once
 
     async def test_the_item_follows_its_nft_out_of_a_wallet_its_user_holds(
         self, client, tenant, chain, worker, database
@@ -391,7 +408,8 @@ async def test_a_large_collection_is_read_in_one_pass(client, tenant, chain, wor
         json={"users": [user["id"] for user in users]},
     )
     assert response.status_code == 201, response.text
-    assert await worker.run_until_idle() == 1 + count
+    assert await worker.run_until_idle() == 1 + count // 10  # the collection, then ten at once
+    assert mints(chain) == list(range(1, count + 1))
     reads = []
     original = chain.collection_items
     chain.collection_items = lambda collection: reads.append(collection) or original(collection)

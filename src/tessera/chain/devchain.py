@@ -180,6 +180,12 @@ class Devchain:
             raise RuntimeError(f"{method}: {answer['error']}")
         return answer["result"]
 
+    def head(self) -> int:
+        """The number of the best block."""
+        header = self.rpc("chain_getHeader", [])
+        assert isinstance(header, dict)
+        return int(header["number"], 16)
+
     def properties(self) -> dict[str, object]:
         """The chain's token symbol and decimals (``system_properties``)."""
         answer = self.rpc("system_properties", [])

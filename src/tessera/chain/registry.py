@@ -2,7 +2,7 @@
 
 import asyncio
 from collections.abc import Callable
-from typing import Annotated, TypeVar
+from typing import Annotated, Any, TypeVar
 
 from fastapi import Depends, Request
 
@@ -28,6 +28,8 @@ class Chains:
         self.timeout = settings.chain_timeout_seconds
         self.connect = connect
         self.gateways: dict[str, ChainGateway] = {}
+        # What the batches of each chain can carry, measured (tessera.extrinsics): per process.
+        self.capacities: dict[tuple[str, tuple[object, ...]], tuple[float, Any]] = {}
 
     def config(self, name: str) -> ChainConfig:
         config = self.settings.chain(name)

@@ -2,38 +2,53 @@
 
 import json
 import threading
-from collections.abc import Callable
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
-from scalecodec.base import ScaleBytes
 from scalecodec.utils.ss58 import ss58_decode, ss58_encode
 from substrateinterface import Keypair, KeypairType, SubstrateInterface
 from substrateinterface.exceptions import SubstrateRequestException
-from websocket import WebSocketException
+from websocket import WebSocketException, create_connection
 
+from tessera.chain.extrinsics import (
+    calls_of,
+    era_period,
+    read_outcome,
+    refusal,
+    tx_hash,
+)
 from tessera.chain.gateway import (
+    Account,
     Balance,
+    BlockLimits,
     ChainError,
     ChainItem,
     ChainUnreachable,
     Collection,
+    CreateCollection,
     Deposits,
+    Head,
+    Inclusion,
+    Outcome,
+    Part,
+    Rejected,
     Signed,
-    TxResult,
+    Weight,
 )
 
 T = TypeVar("T")
 # Storage maps are read by prefix this many entries per RPC round trip.
 PAGE_SIZE = 1000
-
-ISSUER_ONLY_MINTING = {
-    "mint_type": "Issuer",
-    "price": None,
-    "start_block": None,
-    "end_block": None,
-    "default_item_settings": 0,
-}
+# Storage keys read in one round trip (state_queryStorageAt).
+KEYS_PER_READ = 1000
+# What signing adds to a call's length: the signer, signature, era, nonce, tip, mode.
+SIGNED_OVERHEAD = 110
+# Blocks whose extrinsic hashes, and whose decoded events, are kept (a full block's events
+# take most of a second to decode; every waiting extrinsic of the block asks for them).
+BLOCKS_REMEMBERED = 256
+EVENTS_REMEMBERED = 8
 
 
 class SubstrateGateway:
@@ -49,6 +64,8 @@ class SubstrateGateway:
         self.timeout = timeout
         self._client: SubstrateInterface | None = None
         self._lock = threading.RLock()
+        self._block_hashes: OrderedDict[str, list[str]] = OrderedDict()
+        self._events: OrderedDict[str, list[Any]] = OrderedDict()
 
     # plumbing
 
@@ -86,32 +103,6 @@ class SubstrateGateway:
             "0x" + seed.hex(), ss58_format=substrate.ss58_format, crypto_type=KeypairType.SR25519
         )
 
-    def _sign(self, substrate: SubstrateInterface, seed: bytes, call: Any) -> Any:
-        keypair = self._keypair(substrate, seed)
-        # Chopsticks does not serve account_nextIndex; system_accountNextIndex counts the pool too.
-        nonce = substrate.rpc_request("system_accountNextIndex", [keypair.ss58_address])["result"]
-        return substrate.create_signed_extrinsic(call=call, keypair=keypair, nonce=nonce)
-
-    def _submit(
-        self, substrate: SubstrateInterface, seed: bytes, call: Any
-    ) -> tuple[Any, TxResult]:
-        name = f"{call.call_module['name']}.{call.call_function['name']}"
-        return self._included(substrate, self._sign(substrate, seed, call), name)
-
-    def _included(
-        self, substrate: SubstrateInterface, extrinsic: Any, name: str
-    ) -> tuple[Any, TxResult]:
-        try:
-            receipt = substrate.submit_extrinsic(extrinsic, wait_for_inclusion=True)
-        except SubstrateRequestException as exc:
-            raise ChainError(f"{name}: {_rejection(exc)}") from exc
-        if not receipt.is_success:
-            error = receipt.error_message or {}
-            error_name = error.get("name", "unknown") if isinstance(error, dict) else str(error)
-            raise ChainError(f"{name}: {error_name}")
-        block = substrate.get_block_number(receipt.block_hash)
-        return receipt, TxResult(receipt.extrinsic_hash, receipt.block_hash, int(block))
-
     # reads
 
     def balance(self, account: bytes) -> Balance:
@@ -131,22 +122,8 @@ class SubstrateGateway:
 
         return self._call(work)
 
-    def _create_call(self, s: SubstrateInterface, admin: bytes, max_supply: int | None) -> Any:
-        config = {"settings": 0, "max_supply": max_supply, "mint_settings": ISSUER_ONLY_MINTING}
-        return s.compose_call(
-            "Nfts", "create", {"admin": self._address(s, admin), "config": config}
-        )
-
     def create_collection_fee(self, admin: bytes, *, max_supply: int | None) -> int:
-        def work(s: SubstrateInterface) -> int:
-            call = self._create_call(s, admin, max_supply)
-            return int(
-                s.get_payment_info(call, Keypair(public_key=admin, ss58_format=s.ss58_format))[
-                    "partialFee"
-                ]
-            )
-
-        return self._call(work)
+        return self.weigh(admin, [CreateCollection(admin, max_supply)]).fee
 
     def collections_owned_by(self, account: bytes) -> list[int]:
         def work(s: SubstrateInterface) -> list[int]:
@@ -194,12 +171,6 @@ class SubstrateGateway:
 
         return self._call(work)
 
-    def account_nonce(self, account: bytes) -> int:
-        def work(s: SubstrateInterface) -> int:
-            return int(s.query("System", "Account", [self._address(s, account)]).value["nonce"])
-
-        return self._call(work)
-
     def item_metadata(self, collection_id: int, item_id: int) -> str | None:
         def work(s: SubstrateInterface) -> str | None:
             meta = s.query("Nfts", "ItemMetadataOf", [collection_id, item_id]).value
@@ -207,89 +178,238 @@ class SubstrateGateway:
 
         return self._call(work)
 
-    def transfer_fee(self, sender: bytes, *, collection_id: int, item_id: int, dest: bytes) -> int:
+    def account(self, account: bytes) -> Account:
+        def work(s: SubstrateInterface) -> Account:
+            info = s.query("System", "Account", [self._address(s, account)]).value
+            return Account(nonce=int(info["nonce"]), free=int(info["data"]["free"]))
+
+        return self._call(work)
+
+    def accounts(self, accounts: Sequence[bytes]) -> dict[bytes, Account]:
+        def work(s: SubstrateInterface) -> dict[bytes, Account]:
+            found = dict.fromkeys(accounts, Account(nonce=0, free=0))
+            for start in range(0, len(accounts), KEYS_PER_READ):
+                chunk = accounts[start : start + KEYS_PER_READ]
+                storage = [
+                    s.create_storage_key("System", "Account", [self._address(s, a)]) for a in chunk
+                ]
+                owners = {id(key): account for key, account in zip(storage, chunk, strict=True)}
+                for key, value in s.query_multi(storage):
+                    if value.value is not None:
+                        info = value.value
+                        account = owners[id(key)]
+                        found[account] = Account(int(info["nonce"]), int(info["data"]["free"]))
+            return found
+
+        return self._call(work)
+
+    def metadata_deposit(self, data: str) -> int:
         def work(s: SubstrateInterface) -> int:
-            call = s.compose_call(
-                "Nfts",
-                "transfer",
-                {"collection": collection_id, "item": item_id, "dest": self._address(s, dest)},
-            )
-            payer = Keypair(public_key=sender, ss58_format=s.ss58_format)
-            return int(s.get_payment_info(call, payer)["partialFee"])
+            base = int(s.get_constant("Nfts", "MetadataDepositBase").value)
+            per_byte = int(s.get_constant("Nfts", "DepositPerByte").value)
+            return base + per_byte * len(data.encode())
 
         return self._call(work)
 
-    # writes (signed with a custodial seed)
+    def items(
+        self, collection_id: int, item_ids: Sequence[int], *, final: bool = False
+    ) -> dict[int, ChainItem]:
+        def work(s: SubstrateInterface) -> dict[int, ChainItem]:
+            at = s.get_chain_finalised_head() if final else None
+            owners: dict[int, bytes] = {}
+            metadata: dict[int, str] = {}
+            for start in range(0, len(item_ids), KEYS_PER_READ // 2):
+                chunk = item_ids[start : start + KEYS_PER_READ // 2]
+                keys = [
+                    s.create_storage_key(storage, function, [collection_id, item_id])
+                    for item_id in chunk
+                    for storage, function in (("Nfts", "Item"), ("Nfts", "ItemMetadataOf"))
+                ]
+                for key, value in s.query_multi(keys, block_hash=at):
+                    if value.value is None:
+                        continue
+                    item_id = int(key.params[1])
+                    if key.storage_function == "Item":
+                        owners[item_id] = self._public_key(value.value["owner"])
+                    else:
+                        metadata[item_id] = value.value["data"]
+            return {
+                item_id: ChainItem(owner=owner, metadata=metadata.get(item_id))
+                for item_id, owner in owners.items()
+            }
 
-    def create_collection(self, seed: bytes, *, max_supply: int | None) -> tuple[int, TxResult]:
-        signed = self.sign_create_collection(seed, max_supply=max_supply)
-        return self.submit_create_collection(signed)
+        return self._call(work)
 
-    def sign_create_collection(self, seed: bytes, *, max_supply: int | None) -> Signed:
+    # extrinsics
+
+    def limits(self) -> BlockLimits:
+        def work(s: SubstrateInterface) -> BlockLimits:
+            weights = s.get_constant("System", "BlockWeights").value["per_class"]["normal"]
+            base = weights["base_extrinsic"]
+            length = s.get_constant("System", "BlockLength").value["max"]["normal"]
+            return BlockLimits(
+                ref_time=int(weights["max_extrinsic"]["ref_time"]) - int(base["ref_time"]),
+                proof_size=int(weights["max_extrinsic"]["proof_size"]) - int(base["proof_size"]),
+                length=int(length),
+                total_ref_time=int(weights["max_total"]["ref_time"]) - int(base["ref_time"]),
+                total_proof_size=int(weights["max_total"]["proof_size"]) - int(base["proof_size"]),
+            )
+
+        return self._call(work)
+
+    def weigh(self, signer: bytes, parts: Sequence[Part]) -> Weight:
+        def work(s: SubstrateInterface) -> Weight:
+            call = self._compose(s, parts)
+            payer = Keypair(public_key=signer, ss58_format=s.ss58_format)
+            info = s.get_payment_info(call, payer)
+            return Weight(
+                ref_time=int(info["weight"]["ref_time"]),
+                proof_size=int(info["weight"]["proof_size"]),
+                length=len(call.data) + SIGNED_OVERHEAD,
+                fee=int(info["partialFee"]),
+            )
+
+        return self._call(work)
+
+    def sign(self, seed: bytes, parts: Sequence[Part], *, nonce: int, era_blocks: int) -> Signed:
         def work(s: SubstrateInterface) -> Signed:
-            admin = self._keypair(s, seed).public_key
-            extrinsic = self._sign(s, seed, self._create_call(s, admin, max_supply))
-            return Signed(str(extrinsic.data), int(extrinsic.value["nonce"]))
-
-        return self._call(work)
-
-    def submit_create_collection(self, signed: Signed) -> tuple[int, TxResult]:
-        def work(s: SubstrateInterface) -> tuple[int, TxResult]:
-            extrinsic = s.create_scale_object("Extrinsic", data=ScaleBytes(signed.extrinsic))
-            extrinsic.decode()
-            receipt, tx = self._included(s, extrinsic, "Nfts.create")
-            for event in receipt.triggered_events:
-                value = event.value
-                if value["module_id"] == "Nfts" and value["event_id"] == "Created":
-                    return int(value["attributes"]["collection"]), tx
-            raise ChainError("Nfts.create succeeded without a Created event")
-
-        return self._call(work)
-
-    def mint(self, seed: bytes, *, collection_id: int, item_id: int, owner: bytes) -> TxResult:
-        def work(s: SubstrateInterface) -> TxResult:
-            call = s.compose_call(
-                "Nfts",
-                "mint",
-                {
-                    "collection": collection_id,
-                    "item": item_id,
-                    "mint_to": self._address(s, owner),
-                    "witness_data": None,
-                },
+            call = self._compose(s, parts)
+            # The era starts at the last finalized block, which every node has.
+            current = s.get_block_number(s.get_chain_finalised_head())
+            period = era_period(era_blocks)
+            extrinsic = s.create_signed_extrinsic(
+                call=call,
+                keypair=self._keypair(s, seed),
+                era={"period": period, "current": current},
+                nonce=nonce,
             )
-            return self._submit(s, seed, call)[1]
+            data = str(extrinsic.data)
+            return Signed(data, nonce, tx_hash(data), current + 1, current + period)
 
         return self._call(work)
 
-    def set_metadata(self, seed: bytes, *, collection_id: int, item_id: int, data: str) -> TxResult:
-        def work(s: SubstrateInterface) -> TxResult:
-            call = s.compose_call(
-                "Nfts", "set_metadata", {"collection": collection_id, "item": item_id, "data": data}
-            )
-            return self._submit(s, seed, call)[1]
+    def submit(self, extrinsic: str) -> None:
+        def work(s: SubstrateInterface) -> None:
+            try:
+                s.rpc_request("author_submitExtrinsic", [extrinsic])
+            except SubstrateRequestException as exc:
+                rejected = refusal(exc.args[0] if exc.args else {})
+                if rejected is not None:  # None: the pool has these bytes already
+                    raise rejected from exc
+
+        self._call(work)
+
+    def submit_many(self, extrinsics: Sequence[str]) -> list[Rejected | None]:
+        """All sent on a connection of their own before any answer is read: a node validates
+        them side by side, where one after the other each would wait for the last."""
+        if len(extrinsics) <= 1:
+            return [self._submitted(data) for data in extrinsics]
+        try:
+            connection = create_connection(self.url, timeout=self.timeout)
+        except (OSError, WebSocketException) as exc:
+            raise ChainUnreachable(f"cannot reach {self.endpoint}: {exc}") from exc
+        results: list[Rejected | None] = [None] * len(extrinsics)
+        try:
+            for index, data in enumerate(extrinsics):
+                request = {"jsonrpc": "2.0", "id": index, "method": "author_submitExtrinsic"}
+                connection.send(json.dumps(request | {"params": [data]}))
+            for _ in extrinsics:
+                answer = json.loads(connection.recv())
+                if "error" in answer:
+                    results[int(answer["id"])] = refusal(answer["error"])
+        except (OSError, WebSocketException) as exc:
+            raise ChainUnreachable(f"lost {self.endpoint}: {exc}") from exc
+        finally:
+            connection.close()
+        return results
+
+    def _submitted(self, data: str) -> Rejected | None:
+        try:
+            self.submit(data)
+        except Rejected as rejected:
+            return rejected
+        return None
+
+    def head(self) -> Head:
+        def work(s: SubstrateInterface) -> Head:
+            best = s.rpc_request("chain_getHeader", [])["result"]["number"]
+            final_hash = s.rpc_request("chain_getFinalizedHead", [])["result"]
+            final = s.rpc_request("chain_getHeader", [final_hash])["result"]["number"]
+            return Head(best=int(best, 16), finalized=int(final, 16))
 
         return self._call(work)
 
-    def transfer(self, seed: bytes, *, collection_id: int, item_id: int, dest: bytes) -> TxResult:
-        def work(s: SubstrateInterface) -> TxResult:
-            call = s.compose_call(
-                "Nfts",
-                "transfer",
-                {"collection": collection_id, "item": item_id, "dest": self._address(s, dest)},
-            )
-            return self._submit(s, seed, call)[1]
+    def block_hash(self, number: int) -> str | None:
+        def work(s: SubstrateInterface) -> str | None:
+            found: str | None = s.rpc_request("chain_getBlockHash", [number])["result"]
+            return found
 
         return self._call(work)
 
-    def send(self, seed: bytes, *, dest: bytes, amount: int) -> TxResult:
-        def work(s: SubstrateInterface) -> TxResult:
-            call = s.compose_call(
-                "Balances", "transfer_keep_alive", {"dest": self._address(s, dest), "value": amount}
-            )
-            return self._submit(s, seed, call)[1]
+    def find(self, tx_hashes: Sequence[str], *, first: int, last: int) -> dict[str, Inclusion]:
+        wanted = set(tx_hashes)
+
+        def work(s: SubstrateInterface) -> dict[str, Inclusion]:
+            found: dict[str, Inclusion] = {}
+            for number in range(max(first, 0), last + 1):
+                block = s.rpc_request("chain_getBlockHash", [number])["result"]
+                if block is None:
+                    break
+                for index, landed in enumerate(self._hashes_in(s, block)):
+                    if landed in wanted:
+                        found[landed] = Inclusion(number, block, index)
+                if len(found) == len(wanted):
+                    break
+            return found
 
         return self._call(work)
+
+    def outcome(self, inclusion: Inclusion, parts: Sequence[Part]) -> Outcome:
+        def work(s: SubstrateInterface) -> Outcome:
+            events = [
+                event.value
+                for event in self._events_of(s, inclusion.block_hash)
+                if event.value["extrinsic_idx"] == inclusion.index
+            ]
+            return read_outcome(events, parts, lambda error: _error_name(s, error))
+
+        return self._call(work)
+
+    def _hashes_in(self, s: SubstrateInterface, block: str) -> list[str]:
+        """The hashes of a block's extrinsics (raw: nothing decoded), remembered."""
+        hashes = self._block_hashes.get(block)
+        if hashes is None:
+            extrinsics = s.rpc_request("chain_getBlock", [block])["result"]["block"]["extrinsics"]
+            hashes = [tx_hash(data) for data in extrinsics]
+            _remember(self._block_hashes, block, hashes, BLOCKS_REMEMBERED)
+        return hashes
+
+    def _events_of(self, s: SubstrateInterface, block: str) -> list[Any]:
+        """A block's events, decoded once (a full block holds thousands)."""
+        events = self._events.get(block)
+        if events is None:
+            events = s.get_events(block)
+            _remember(self._events, block, events, EVENTS_REMEMBERED)
+        return events
+
+    def _compose(self, s: SubstrateInterface, parts: Sequence[Part]) -> Any:
+        """The call of an extrinsic of ``parts`` (see ``tessera.chain.gateway``)."""
+        composed = [[self._call_value(s, call) for call in calls_of(part)] for part in parts]
+        if len(composed) == 1 and len(composed[0]) == 1:
+            value = composed[0][0]
+        else:
+            value = {
+                "call_module": "Utility",
+                "call_function": "force_batch",
+                "call_args": {"calls": [_atomic(calls) for calls in composed]},
+            }
+        return s.compose_call(value["call_module"], value["call_function"], value["call_args"])
+
+    def _call_value(self, s: SubstrateInterface, call: tuple[str, str, dict[str, Any]]) -> Any:
+        module, function, args = call
+        accounts = {"mint_to", "dest", "admin"}
+        args = {k: self._address(s, v) if k in accounts else v for k, v in args.items()}
+        return {"call_module": module, "call_function": function, "call_args": args}
 
     def close(self) -> None:
         # A call stuck on a hung node holds the lock until its own timeout: do not wait for it
@@ -309,19 +429,37 @@ def _key(key: Any) -> Any:
     return key.value if hasattr(key, "value") else key
 
 
-def _rejection(exc: SubstrateRequestException) -> str:
-    """A transaction pool rejection in words, e.g. {"invalid":{"payment":null}}."""
-    detail = exc.args[0] if exc.args else {}
-    message = detail.get("message", "") if isinstance(detail, dict) else str(detail)
-    try:
-        reason = json.loads(message)
-    except (TypeError, ValueError):
-        return f"rejected: {message or detail}"
-    path = []
-    while isinstance(reason, dict) and reason:
-        key = next(iter(reason))
-        path.append(key)
-        reason = reason[key]
-    if path == ["invalid", "payment"]:
-        return "rejected: the signer cannot pay the fee"
-    return "rejected: " + ".".join(path or [message])
+def _atomic(calls: list[Any]) -> Any:
+    """A part: its one call, or its calls in a ``batch_all``."""
+    if len(calls) == 1:
+        return calls[0]
+    return {"call_module": "Utility", "call_function": "batch_all", "call_args": {"calls": calls}}
+
+
+def _error_name(s: SubstrateInterface, error: Any) -> str:
+    """A dispatch error in words: ``Nfts.AlreadyExists``, ``Token.FundsUnavailable``."""
+    if isinstance(error, dict) and "Module" in error:
+        module = error["Module"]
+        index, code = (
+            (module[0], module[1])
+            if isinstance(module, tuple)
+            else (
+                module["index"],
+                module["error"],
+            )
+        )
+        if isinstance(code, str):  # [u8; 4], the first byte the error's index
+            code = int(code[2:4], 16)
+        pallet = s.metadata.get_pallet_by_index(index)
+        found = s.metadata.get_module_error(module_index=index, error_index=code)
+        return f"{pallet.name}.{found.name}"
+    if isinstance(error, dict) and error:
+        kind, detail = next(iter(error.items()))
+        return f"{kind}.{detail}" if isinstance(detail, str) else str(kind)
+    return str(error)
+
+
+def _remember(cache: "OrderedDict[str, Any]", key: str, value: Any, limit: int) -> None:
+    cache[key] = value
+    while len(cache) > limit:
+        cache.popitem(last=False)

@@ -84,6 +84,12 @@ class ClaimedItemRow(NamedTuple):
     nft_wallet_id: uuid.UUID | None
     nft_held_by: str | None
     ticket_version: int
+    nft_extrinsic_id: uuid.UUID | None
+    nft_block_hash: str | None
+    nft_transfer_extrinsic_id: uuid.UUID | None
+    nft_transfer_block_hash: str | None
+    nft_reason: str | None
+    nft_transfer_reason: str | None
     id: uuid.UUID
     created_at: datetime
     updated_at: datetime
@@ -120,6 +126,12 @@ class ClaimedItem(NamedTuple):
     nft_wallet_id: uuid.UUID | None
     nft_held_by: str | None
     ticket_version: int
+    nft_extrinsic_id: uuid.UUID | None
+    nft_block_hash: str | None
+    nft_transfer_extrinsic_id: uuid.UUID | None
+    nft_transfer_block_hash: str | None
+    nft_reason: str | None
+    nft_transfer_reason: str | None
     id: uuid.UUID
     created_at: datetime
     updated_at: datetime

@@ -1,5 +1,6 @@
-"""The chain job queue: counts by status and kind, the newest jobs, and a failed job retried.
-An operator sees every project's jobs; a project owner only their project's (another
+"""The chain job queue: the jobs waiting for their project wallet to be funded, counts by
+status and kind, the newest jobs with their last error (or reason to wait), and a failed job
+retried. An operator sees every project's jobs; a project owner only their project's (another
 project's job is 404, as one that does not exist)."""
 
 import uuid
@@ -13,6 +14,7 @@ from tessera.console.web import PageNotFound, PosterDep, UserDep, back_to, page,
 from tessera.errors import AppError, InvalidInput
 from tessera.jobs import repository
 from tessera.jobs import service as jobs
+from tessera.jobs.queue import WAITING_FOR_FUNDS
 from tessera.jobs.worker import JobContext
 from tessera.models import JobStatus
 
@@ -42,6 +44,7 @@ async def jobs_page(
     database = request.app.state.database
     mine = None if user.is_operator else user.project_id
     counts, newest = await database.read(repository.queue, mine, shown, limit=NEWEST)
+    waiting = await database.read(repository.waiting_jobs, mine, WAITING_FOR_FUNDS)
     # A project owner's nav names their project.
     project = None if mine is None else await project_of(database, user, mine)
     by_kind: dict[str, dict[str, int]] = {}
@@ -59,6 +62,9 @@ async def jobs_page(
             "totals": totals,
             "jobs": newest,
             "newest": NEWEST,
+            "waiting": waiting,
+            "waiting_total": sum(row.jobs for row in waiting),
+            "funds_prefix": WAITING_FOR_FUNDS,
         },
     )
 

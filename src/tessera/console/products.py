@@ -1,12 +1,13 @@
 """The console's products pages: a project's products with their stock, items issued and
 redeemed; a product with its edit form, the form that issues items by email, its sales per day
-as a chart, its items with their owners and NFTs, and (an NFT product) its last reconciliation
-with the chain, whose forms are ``console.reconciliation``'s.
+as a chart, its items with their owners and NFTs, and (an NFT product) where its items' NFTs
+stand (minted, submitted, queued and those waiting for funds, failed, transfers on chain) and
+its last reconciliation with the chain, whose forms are ``console.reconciliation``'s.
 
 Every change goes through the API's use-cases (``tessera.products.service``) with the project's
 write principal, so the rules and refusals are the API's. The reads the API has no use-case for
-(issued and redeemed per product, quantities sold per day, the events to choose from) are the
-products repository's.
+(issued and redeemed per product, quantities sold per day, the items' NFTs by status, the events
+to choose from) are the products repository's.
 """
 
 import re
@@ -24,6 +25,7 @@ from tessera.console.forms import Field
 from tessera.console.web import PosterDep, UserDep, back_to, page, project_of
 from tessera.db import Database
 from tessera.errors import InvalidInput, validation_messages
+from tessera.jobs.queue import FUNDS
 from tessera.mail import outbox
 from tessera.models import Project
 from tessera.products import repository, service
@@ -314,12 +316,13 @@ async def product_page(
     # One day more than the chart's: whether days before the chart's had sales.
     sold = await database.read(repository.sold_per_day, project.id, product.id, days=CHART_DAYS + 1)
     events = await database.read(repository.event_choices, project.id)
-    # The last check as recorded: showing the page asks the chain nothing ("Check now" does).
-    last_check = (
-        await database.read(last_reconciliation, project.id, product.id)
-        if product.mint_nft
-        else None
-    )
+    # The NFTs as recorded: showing the page asks the chain nothing ("Check now" does).
+    progress, last_check = None, None
+    if product.mint_nft:
+        progress = await database.read(
+            repository.nft_progress, project.id, product.id, funds_reason=FUNDS
+        )
+        last_check = await database.read(last_reconciliation, project.id, product.id)
     return page(
         request,
         "products_detail.html",
@@ -332,6 +335,7 @@ async def product_page(
             "page_number": page_number,
             "pages": max(1, -(-items.pagination.total // PAGE_SIZE)),
             "max_issue": MAX_ISSUE,
+            "progress": progress,
             "last_check": last_check,
             **_choices(request, events),
         },

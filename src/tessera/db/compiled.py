@@ -64,8 +64,11 @@ def with_table_defaults(table: Table, row: dict[str, Any]) -> dict[str, Any]:
     return full
 
 
-def sizes_of(params: dict[str, Any]) -> tuple[int, ...]:
-    return tuple(len(value) for value in params.values() if isinstance(value, list))
+def sizes_of(params: dict[str, Any]) -> tuple[tuple[str, int], ...]:
+    """The lengths of the list parameters, by name: a statement is compiled once for each."""
+    return tuple(
+        sorted((key, len(value)) for key, value in params.items() if isinstance(value, list))
+    )
 
 
 Processor = Callable[[Any], Any] | None
@@ -87,14 +90,19 @@ class Compiled:
     checked: set[type[Any]] = field(default_factory=set)  # row types found to fit (``check``)
 
     @classmethod
-    def of(cls, statement: Any, sizes: tuple[int, ...], dialect: Dialect) -> "Compiled":
+    def of(cls, statement: Any, sizes: tuple[tuple[str, int], ...], dialect: Dialect) -> "Compiled":
         binds = _bind_params(statement)
         required = {p.key for p in binds if p.required}
-        if lists := [p for p in binds if p.expanding]:  # a placeholder each: IN ($3, $4, $5)
-            statement = statement.params(
-                dict.fromkeys(required)
-                | {p.key: [None] * n for p, n in zip(lists, sizes, strict=True)}
-            )
+        lengths = dict(sizes)
+        if any(p.expanding for p in binds):
+            # A placeholder for each element of a list parameter: IN ($3, $4, $5), rendered
+            # with a stand-in value for each parameter the caller gives. (A literal list,
+            # ``in_([...])``, carries its elements and is rendered as it is.)
+
+            def sized(element: Any, **_: Any) -> Any:
+                return _sized(element, lengths)
+
+            statement = visitors.replacement_traverse(statement, {}, sized)
         compiled = statement.compile(dialect=dialect, compile_kwargs={"render_postcompile": True})
         if prefetch := [*compiled.insert_prefetch, *compiled.update_prefetch]:
             # defaults that SQLAlchemy's execution would compute (an onupdate timestamp)
@@ -152,15 +160,25 @@ class Compiled:
     def arguments(self, values: dict[str, Any]) -> list[Any]:
         arguments = []
         for name, index, process, literal in self.params:
-            if literal is not _REQUIRED:
-                value = values.get(name, literal)
-            else:
-                value = values[name] if index is None else values[name][index]
+            value = values[name] if literal is _REQUIRED else values.get(name, literal)
+            if index is not None:
+                value = value[index]
             arguments.append(value if process is None or value is None else process(value))
         return arguments
 
 
 _REQUIRED = object()  # a parameter the caller must give
+
+
+def _sized(element: Any, lengths: dict[str, int]) -> BindParameter[Any] | None:
+    """A parameter the caller gives, with a stand-in value: a list one with ``lengths[key]``
+    elements; None: unchanged."""
+    if not isinstance(element, BindParameter) or not element.required:
+        return None
+    if element.expanding:
+        size = lengths.get(element.key, 0)
+        return bindparam(element.key, [None] * size, type_=element.type, expanding=True)
+    return bindparam(element.key, None, type_=element.type)
 
 
 def _bind_params(statement: Any) -> list[BindParameter[Any]]:

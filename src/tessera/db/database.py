@@ -81,6 +81,7 @@ class Database:
             self._write_lock = None
             self._sqlite_reader = self._sqlite_writer = None
         self.pool_size = pool_size
+        self._exclusive_slots = asyncio.Semaphore(max(1, pool_size // 2))
         # The hot reads' and writes' connections (PostgreSQL); opened as they are needed.
         self.pool: ConnectionPool | None = None
         if not self.is_sqlite:
@@ -93,7 +94,7 @@ class Database:
             )
         self._readers = async_sessionmaker(self.engine, expire_on_commit=False)
         self._writers = async_sessionmaker(self.write_engine, expire_on_commit=False)
-        self._compiled: dict[tuple[Executable, tuple[int, ...]], Compiled] = {}
+        self._compiled: dict[tuple[Executable, tuple[tuple[str, int], ...]], Compiled] = {}
         # One lock per hot row being waited for (``Transaction.one_waiter``), gone once unused.
         self._waiters: weakref.WeakValueDictionary[Hashable, asyncio.Lock] = (
             weakref.WeakValueDictionary()
@@ -151,6 +152,28 @@ class Database:
                 if driver.is_in_transaction():  # not committed
                     await transaction.rollback()
 
+    @asynccontextmanager
+    async def exclusive(self, key: int) -> AsyncIterator[None]:
+        """Run the block alone among every process holding ``key`` (a 64-bit number), however
+        long it takes and whatever it awaits meanwhile (chain calls, transactions of its own).
+
+        PostgreSQL: a session advisory lock on a connection of its own, given back at the end
+        (a process that dies gives it back with its connection); at most half the pool's
+        connections hold such locks at once, so that their holders always find one for their
+        own statements. SQLite: a lock of this process (one process works the jobs of a SQLite
+        database; README, "Running it").
+        """
+        if self.pool is None:
+            async with self.waiter_lock(("exclusive", key)):
+                yield
+            return
+        async with self._exclusive_slots, self._driver() as driver:
+            await driver.execute("SELECT pg_advisory_lock($1)", key)
+            try:
+                yield
+            finally:
+                await driver.execute("SELECT pg_advisory_unlock($1)", key)
+
     @property
     def dialect_name(self) -> str:
         return self.engine.dialect.name
@@ -181,7 +204,7 @@ class Database:
         finally:
             pool.release(connection)
 
-    def compiled(self, statement: Executable, sizes: tuple[int, ...]) -> "Compiled":
+    def compiled(self, statement: Executable, sizes: tuple[tuple[str, int], ...]) -> "Compiled":
         """``statement`` compiled for this backend (and these lengths of its list parameters),
         once."""
         key = (statement, sizes)

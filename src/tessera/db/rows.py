@@ -37,7 +37,7 @@ class Compiler(Protocol):
     @property
     def dialect_name(self) -> str: ...
 
-    def compiled(self, statement: Executable, sizes: tuple[int, ...]) -> Compiled: ...
+    def compiled(self, statement: Executable, sizes: tuple[tuple[str, int], ...]) -> Compiled: ...
 
     def waiter_lock(self, key: Hashable) -> asyncio.Lock: ...
 
@@ -143,6 +143,19 @@ class Transaction(Rows):
             status: str = await self._connection.execute(compiled.sql, *args)
         return int(status.rpartition(" ")[2])
 
+    async def execute_many(self, statement: Executable, rows: Sequence[dict[str, Any]]) -> None:
+        """An INSERT, UPDATE or DELETE run once for each of ``rows`` (its parameters), in one
+        round trip (no list parameters)."""
+        if not rows:
+            return
+        compiled = self._database.compiled(statement, ())
+        args = [compiled.arguments(row) for row in rows]
+        with _integrity(compiled.sql):
+            if isinstance(self._connection, sqlite3.Connection):
+                self._connection.executemany(compiled.sql, args)
+            else:
+                await self._connection.executemany(compiled.sql, args)
+
     @overload
     async def insert(
         self, model: type[DeclarativeBase], rows: Sequence[dict[str, Any]], /
@@ -222,6 +235,30 @@ class Transaction(Rows):
             return inserted
         return _written(into, full) if inserted else None
 
+    async def add_to(
+        self,
+        model: type[DeclarativeBase],
+        rows: Sequence[dict[str, Any]],
+        *,
+        unique: tuple[str, ...],
+        column: str,
+    ) -> None:
+        """Each of ``rows`` of ``model`` inserted, or, where a row with the same ``unique``
+        columns exists, its ``column`` added to that row's: counters that any number of
+        transactions add to (``INSERT ... ON CONFLICT DO UPDATE``)."""
+        table = table_of(model)
+        key = (table, unique, column, self._database.dialect_name)
+        statement = _ADD_TO.get(key)
+        if statement is None:
+            dialect_insert = pg_insert if key[3] == "postgresql" else sqlite_insert
+            inserted = dialect_insert(table).values(column_values(table))
+            statement = _ADD_TO[key] = inserted.on_conflict_do_update(
+                index_elements=list(unique),
+                set_={column: table.c[column] + inserted.excluded[column]},
+            )
+        for row in rows:
+            await self.execute(statement, **with_table_defaults(table, row))
+
 
 def _written(into: type[RowT], row: dict[str, Any]) -> RowT:
     """A row as written, as ``into``, whose fields must be the table's columns."""
@@ -229,6 +266,7 @@ def _written(into: type[RowT], row: dict[str, Any]) -> RowT:
 
 
 _INSERT_NEW: dict[tuple[Table, tuple[str, ...], str], Any] = {}
+_ADD_TO: dict[tuple[Table, tuple[str, ...], str, str], Any] = {}
 
 
 @contextmanager

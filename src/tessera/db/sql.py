@@ -4,7 +4,7 @@ import uuid
 from collections.abc import Sequence
 from typing import Any, TypeVar
 
-from sqlalchemy import ColumnElement, Select, String, select, text
+from sqlalchemy import BigInteger, ColumnElement, Select, String, bindparam, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.orm import DeclarativeBase
@@ -12,6 +12,7 @@ from sqlalchemy.orm.interfaces import ORMOption
 from sqlalchemy.sql.compiler import SQLCompiler
 from sqlalchemy.sql.functions import FunctionElement
 
+from tessera.db.rows import Transaction
 from tessera.errors import NotFound
 
 AnySelect = Select[*tuple[Any, ...]]
@@ -75,14 +76,17 @@ def skip_locked(statement: SelectT) -> SelectT:
     return statement.with_for_update(skip_locked=True)
 
 
-async def serialize(session: AsyncSession, key: int) -> None:
+_XACT_LOCK = select(func.pg_advisory_xact_lock(bindparam("key", type_=BigInteger())))
+
+
+async def serialize(tx: Transaction, key: int) -> None:
     """Run this transaction's critical section alone across processes, until it ends.
 
     PostgreSQL takes a transaction-level advisory lock on ``key``; SQLite's write transaction
     already holds the whole database.
     """
-    if session.get_bind().dialect.name == "postgresql":
-        await session.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": key})
+    if tx.on_postgresql:
+        await tx.scalar(_XACT_LOCK, key=key)
 
 
 class UtcDay(FunctionElement[str]):

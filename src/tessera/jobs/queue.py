@@ -24,6 +24,13 @@ class JobKind(StrEnum):
     RECONCILE = "nft.reconcile"  # a product's scheduled reconciliation
 
 
+# A job queued again by ``NotReady`` (or a batch's ``Wait``) shows "waiting: " and its reason as
+# its ``last_error``; a reason to wait for the wallet that pays to be funded starts with ``FUNDS``
+# (``tessera.extrinsics.service.short_of_funds``). The console and /metrics count those jobs.
+FUNDS = "waiting for funds"
+WAITING_FOR_FUNDS = f"waiting: {FUNDS}"
+
+
 class NotReady(Exception):
     """Raised by a handler whose job waits for another one (e.g. a mint for its collection).
 

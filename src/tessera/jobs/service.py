@@ -6,6 +6,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from tessera.errors import JobNotFailed, JobNotFound
 from tessera.jobs import repository
+from tessera.jobs.repository import JobRow
 from tessera.jobs.worker import Handlers, JobContext
 from tessera.models import Job, JobStatus
 from tessera.models.base import utcnow
@@ -18,26 +19,21 @@ async def list_jobs(
     return await repository.newest(session, status=status, limit=limit)
 
 
-async def retry_job(context: JobContext, handlers: Handlers, *, job_id: uuid.UUID) -> Job:
+async def retry_job(context: JobContext, handlers: Handlers, *, job_id: uuid.UUID) -> JobRow:
     """Queue a failed job again with fresh attempts, and show its row as queued again.
 
     Only a failed job can be retried: a queued or running one is still being worked on, and
     resetting a succeeded one would redo chain work.
     """
-    async with context.database.session() as session:
-        job = await session.get(Job, job_id)
+    async with context.database.transaction() as tx:
+        job = await repository.get_job(tx, job_id)
         if job is None:
             raise JobNotFound
         if job.status != JobStatus.FAILED:
             raise JobNotFailed(f"job {job_id} is {job.status}, only a failed job can be retried")
-        job.status, job.attempts, job.run_after, job.last_error = (
-            JobStatus.QUEUED,
-            0,
-            utcnow(),
-            None,
-        )
-        await session.commit()
+        job = await repository.requeue(tx, job_id, utcnow())
+        await tx.commit()
     handler = handlers.get(job.kind)
     if handler is not None:
-        await handler.show(context, job, JobStatus.QUEUED)
+        await handler.show(context, [job], JobStatus.QUEUED)
     return job

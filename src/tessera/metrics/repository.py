@@ -3,14 +3,17 @@
 import uuid
 from collections.abc import Sequence
 from datetime import datetime
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from sqlalchemy import bindparam, case, delete, func, select
 
 from tessera.db import Rows, Transaction, table_of
 from tessera.models import (
+    LIVE,
+    Extrinsic,
     Job,
     JobStatus,
+    MetricCount,
     ProjectWallet,
     ProjectWalletBalance,
     WebhookDelivery,
@@ -144,3 +147,59 @@ async def replace_balances(
             for wallet_id, free in balances
         ],
     )
+
+
+# Counts the workers keep (tessera.metrics.counts), and the chain work in flight.
+_COUNTS_TABLE, _EXTRINSICS = table_of(MetricCount), table_of(Extrinsic)
+_ALL_COUNTS = select(_COUNTS_TABLE.c.name, _COUNTS_TABLE.c.labels, _COUNTS_TABLE.c.value)
+_IN_FLIGHT = (
+    select(_EXTRINSICS.c.chain, _EXTRINSICS.c.signer, func.count().label("extrinsics"))
+    .where(_EXTRINSICS.c.status.in_(LIVE))
+    .group_by(_EXTRINSICS.c.chain, _EXTRINSICS.c.signer)
+)
+_WAITING_FOR_FUNDS = (
+    select(_JOBS.c.kind, _JOBS.c.project_id, func.count().label("jobs"))
+    .where(
+        _JOBS.c.status == JobStatus.QUEUED,
+        _JOBS.c.last_error.like(bindparam("waiting")),
+    )
+    .group_by(_JOBS.c.kind, _JOBS.c.project_id)
+)
+
+
+class CountRow(NamedTuple):
+    name: str
+    labels: str
+    value: float
+
+
+class InFlight(NamedTuple):
+    chain: str
+    signer: str  # public key, hex
+    extrinsics: int
+
+
+class WaitingJobs(NamedTuple):
+    kind: str
+    project_id: uuid.UUID
+    jobs: int
+
+
+async def add_counts(tx: Transaction, counts: Sequence[dict[str, Any]]) -> None:
+    """Add to the counters (rows of ``metric_counts``: name, labels, value to add)."""
+    await tx.add_to(MetricCount, counts, unique=("name", "labels"), column="value")
+
+
+async def all_counts(rows: Rows) -> list[CountRow]:
+    return await rows.all(_ALL_COUNTS, CountRow)
+
+
+async def in_flight(rows: Rows) -> list[InFlight]:
+    """Extrinsics whose fate is not known yet, by chain and signer."""
+    return await rows.all(_IN_FLIGHT, InFlight)
+
+
+async def waiting_for_funds(rows: Rows, prefix: str) -> list[WaitingJobs]:
+    """Queued jobs whose last word is that they wait for funds (``last_error`` starts with
+    ``prefix``), by kind and project."""
+    return await rows.all(_WAITING_FOR_FUNDS, WaitingJobs, waiting=prefix + "%")

@@ -7,7 +7,10 @@ minute and records them in ``project_wallet_balances``; the scrape shows the las
 when it was made. With several workers, the one that finds a reading younger than half a
 minute leaves it. The NFT drift is counted, by kind, from the findings each product's last
 reconciliation recorded (``reconciliations``): a scrape never waits on a chain either. The
-mails are counted by status from the outbox (``mails``).
+mails are counted by status from the outbox (``mails``). The chain work: the counters and
+histograms the workers add to in the transactions of what they count (``metric_counts``,
+``tessera.metrics.counts``), the extrinsics in flight from the ledger (``extrinsics``) and the
+jobs waiting for funds from the job table.
 """
 
 import asyncio
@@ -22,13 +25,14 @@ from prometheus_client.metrics_core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from tessera.chain.gateway import ChainGateway
+from tessera.chain.keys import ss58_address
 from tessera.chain.registry import Chains
 from tessera.config import Settings
 from tessera.db import Database, Rows
 from tessera.errors import AppError
-from tessera.jobs.queue import JobKind
+from tessera.jobs.queue import WAITING_FOR_FUNDS, JobKind
 from tessera.mail import repository as mails
-from tessera.metrics import repository
+from tessera.metrics import counts, repository
 from tessera.metrics.process import sample_pool, scrape_registry
 from tessera.models import JobStatus, MailStatus
 from tessera.models.base import utcnow
@@ -40,12 +44,35 @@ log = logging.getLogger("tessera.metrics")
 BALANCE_SECONDS = 60.0
 BALANCE_BATCH = 50  # wallets per chain call (each one RPC), well within its deadline
 QUEUE_STATUSES = (JobStatus.QUEUED, JobStatus.RUNNING)
+COUNTERS: dict[str, tuple[str, Sequence[str]]] = {
+    "tessera_chain_extrinsics_submitted_total": (
+        "Extrinsics signed with a key Tessera holds and recorded in the ledger to be submitted, "
+        "by chain and call (Nfts.mint, Nfts.transfer, Balances.transfer_keep_alive, Nfts.create, "
+        "System.remark).",
+        ["chain", "call"],
+    ),
+}
+HISTOGRAMS: dict[str, tuple[str, Sequence[str], Sequence[float]]] = {
+    "tessera_chain_nfts_per_extrinsic": (
+        "Parts per signed extrinsic (NFTs minted or transferred, holders sent their fees), by "
+        "chain and call.",
+        ["chain", "call"],
+        counts.PARTS,
+    ),
+    "tessera_nft_mint_seconds": (
+        "Seconds from an item's issue to its NFT in a final block, by chain.",
+        ["chain"],
+        counts.MINT_SECONDS,
+    ),
+}
 
 
 async def scrape(database: Database, settings: Settings) -> bytes:
     """The Prometheus text exposition: every process's request and pool figures, the job
     queue, the recorded balances, the webhooks' deliveries, the NFT drift found by the
-    products' last reconciliations and the mails."""
+    products' last reconciliations, the mails and the chain work (extrinsics signed, NFTs per
+    extrinsic, mint times, extrinsics in flight, jobs waiting for funds). A fixed number of
+    statements, however many rows: nothing here asks a chain."""
 
     async def read(
         rows: Rows,
@@ -56,6 +83,13 @@ async def scrape(database: Database, settings: Settings) -> bytes:
         )
         recorded.append(_drift_family(await reconciliations.all_findings(rows)))
         recorded.append(_mail_family(await mails.mails_by_status(rows)))
+        recorded += counts.families(
+            await repository.all_counts(rows), counters=COUNTERS, histograms=HISTOGRAMS
+        )
+        recorded.append(_in_flight_family(await repository.in_flight(rows), settings))
+        recorded.append(
+            _waiting_family(await repository.waiting_for_funds(rows, WAITING_FOR_FUNDS))
+        )
         return await repository.job_queue(rows), await repository.shown_balances(rows), recorded
 
     queue, balances, recorded = await database.read(read)
@@ -150,6 +184,34 @@ def _mail_family(counted: Mapping[MailStatus, int]) -> Metric:
     )
     for status in MailStatus:  # every status, at 0 when none, so that alerts see a value
         family.add_metric([status.value], counted.get(status, 0))
+    return family
+
+
+def _in_flight_family(in_flight: Sequence[repository.InFlight], settings: Settings) -> Metric:
+    family = GaugeMetricFamily(
+        "tessera_chain_extrinsics_in_flight",
+        "Extrinsics signed and not yet final or dropped (each holds a nonce of its signer), by "
+        "chain and signing account (its SS58 address).",
+        labels=["chain", "signer"],
+    )
+    for row in sorted(in_flight):
+        chain = settings.chain(row.chain)
+        if chain is None:  # a chain this version no longer knows
+            continue
+        address = ss58_address(bytes.fromhex(row.signer), chain.ss58_prefix)
+        family.add_metric([row.chain, address], row.extrinsics)
+    return family
+
+
+def _waiting_family(waiting: Sequence[repository.WaitingJobs]) -> Metric:
+    family = GaugeMetricFamily(
+        "tessera_jobs_waiting_for_funds",
+        "Queued jobs waiting because their project wallet cannot pay the fees and deposits, "
+        "by kind and project: they run again once it is funded.",
+        labels=["kind", "project_id"],
+    )
+    for row in sorted(waiting, key=lambda row: (row.kind, str(row.project_id))):
+        family.add_metric([row.kind, str(row.project_id)], row.jobs)
     return family
 
 

@@ -6,6 +6,7 @@ from tessera.models.checkin import Checkin
 from tessera.models.claim import Claim, ClaimLink
 from tessera.models.console import ConsoleSession, Operator
 from tessera.models.event import Attendee, Event
+from tessera.models.extrinsic import LIVE, Extrinsic, ExtrinsicStatus, MetricCount
 from tessera.models.idempotency import IdempotencyKey
 from tessera.models.job import Job, JobStatus
 from tessera.models.mail import Mail, MailStatus
@@ -26,6 +27,7 @@ from tessera.models.user import ReputationEntry, User, UserWallet, WalletChallen
 from tessera.models.worker import WorkerHeartbeat
 
 __all__ = [
+    "LIVE",
     "ApiKey",
     "Attendee",
     "Base",
@@ -36,6 +38,8 @@ __all__ = [
     "ConsoleSession",
     "DeliveryStatus",
     "Event",
+    "Extrinsic",
+    "ExtrinsicStatus",
     "IdempotencyKey",
     "IdentityBinding",
     "ItemTransfer",
@@ -43,6 +47,7 @@ __all__ = [
     "JobStatus",
     "Mail",
     "MailStatus",
+    "MetricCount",
     "NftStatus",
     "OAuthClient",
     "Operator",

@@ -26,7 +26,10 @@ class Job(IdMixin, TimestampMixin, Base):
     """
 
     __tablename__ = "jobs"
-    __table_args__ = (Index("ix_jobs_status_run_after", "status", "run_after"),)
+    __table_args__ = (
+        Index("ix_jobs_status_run_after", "status", "run_after"),
+        Index("ix_jobs_batch", "batch", "status", "run_after"),
+    )
 
     project_id: Mapped[uuid.UUID] = mapped_column(
         Uuid, ForeignKey("projects.id", ondelete="CASCADE"), index=True
@@ -39,4 +42,8 @@ class Job(IdMixin, TimestampMixin, Base):
     attempts: Mapped[int] = mapped_column(default=0)
     run_after: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     lease_until: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    # The claim that runs it: a worker's claim takes one job, or a batch of jobs together.
+    claim: Mapped[uuid.UUID | None] = mapped_column(Uuid)
+    # Jobs of one batch key (e.g. "mint:<product id>") may be claimed together, as a batch.
+    batch: Mapped[str | None] = mapped_column(String(128))
     last_error: Mapped[str | None] = mapped_column(Text)

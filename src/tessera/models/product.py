@@ -1,9 +1,8 @@
 import uuid
 from datetime import datetime
 from enum import StrEnum
-from typing import Any
 
-from sqlalchemy import JSON, BigInteger, ForeignKey, Index, String, UniqueConstraint
+from sqlalchemy import BigInteger, ForeignKey, Index, String, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from tessera.models.base import Base, IdMixin, TimestampMixin, UTCDateTime, Uuid, text_enum, utcnow
@@ -59,9 +58,9 @@ class Product(IdMixin, TimestampMixin, Base):
     # mint_nft products: the collection the worker created (queued -> submitted -> created|failed).
     nft_status: Mapped[NftStatus | None] = mapped_column(text_enum(NftStatus))
     nft_collection_id: Mapped[int | None] = mapped_column(BigInteger)
-    # The collection's creation as signed before it was submitted ({"extrinsic", "nonce",
-    # "signer"}, hex): a retry resubmits it until its fate is known (tessera.products.tasks).
-    nft_attempt: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    # The collection's creation as signed before it was submitted (``extrinsics``): a retry
+    # follows it until its fate is known (tessera.products.nft_jobs).
+    nft_extrinsic_id: Mapped[uuid.UUID | None] = mapped_column(Uuid)
 
     event: Mapped[Event | None] = relationship(lazy="raise")
 
@@ -84,8 +83,8 @@ class ProductItem(IdMixin, TimestampMixin, Base):
     )
     redemption_count: Mapped[int] = mapped_column(BigInteger, default=0)
     redeemed_at: Mapped[int | None] = mapped_column(BigInteger)
-    # NFT id = item_id. Mint: queued -> submitted -> minted|failed; the last on-chain transfer:
-    # queued -> submitted -> transferred|failed.
+    # NFT id = item_id. Mint: queued -> submitted -> minted|failed (minted once its block is
+    # final); the last on-chain transfer: queued -> submitted -> transferred|failed.
     nft_status: Mapped[NftStatus | None] = mapped_column(text_enum(NftStatus))
     nft_tx_hash: Mapped[str | None] = mapped_column(String(80))
     nft_block: Mapped[int | None] = mapped_column(BigInteger)
@@ -99,6 +98,15 @@ class ProductItem(IdMixin, TimestampMixin, Base):
     # The ticket's secret and page are derived from the item's id and this number
     # (tessera.tickets.codes); a reissue or a transfer counts it up, and the old ones stop working.
     ticket_version: Mapped[int] = mapped_column(BigInteger, default=1)
+    # The extrinsics carrying its mint and its last on-chain transfer (``extrinsics``), and
+    # the blocks they landed in.
+    nft_extrinsic_id: Mapped[uuid.UUID | None] = mapped_column(Uuid)
+    nft_block_hash: Mapped[str | None] = mapped_column(String(66))
+    nft_transfer_extrinsic_id: Mapped[uuid.UUID | None] = mapped_column(Uuid)
+    nft_transfer_block_hash: Mapped[str | None] = mapped_column(String(66))
+    # Why the mint, or the transfer, waits or failed (e.g. the project wallet cannot pay).
+    nft_reason: Mapped[str | None] = mapped_column(String(500))
+    nft_transfer_reason: Mapped[str | None] = mapped_column(String(500))
 
     product: Mapped[Product] = relationship(lazy="raise")
     owner: Mapped[User] = relationship(lazy="raise")

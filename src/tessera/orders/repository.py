@@ -77,6 +77,12 @@ class OrderReadRow(NamedTuple):
     item__nft_wallet_id: uuid.UUID | None
     item__nft_held_by: str | None
     item__ticket_version: int | None
+    item__nft_extrinsic_id: uuid.UUID | None
+    item__nft_block_hash: str | None
+    item__nft_transfer_extrinsic_id: uuid.UUID | None
+    item__nft_transfer_block_hash: str | None
+    item__nft_reason: str | None
+    item__nft_transfer_reason: str | None
     item__id: uuid.UUID | None
     item__created_at: datetime | None
     item__updated_at: datetime | None
@@ -134,6 +140,12 @@ class IssuedItem(NamedTuple):
     nft_wallet_id: uuid.UUID | None
     nft_held_by: str | None
     ticket_version: int
+    nft_extrinsic_id: uuid.UUID | None
+    nft_block_hash: str | None
+    nft_transfer_extrinsic_id: uuid.UUID | None
+    nft_transfer_block_hash: str | None
+    nft_reason: str | None
+    nft_transfer_reason: str | None
     id: uuid.UUID
     created_at: datetime
     updated_at: datetime

@@ -8,7 +8,20 @@ from datetime import datetime
 from operator import attrgetter
 from typing import Any
 
-from sqlalchemy import BigInteger, Update, and_, bindparam, case, cast, func, or_, select, update
+from sqlalchemy import (
+    BigInteger,
+    ColumnElement,
+    String,
+    Update,
+    and_,
+    bindparam,
+    case,
+    cast,
+    func,
+    or_,
+    select,
+    update,
+)
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from tessera.chain.keys import CUSTODIAL
@@ -30,6 +43,7 @@ from tessera.models import (
     Event,
     ItemTransfer,
     Job,
+    NftStatus,
     Order,
     OrderItem,
     OrderStatus,
@@ -47,6 +61,7 @@ from tessera.products.rows import (
     Item,
     ItemKeyRow,
     ItemRow,
+    NftProgress,
     OwnedItemRow,
     OwnerRow,
     ProductCounts,
@@ -61,6 +76,7 @@ from tessera.products.rows import (
     TransferRow,
     event_of,
     item_of,
+    owned_item,
     product_view,
 )
 from tessera.products.schemas import (
@@ -522,18 +538,7 @@ async def read_product_items(
     count = await rows.scalar(total, **filters)
     found = await rows.all(page, OwnedItemRow, **filters, limit=query.limit, offset=query.offset)
     return ItemList(
-        items=[
-            ProductItemRead.of(
-                item_of(
-                    row,
-                    product=product,
-                    owner=OwnerRow(
-                        row.owner_id, row.owner_email, row.owner_first_name, row.owner_last_name
-                    ),
-                )
-            )
-            for row in found
-        ],
+        items=[ProductItemRead.of(owned_item(row, product)) for row in found],
         pagination=Pagination(page=query.page, limit=query.limit, total=count),
     )
 
@@ -736,6 +741,41 @@ _COUNTS = (
     )
     .group_by(_PRODUCTS.c.id, _PRODUCTS.c.issued_count)
 )
+
+
+def _items_where(condition: ColumnElement[bool]) -> ColumnElement[int]:
+    """How many of the product's items meet ``condition`` (0 for none)."""
+    return cast(func.coalesce(func.sum(case((condition, 1), else_=0)), 0), BigInteger)
+
+
+_FUNDS = bindparam("funds", type_=String())  # a LIKE pattern: the reasons to wait for funds
+_MINT_WAITS = and_(_ITEMS.c.nft_status == NftStatus.QUEUED, _ITEMS.c.nft_reason.like(_FUNDS))
+_TRANSFER_WAITS = and_(
+    _ITEMS.c.nft_transfer_status == NftStatus.QUEUED, _ITEMS.c.nft_transfer_reason.like(_FUNDS)
+)
+# One row however many items: the mints by status, the transfers on chain, and one reason of
+# each kind to wait for funds (the greatest, so the same one at each look).
+_NFT_PROGRESS = select(
+    *(
+        _items_where(_ITEMS.c.nft_status == status).label(status.value)
+        for status in (
+            NftStatus.MINTED,
+            NftStatus.SUBMITTED,
+            NftStatus.QUEUED,
+            NftStatus.FAILED,
+            NftStatus.EXTERNAL,
+        )
+    ),
+    _items_where(_MINT_WAITS).label("mints_waiting_for_funds"),
+    func.max(case((_MINT_WAITS, _ITEMS.c.nft_reason))).label("mint_funds_reason"),
+    _items_where(_ITEMS.c.nft_transfer_status == NftStatus.SUBMITTED).label("transfers_submitted"),
+    _items_where(_ITEMS.c.nft_transfer_status == NftStatus.QUEUED).label("transfers_queued"),
+    _items_where(_TRANSFER_WAITS).label("transfers_waiting_for_funds"),
+    func.max(case((_TRANSFER_WAITS, _ITEMS.c.nft_transfer_reason))).label("transfer_funds_reason"),
+).where(
+    _ITEMS.c.project_id == bindparam("project_id"),
+    _ITEMS.c.product_id == bindparam("product_id"),
+)
 _EVENT_CHOICES = (
     select(_EVENTS.c.id, _EVENTS.c.name)
     .where(_EVENTS.c.project_id == bindparam("project_id"))
@@ -769,6 +809,22 @@ async def read_counts(
         return {}
     found = await rows.all(_COUNTS, ProductCounts, project_id=project_id, ids=ids)
     return {row.id: row for row in found}
+
+
+async def nft_progress(
+    rows: Rows, project_id: uuid.UUID, product_id: uuid.UUID, *, funds_reason: str
+) -> NftProgress:
+    """Where the product's items' NFTs stand; a queued mint or transfer waits for funds when
+    its reason starts with ``funds_reason``."""
+    progress = await rows.first(
+        _NFT_PROGRESS,
+        NftProgress,
+        project_id=project_id,
+        product_id=product_id,
+        funds=funds_reason + "%",
+    )
+    assert progress is not None  # an aggregate without GROUP BY: one row
+    return progress
 
 
 async def event_choices(rows: Rows, project_id: uuid.UUID) -> list[EventChoice]:

@@ -4,7 +4,7 @@ built from them (what ``ProductRead`` and ``ProductItemRead`` read)."""
 import uuid
 from datetime import datetime
 from decimal import Decimal
-from typing import Any, NamedTuple, Protocol
+from typing import NamedTuple, Protocol
 
 from tessera.events.repository import EventRow
 from tessera.models import (
@@ -37,7 +37,7 @@ class ProductRow(NamedTuple):
     issued_count: int
     nft_status: NftStatus | None
     nft_collection_id: int | None
-    nft_attempt: dict[str, Any] | None
+    nft_extrinsic_id: uuid.UUID | None
     id: uuid.UUID
     created_at: datetime
     updated_at: datetime
@@ -214,6 +214,12 @@ class ItemRow(NamedTuple):
     nft_wallet_id: uuid.UUID | None
     nft_held_by: str | None
     ticket_version: int
+    nft_extrinsic_id: uuid.UUID | None
+    nft_block_hash: str | None
+    nft_transfer_extrinsic_id: uuid.UUID | None
+    nft_transfer_block_hash: str | None
+    nft_reason: str | None
+    nft_transfer_reason: str | None
     id: uuid.UUID
     created_at: datetime
     updated_at: datetime
@@ -238,6 +244,12 @@ class OwnedItemRow(NamedTuple):
     nft_wallet_id: uuid.UUID | None
     nft_held_by: str | None
     ticket_version: int
+    nft_extrinsic_id: uuid.UUID | None
+    nft_block_hash: str | None
+    nft_transfer_extrinsic_id: uuid.UUID | None
+    nft_transfer_block_hash: str | None
+    nft_reason: str | None
+    nft_transfer_reason: str | None
     id: uuid.UUID
     created_at: datetime
     updated_at: datetime
@@ -296,6 +308,12 @@ class Item(NamedTuple):
     nft_wallet_id: uuid.UUID | None
     nft_held_by: str | None
     ticket_version: int
+    nft_extrinsic_id: uuid.UUID | None
+    nft_block_hash: str | None
+    nft_transfer_extrinsic_id: uuid.UUID | None
+    nft_transfer_block_hash: str | None
+    nft_reason: str | None
+    nft_transfer_reason: str | None
     id: uuid.UUID
     created_at: datetime
     updated_at: datetime
@@ -322,12 +340,24 @@ def item_of(row: ItemRow | OwnedItemRow, *, product: ProductRow, owner: Owner) -
         nft_wallet_id=row.nft_wallet_id,
         nft_held_by=row.nft_held_by,
         ticket_version=row.ticket_version,
+        nft_extrinsic_id=row.nft_extrinsic_id,
+        nft_block_hash=row.nft_block_hash,
+        nft_transfer_extrinsic_id=row.nft_transfer_extrinsic_id,
+        nft_transfer_block_hash=row.nft_transfer_block_hash,
+        nft_reason=row.nft_reason,
+        nft_transfer_reason=row.nft_transfer_reason,
         id=row.id,
         created_at=row.created_at,
         updated_at=row.updated_at,
         product=product,
         owner=owner,
     )
+
+
+def owned_item(row: OwnedItemRow, product: ProductRow) -> Item:
+    """The item of ``row`` with its ``product`` and the owner the row carries."""
+    owner = OwnerRow(row.owner_id, row.owner_email, row.owner_first_name, row.owner_last_name)
+    return item_of(row, product=product, owner=owner)
 
 
 class HeldRow(NamedTuple):
@@ -382,6 +412,24 @@ class ProductCounts(NamedTuple):
     issued: int
     redeemed: int  # items redeemed at least once
     redemptions: int
+
+
+class NftProgress(NamedTuple):
+    """Where a product's items' NFTs stand: their mints by status, the queued ones that wait
+    for the project wallet to be funded (and the reason of one of them), and their transfers
+    on chain (submitted: in an extrinsic not yet in a final block)."""
+
+    minted: int
+    submitted: int
+    queued: int
+    failed: int
+    external: int
+    mints_waiting_for_funds: int
+    mint_funds_reason: str | None
+    transfers_submitted: int
+    transfers_queued: int
+    transfers_waiting_for_funds: int
+    transfer_funds_reason: str | None
 
 
 class EventChoice(NamedTuple):

@@ -43,9 +43,9 @@ from tessera.errors import (
 from tessera.jobs.queue import JobKind
 from tessera.models import NftStatus
 from tessera.products import repository
+from tessera.products.nft_jobs import queue_nft
 from tessera.products.rows import Item, ItemRow, ProductRow, Recipient
 from tessera.products.schemas import ProductItemRead, is_fully_redeemed
-from tessera.products.tasks import queue_nft
 from tessera.users.rules import require_activated
 
 

@@ -273,15 +273,21 @@ class NftTransfer(SnakeModel):
     status: NftStatus
     tx_hash: str | None
     block: int | None
+    block_hash: str | None
+    reason: str | None
 
 
 class ItemNft(SnakeModel):
-    """The item's NFT (id = ``item_id``): queued, submitted, minted or failed; and the last
-    on-chain transfer: queued, submitted, transferred or failed."""
+    """The item's NFT (id = ``item_id``): queued, submitted (signed and sent), minted (its
+    block is final: ``block``, ``block_hash``) or failed; and the last on-chain transfer:
+    queued, submitted, transferred or failed. ``reason``: why it waits (the project wallet
+    cannot pay yet) or why it failed, else null."""
 
     status: NftStatus
     tx_hash: str | None
     block: int | None
+    block_hash: str | None
+    reason: str | None
     transfer: NftTransfer | None
 
 
@@ -322,11 +328,15 @@ def item_view(
                 status=item.nft_transfer_status,
                 tx_hash=item.nft_transfer_tx_hash,
                 block=item.nft_transfer_block,
+                block_hash=item.nft_transfer_block_hash,
+                reason=item.nft_transfer_reason,
             )
         nft = SimpleNamespace(
             status=item.nft_status,
             tx_hash=item.nft_tx_hash,
             block=item.nft_block,
+            block_hash=item.nft_block_hash,
+            reason=item.nft_reason,
             transfer=transfer,
         )
     return SimpleNamespace(

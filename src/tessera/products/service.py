@@ -24,6 +24,7 @@ from tessera.mail.outbox import TicketMail
 from tessera.models import NftStatus
 from tessera.models.base import utcnow
 from tessera.products import repository, rules
+from tessera.products.nft_jobs import queue_nft
 from tessera.products.rows import (
     Item,
     ItemRow,
@@ -49,7 +50,6 @@ from tessera.products.schemas import (
     TransferRequest,
     missing_for_mint,
 )
-from tessera.products.tasks import queue_nft
 from tessera.projects.repository import primary_wallet
 from tessera.schemas import PageParams
 from tessera.tickets.service import tickets_of

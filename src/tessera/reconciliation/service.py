@@ -21,8 +21,8 @@ from tessera.jobs.queue import JobKind, enqueue
 from tessera.models import JobStatus, NftStatus, Product, ProductItem
 from tessera.models.base import utcnow
 from tessera.products import repository as products
+from tessera.products.nft_jobs import ItemRef, item_subject, queue_nft
 from tessera.products.rows import ProductRow
-from tessera.products.tasks import ItemRef, queue_nft
 from tessera.reconciliation import findings as f
 from tessera.reconciliation import repository
 from tessera.reconciliation.schemas import (
@@ -42,11 +42,6 @@ class Checked:
     findings: list[f.Finding]
     items: dict[uuid.UUID, f.ItemState]
     wallets: dict[bytes, f.Wallet]
-
-
-def item_subject(item_id: uuid.UUID) -> str:
-    """The subject of an item's NFT jobs (``products.tasks``): one runs at a time."""
-    return f"item:{item_id}"
 
 
 def reconcile_subject(product_id: uuid.UUID) -> str:
@@ -254,7 +249,7 @@ async def _queue(tx: Transaction, checked: Checked, step: f.Planned) -> uuid.UUI
     live = await repository.live_job(tx, product.project_id, kind, item_subject(finding.item))
     if live is not None:
         return live.id
-    item = ItemRef(finding.item, product.project_id)
+    item = ItemRef(finding.item, product.project_id, product.id)
     if kind == JobKind.FOLLOW:
         assert finding.chain_owner is not None  # an owner_mismatch
         job = {
@@ -291,5 +286,5 @@ async def _retry(tx: Transaction, product: ProductRow, finding: f.Finding) -> uu
     if job is not None and job.status == JobStatus.QUEUED:
         await repository.make_due(tx, job.id, now)
         return job.id
-    rows = [product] if model is Product else [ItemRef(row_id, product.project_id)]
+    rows = [product] if model is Product else [ItemRef(row_id, product.project_id, product.id)]
     return (await queue_nft(tx, kinds[0], rows))[0].id

@@ -2,14 +2,16 @@
 check (``nft.reconcile``), and the chore that queues those checks."""
 
 import uuid
+from collections.abc import Sequence
 from datetime import timedelta
 from typing import Any
 
 from tessera.changes.outbox import EventType, record
 from tessera.db import Database
 from tessera.jobs.queue import JobKind, enqueue
-from tessera.jobs.worker import Chore, JobContext, JobHandler, hold
-from tessera.models import Job, JobStatus, NftStatus, ProductItem
+from tessera.jobs.repository import JobRow
+from tessera.jobs.worker import BatchHandler, Chore, JobContext, JobHandler, hold
+from tessera.models import JobStatus, NftStatus, ProductItem
 from tessera.models.base import utcnow
 from tessera.products import repository as products
 from tessera.products.rows import item_of
@@ -22,7 +24,7 @@ from tessera.users.schemas import UserRef
 ACTIVE_WITHIN = timedelta(days=1)
 
 
-async def follow(context: JobContext, job: Job) -> None:
+async def follow(context: JobContext, job: JobRow) -> None:
     """The item follows its NFT (the chain is the truth): to the project user holding the
     wallet it sits in (a transfer with ``"source": "chain"``, its change and webhook), or, in a
     wallet no user of the project holds, the item is marked held outside Tessera. Nothing when
@@ -88,7 +90,7 @@ async def follow(context: JobContext, job: Job) -> None:
         await tx.commit()
 
 
-async def scheduled_check(context: JobContext, job: Job) -> None:
+async def scheduled_check(context: JobContext, job: JobRow) -> None:
     """A product's scheduled reconciliation: recorded like any (drift announced once)."""
     await reconcile(
         context.database,
@@ -98,11 +100,11 @@ async def scheduled_check(context: JobContext, job: Job) -> None:
     )
 
 
-async def _nothing_to_show(context: JobContext, job: Job, status: JobStatus) -> None:
+async def _nothing_to_show(context: JobContext, jobs: Sequence[JobRow], status: JobStatus) -> None:
     """These jobs show their state on no row of their own."""
 
 
-HANDLERS: dict[str, JobHandler] = {
+HANDLERS: dict[str, JobHandler | BatchHandler] = {
     JobKind.FOLLOW: JobHandler(follow, _nothing_to_show),
     JobKind.RECONCILE: JobHandler(scheduled_check, _nothing_to_show),
 }
