@@ -124,7 +124,7 @@ class Settings(BaseSettings):
     # extrinsics are in flight; how long the next extrinsic of a signer may go unseen in a block
     # before its bytes are submitted again.
     chain_block_headroom: float = Field(default=0.1, ge=0, lt=1)
-    chain_era_blocks: int = Field(default=64, ge=4, le=65536)
+    chain_era_blocks: int = Field(default=256, ge=4, le=65536)
     chain_poll_seconds: float = Field(default=0.5, gt=0)
     chain_resubmit_seconds: float = Field(default=12.0, gt=0)
 

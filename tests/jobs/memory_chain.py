@@ -283,6 +283,10 @@ class MemoryChain:
             self._build(empty=False)
 
     @_rpc
+    def pending(self) -> set[str]:
+        return set(self.pool)
+
+    @_rpc
     def submit_many(self, extrinsics: Sequence[str]) -> list[Rejected | None]:
         """Into the pool together: one block (unless manual) for all that apply."""
         refused: list[Rejected | None] = []

@@ -247,6 +247,10 @@ class ChainGateway(Protocol):
         None when the pool took it, else why it refused it."""
         ...
 
+    def pending(self) -> set[str]:
+        """The hashes of the extrinsics waiting in the node's pool."""
+        ...
+
     def head(self) -> Head: ...
 
     def block_hash(self, number: int) -> str | None:

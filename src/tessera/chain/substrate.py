@@ -330,6 +330,13 @@ class SubstrateGateway:
             return rejected
         return None
 
+    def pending(self) -> set[str]:
+        def work(s: SubstrateInterface) -> set[str]:
+            waiting = s.rpc_request("author_pendingExtrinsics", [])["result"]
+            return {tx_hash(data) for data in waiting}
+
+        return self._call(work)
+
     def head(self) -> Head:
         def work(s: SubstrateInterface) -> Head:
             best = s.rpc_request("chain_getHeader", [])["result"]["number"]

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 
 from tessera.chain.extrinsics import call_name, parts_json
 from tessera.chain.gateway import (
+    ChainError,
     ChainGateway,
     Filler,
     Fund,
@@ -469,6 +470,7 @@ async def follow_all(
             await asyncio.sleep(settings.chain_poll_seconds * 4)
             continue
         now = utcnow()
+        pool: set[str] | None = None
         for i, look in zip(open_, seen, strict=True):
             row = rows[i]
             if look.kind == "final":
@@ -497,12 +499,26 @@ async def follow_all(
                 never_sent = row.status == ExtrinsicStatus.SIGNED and look.chain_nonce == row.nonce
                 if never_sent or time.monotonic() - moved_at[i] >= settings.chain_resubmit_seconds:
                     moved_at[i] = time.monotonic()
+                    if pool is None:  # once a round, and only when something is held up
+                        pool = await _pool(context, row.chain)
+                    if not never_sent and look.chain_nonce == row.nonce and row.tx_hash in pool:
+                        continue  # waiting its turn in the pool: nothing lost
                     gone = await _unstall(context, followed[i].signer, row, look.chain_nonce, held)
                     if gone is not None:
                         results[i] = gone
                     rows[i] = row._replace(status=ExtrinsicStatus.SUBMITTED)
         if any(result is None for result in results):
             await asyncio.sleep(settings.chain_poll_seconds)
+
+
+async def _pool(context: JobContext, chain: str) -> set[str]:
+    """What the node's pool holds (nothing known when it does not say: then everything held
+    up is submitted again)."""
+    try:
+        return await context.chains.run(chain, lambda g: g.pending())
+    except (ChainError, ChainUnavailable) as error:
+        log.info("the pool of %s is not known: %s", chain, error)
+        return set()
 
 
 async def _look(
