@@ -59,6 +59,9 @@ log = logging.getLogger("tessera.extrinsics")
 
 # A batch's capacity is measured again after this long (a runtime upgrade changes weights).
 CAPACITY_SECONDS = 600.0
+# A held-up extrinsic is submitted again after TESSERA_CHAIN_RESUBMIT_SECONDS, then after twice
+# that, and so on up to this many times that.
+MAX_PATIENCE = 8
 
 
 @dataclass(frozen=True, slots=True)
@@ -450,10 +453,13 @@ async def follow_all(
         for row in rows
     ]
     results: list[Landed | Gone | None] = [None] * len(rows)
-    # Per extrinsic: the signer's chain nonce last seen, and when it last moved (or was
-    # submitted again).
+    # Per extrinsic: the signer's chain nonce last seen, when it last moved (or was submitted
+    # again), and how long it may stand still before its bytes are submitted (again): doubled
+    # each time, so that a node slow to build its blocks is not flooded with copies (Chopsticks
+    # builds a block for each, and under load takes seconds a block).
     last_nonce = [-1] * len(rows)
     moved_at = [time.monotonic()] * len(rows)
+    patience = [settings.chain_resubmit_seconds] * len(rows)
     while True:
         open_ = [i for i, result in enumerate(results) if result is None]
         if not open_:
@@ -497,8 +503,10 @@ async def follow_all(
                 if look.chain_nonce != last_nonce[i]:
                     last_nonce[i], moved_at[i] = look.chain_nonce, time.monotonic()
                 never_sent = row.status == ExtrinsicStatus.SIGNED and look.chain_nonce == row.nonce
-                if never_sent or time.monotonic() - moved_at[i] >= settings.chain_resubmit_seconds:
+                if never_sent or time.monotonic() - moved_at[i] >= patience[i]:
                     moved_at[i] = time.monotonic()
+                    most = MAX_PATIENCE * settings.chain_resubmit_seconds
+                    patience[i] = min(2 * patience[i], most)
                     if pool is None:  # once a round, and only when something is held up
                         pool = await _pool(context, row.chain)
                     if not never_sent and look.chain_nonce == row.nonce and row.tx_hash in pool:
