@@ -41,7 +41,7 @@ from tessera.idempotency import IdempotencyStore, purge_expired
 from tessera.jobs.worker import Handlers, JobContext, Worker
 from tessera.mail import sender as mail_sender
 from tessera.mail.sender import Postman
-from tessera.metrics.process import observe_pool_wait, sample_pool_until
+from tessera.metrics.process import observe_pool_wait, observe_write_wait, sample_pool_until
 from tessera.metrics.router import router as metrics_router
 from tessera.metrics.service import wallet_balance_chore
 from tessera.middleware import RequestContextMiddleware
@@ -106,11 +106,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        database = Database(
-            settings.database_url,
-            pool_size=settings.db_pool_size,
-            max_overflow=settings.db_max_overflow,
-            on_pool_wait=observe_pool_wait,
+        database = Database.from_settings(
+            settings, on_pool_wait=observe_pool_wait, on_write_wait=observe_write_wait
         )
         app.state.database = database
         app.state.readiness = Readiness(settings, database)
