@@ -37,7 +37,7 @@ from tessera.docs import router as docs_router
 from tessera.errors import install_error_handlers
 from tessera.health import Readiness
 from tessera.health import router as health_router
-from tessera.idempotency import IdempotencyStore, purge_expired
+from tessera.idempotency.service import IdempotencyStore, purge_expired
 from tessera.jobs.worker import Handlers, JobContext, Worker
 from tessera.mail import sender as mail_sender
 from tessera.mail.sender import Postman

@@ -36,7 +36,7 @@ from tessera.errors import (
     ProductNotFound,
     ReferenceIdTaken,
 )
-from tessera.idempotency import KeyScope
+from tessera.idempotency.schemas import KeyScope
 from tessera.mail import outbox
 from tessera.mail import repository as mails
 from tessera.mail.letters import Kind
