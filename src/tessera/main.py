@@ -46,6 +46,7 @@ from tessera.metrics.router import router as metrics_router
 from tessera.metrics.service import wallet_balance_chore
 from tessera.middleware import RequestContextMiddleware
 from tessera.nfts import tasks as nft_tasks
+from tessera.pages import PACKAGE
 from tessera.reconciliation import tasks as reconciliation_tasks
 from tessera.reconciliation.tasks import reconcile_chore
 from tessera.tickets import pages as ticket_pages
@@ -193,7 +194,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         console_mail,
     ):
         app.include_router(pages.router)
-    app.mount("/static", StaticFiles(directory=claim_pages.PACKAGE / "static"), name="static")
+    app.mount("/static", StaticFiles(directory=PACKAGE / "static"), name="static")
     app.include_router(docs_router)
     app.mount(ASSETS, StaticFiles(packages=[SWAGGER_UI]), name="docs_assets")
     document_deliveries(app)

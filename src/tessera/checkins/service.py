@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
+from tessera import ticket_codes as codes
 from tessera.auth.principal import Principal
 from tessera.changes.outbox import EventType, record
 from tessera.checkins import repository
@@ -39,7 +40,6 @@ from tessera.models.base import new_id, utcnow
 from tessera.products import repository as products
 from tessera.products.rows import ProductRow, item_of
 from tessera.products.schemas import ProductItemRead, is_fully_redeemed
-from tessera.tickets import codes
 from tessera.tickets.service import item_of_code
 from tessera.users.repository import add_reputation, get_user_row
 from tessera.users.schemas import UserRef

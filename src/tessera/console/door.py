@@ -20,6 +20,7 @@ from fastapi import APIRouter, Form, Request
 from fastapi.responses import HTMLResponse, Response
 from pydantic import StringConstraints
 
+from tessera import ticket_codes as codes
 from tessera.checkins import repository as checkins
 from tessera.checkins import service as scanning
 from tessera.checkins.repository import DoorScan, ItemAtEvent
@@ -33,7 +34,6 @@ from tessera.events import repository as events
 from tessera.models import Event, Project
 from tessera.models.base import utcnow
 from tessera.schemas import Input, normalize_email
-from tessera.tickets import codes
 from tessera.tickets.repository import ticket_item
 from tessera.users.repository import UserRow, find_user_row
 from tessera.users.schemas import UserRef
