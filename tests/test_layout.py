@@ -170,3 +170,15 @@ def test_the_typing_check_finds_a_namespace_and_an_or_any():
         "line 2: a: 'int | Any'",
         "line 2: b: list[str | Any]",
     ]
+
+
+def test_services_and_repositories_do_not_speak_http():
+    """A use-case returns a domain result or raises a domain error (tessera.errors); what
+    status and headers answer it is its router's to say."""
+    speaking = {
+        str(path.relative_to(SRC)): sorted(_imports(path, {"fastapi", "starlette"}))
+        for path in _modules()
+        if path.name in {"service.py", "repository.py"}
+        and _imports(path, {"fastapi", "starlette"})
+    }
+    assert speaking == {}
