@@ -9,8 +9,8 @@ settings as Tessera (see bench/servers.py).
 ``BENCH_DATABASE_URL`` is the database in Tessera's URL form: ``sqlite+aiosqlite:///path`` (the
 same file Tessera uses, through the standard library's ``sqlite3`` called on the event loop's
 thread, as Tessera reads and writes it: a statement takes microseconds, less than handing it to
-a thread) or ``postgresql+asyncpg://...`` (an asyncpg pool of 32 connections, Tessera's default
-pool size).
+a thread) or ``postgresql+asyncpg://...`` (an asyncpg pool of as many connections as Tessera's
+default pool size).
 """
 
 import json
@@ -18,9 +18,11 @@ import os
 import sqlite3
 import uuid
 
+from tessera.config import Settings
+
 VERSION = b'{"version":"2.72.0"}'
 JSON_HEADERS = [(b"content-type", b"application/json")]
-POOL_SIZE = 32
+POOL_SIZE: int = Settings.model_fields["db_pool_size"].default
 SELECT_USER = (
     "SELECT id, email, first_name, last_name, reference_id, is_activated, activated_on, "
     "created_at FROM users WHERE id = $1"

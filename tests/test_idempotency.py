@@ -11,7 +11,8 @@ import httpx
 import pytest
 from sqlalchemy import func, select
 
-from tessera.idempotency import fingerprint, purge_expired
+from tessera.idempotency.router import fingerprint
+from tessera.idempotency.service import purge_expired
 from tessera.jobs.worker import JobContext
 from tessera.main import make_worker
 from tessera.models import IdempotencyKey, User

@@ -128,3 +128,57 @@ def test_no_module_imports_one_that_imports_it_back():
 def test_the_cycle_check_finds_a_cycle():
     assert _cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
     assert _cycle({"a": {"b"}, "b": set()}) is None
+
+
+def _loosely_typed(tree: ast.AST) -> list[str]:
+    """Views made of ``SimpleNamespace`` and parameters typed ``X | Any`` (which says nothing
+    of what they take): a view is a ``NamedTuple``, a parameter a type or a ``Protocol``."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name | ast.Attribute) and "SimpleNamespace" in ast.unparse(node):
+            found.append(f"line {node.lineno}: SimpleNamespace")
+        elif isinstance(node, ast.arg) and node.annotation is not None:
+            annotation = node.annotation
+            if isinstance(annotation, ast.Constant) and isinstance(annotation.value, str):
+                annotation = ast.parse(annotation.value, mode="eval").body
+            if any(
+                isinstance(part, ast.BinOp)
+                and isinstance(part.op, ast.BitOr)
+                and "Any" in {ast.unparse(part.left), ast.unparse(part.right)}
+                for part in ast.walk(annotation)
+            ):
+                found.append(f"line {node.lineno}: {node.arg}: {ast.unparse(node.annotation)}")
+    return sorted(set(found))
+
+
+def test_views_and_parameters_are_typed():
+    found = {
+        str(path.relative_to(SRC)): loose
+        for path in _modules()
+        if (loose := _loosely_typed(ast.parse(path.read_text())))
+    }
+    assert found == {}
+
+
+def test_the_typing_check_finds_a_namespace_and_an_or_any():
+    tree = ast.parse(
+        "from types import SimpleNamespace\n"
+        "def f(a: 'int | Any', b: list[str | Any], c: int) -> SimpleNamespace: ...\n"
+    )
+    assert _loosely_typed(tree) == [
+        "line 2: SimpleNamespace",
+        "line 2: a: 'int | Any'",
+        "line 2: b: list[str | Any]",
+    ]
+
+
+def test_services_and_repositories_do_not_speak_http():
+    """A use-case returns a domain result or raises a domain error (tessera.errors); what
+    status and headers answer it is its router's to say."""
+    speaking = {
+        str(path.relative_to(SRC)): sorted(_imports(path, {"fastapi", "starlette"}))
+        for path in _modules()
+        if path.name in {"service.py", "repository.py"}
+        and _imports(path, {"fastapi", "starlette"})
+    }
+    assert speaking == {}

@@ -1,6 +1,7 @@
 """GET /metrics: who may read it, and what it shows (requests by route template, the job queue,
 the pool, the wallet balances), in one process and across `tessera serve --workers 2`."""
 
+import asyncio
 import os
 import uuid
 from datetime import timedelta
@@ -17,13 +18,13 @@ from tessera.config import Settings
 from tessera.jobs.queue import enqueue
 from tessera.jobs.worker import JobContext
 from tessera.main import make_worker
-from tessera.metrics.process import MULTIPROC_DIR, multiprocess_directory
+from tessera.metrics.process import MULTIPROC_DIR, multiprocess_directory, sample_pool
 from tessera.metrics.service import wallet_balance_chore
 from tessera.models import JobStatus, ProjectWallet
 from tessera.models.base import utcnow
 from tessera.reconciliation.repository import LastCheck, write_check
 from tests.conftest import BACKEND
-from tests.factories import create_product
+from tests.factories import create_product, user_body
 from tests.jobs.memory_chain import DOT, MemoryChain
 from tests.serving import fresh_database, serve, settings_env
 
@@ -359,6 +360,38 @@ class TestDatabasePool:
         buckets = samples(text, "tessera_db_pool_wait_seconds_bucket")
         assert buckets[labels(le="+Inf")] == waits[()]
         assert 0 <= samples(text, "tessera_db_pool_wait_seconds_sum")[()] < waits[()]
+
+
+class TestSqliteWriter:
+    async def test_writes_waiting_for_their_turn_and_their_waits(self, client, tenant, app):
+        database = app.state.database
+        before = samples(await scrape(client), "tessera_db_write_wait_seconds_count").get((), 0)
+
+        async def a_write() -> int:
+            users = [user_body()]
+            response = await client.post("/v1/users/create", headers=tenant.w, json=users)
+            return response.status_code
+
+        async with database.transaction():  # the writer's turn, held: the others queue
+            writes = [asyncio.create_task(a_write()) for _ in range(3)]
+            for _ in range(200):
+                sample_pool(database)
+                queued = samples(await scrape(client), "tessera_db_writes_waiting")
+                if BACKEND == "postgresql" or queued == {(): 3}:
+                    break
+                await asyncio.sleep(0.01)
+        assert await asyncio.gather(*writes) == [201, 201, 201]
+        sample_pool(database)
+        text = await scrape(client)
+        if BACKEND == "postgresql":  # a pool of connections, shown as such (TestDatabasePool)
+            assert samples(text, "tessera_db_writes_waiting") == {}
+            assert samples(text, "tessera_db_write_wait_seconds_count") == {}
+            return
+        assert queued == {(): 3}
+        assert samples(text, "tessera_db_writes_waiting") == {(): 0}
+        waits = samples(text, "tessera_db_write_wait_seconds_count")[()]
+        assert waits >= before + 3  # each of the three, and the credential's usage writes
+        assert samples(text, "tessera_db_write_wait_seconds_bucket")[labels(le="+Inf")] == waits
 
 
 @pytest.fixture

@@ -81,7 +81,7 @@ def _run(work: Callable[[Database, Settings], Awaitable[T]]) -> T:
     _configure_logging(settings)
 
     async def main() -> T:
-        database = Database(settings.database_url)
+        database = Database.from_settings(settings)
         try:
             return await work(database, settings)
         finally:

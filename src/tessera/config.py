@@ -55,9 +55,14 @@ class Settings(BaseSettings):
 
     database_url: str = "sqlite+aiosqlite:///./tessera.db"
     # PostgreSQL connections per process. A request waits for a pooled connection; overflow
-    # connections are opened for one use and closed, which costs more than the query.
-    db_pool_size: int = Field(default=32, ge=1)
+    # connections are opened for one use and closed, which costs more than the query. A
+    # process opens at most pool + pool / 4 + 2 x overflow (the ORM sessions' quarter): 30 by
+    # default, so `serve --workers 2` and a `tessera worker` fit a default PostgreSQL's 100.
+    db_pool_size: int = Field(default=24, ge=1)
     db_max_overflow: int = Field(default=0, ge=0)
+    # How long a request waits for a connection (the pool's queue, opening one; on SQLite,
+    # another process's write lock) before it answers 503 with Retry-After.
+    db_pool_timeout_seconds: float = Field(default=10.0, gt=0, le=300)
 
     # Key-encryption keys for secrets at rest: "kid:base64(32 bytes)[,kid:base64...]".
     # The first is used to encrypt; all of them decrypt, so a new key can be put first and the

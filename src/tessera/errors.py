@@ -18,9 +18,12 @@
 | 429    | {"message"}, Retry-After   | too many claims from one address or on one link; a       |
 |        |                            | credential over TESSERA_RATE_LIMIT_READ/WRITE            |
 | 503    | {"message"}                | a chain is unreachable; too many connections (server.py) |
+|        | {"message"}, Retry-After   | the database refused or lost a connection, or gave none  |
+|        |                            | within TESSERA_DB_POOL_TIMEOUT_SECONDS (tessera.db)      |
 | 500    | {"message", "request_id"}  | anything unexpected (traceback goes to the log only)     |
 """
 
+import logging
 from collections.abc import Sequence
 from typing import Any
 
@@ -31,6 +34,8 @@ from fastapi.routing import iter_route_contexts
 from pydantic import BaseModel
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import compile_path
+
+log = logging.getLogger("tessera.errors")
 
 
 class ErrorList(BaseModel):
@@ -366,6 +371,19 @@ class ChainUnavailable(AppError):
     message = "chain unavailable"
 
 
+class DatabaseUnavailable(AppError):
+    """The database refused a connection (its connection slots used up, a restart), gave none
+    within the pool's timeout, or lost it mid-request. What the request had not committed is
+    rolled back; it may be sent again (with its ``Idempotency-Key``, if it had one)."""
+
+    status_code = 503
+    message = "the database is unavailable: try again shortly"
+    retry_after = 2
+
+    def headers(self) -> dict[str, str] | None:
+        return {"Retry-After": str(self.retry_after)}
+
+
 # 413
 class PayloadTooLarge(AppError):
     status_code = 413
@@ -416,7 +434,9 @@ def validation_messages(errors: Sequence[Any]) -> list[str]:
 
 def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(AppError)
-    async def _app_error(_request: Request, exc: AppError) -> JSONResponse:
+    async def _app_error(request: Request, exc: AppError) -> JSONResponse:
+        if isinstance(exc, DatabaseUnavailable):  # the operator's to know, and why
+            log.warning("%s %s: %s (%r)", request.method, request.url.path, exc, exc.__cause__)
         return JSONResponse(exc.body(), status_code=exc.status_code, headers=exc.headers())
 
     @app.exception_handler(RequestValidationError)
@@ -496,6 +516,10 @@ def responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
         429: (ErrorMessage, "Too many requests (a rate limit): retry after Retry-After seconds."),
         413: (ErrorMessage, "Request body too large."),
         422: (ErrorMessage, "The Idempotency-Key was sent before with another request."),
-        503: (ErrorMessage, "A chain this request reads is unreachable."),
+        503: (
+            ErrorMessage,
+            "A chain this request reads is unreachable, or the database is (then with "
+            "Retry-After).",
+        ),
     }
     return {s: {"model": described[s][0], "description": described[s][1]} for s in statuses}

@@ -37,15 +37,16 @@ from tessera.docs import router as docs_router
 from tessera.errors import install_error_handlers
 from tessera.health import Readiness
 from tessera.health import router as health_router
-from tessera.idempotency import IdempotencyStore, purge_expired
+from tessera.idempotency.service import IdempotencyStore, purge_expired
 from tessera.jobs.worker import Handlers, JobContext, Worker
 from tessera.mail import sender as mail_sender
 from tessera.mail.sender import Postman
-from tessera.metrics.process import observe_pool_wait, sample_pool_until
+from tessera.metrics.process import observe_pool_wait, observe_write_wait, sample_pool_until
 from tessera.metrics.router import router as metrics_router
 from tessera.metrics.service import wallet_balance_chore
 from tessera.middleware import RequestContextMiddleware
 from tessera.nfts import tasks as nft_tasks
+from tessera.pages import PACKAGE
 from tessera.reconciliation import tasks as reconciliation_tasks
 from tessera.reconciliation.tasks import reconcile_chore
 from tessera.tickets import pages as ticket_pages
@@ -106,11 +107,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        database = Database(
-            settings.database_url,
-            pool_size=settings.db_pool_size,
-            max_overflow=settings.db_max_overflow,
-            on_pool_wait=observe_pool_wait,
+        database = Database.from_settings(
+            settings, on_pool_wait=observe_pool_wait, on_write_wait=observe_write_wait
         )
         app.state.database = database
         app.state.readiness = Readiness(settings, database)
@@ -196,7 +194,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         console_mail,
     ):
         app.include_router(pages.router)
-    app.mount("/static", StaticFiles(directory=claim_pages.PACKAGE / "static"), name="static")
+    app.mount("/static", StaticFiles(directory=PACKAGE / "static"), name="static")
     app.include_router(docs_router)
     app.mount(ASSETS, StaticFiles(packages=[SWAGGER_UI]), name="docs_assets")
     document_deliveries(app)

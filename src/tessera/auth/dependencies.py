@@ -35,7 +35,8 @@ from tessera.errors import (
     WritePermissionRequired,
 )
 from tessera.handlers import PlainRoute
-from tessera.idempotency import WRITE_METHODS, IdempotentRoute, KeyScope
+from tessera.idempotency.router import WRITE_METHODS, IdempotentRoute
+from tessera.idempotency.schemas import KeyScope
 from tessera.models.base import utcnow
 from tessera.schemas import refuse_unknown_query
 

@@ -21,7 +21,6 @@ class ScanRow(NamedTuple):
     project_id: uuid.UUID
     nonce: str
     status: str
-    status_code: int
     answer: dict[str, Any]
     source: str
     event_id: uuid.UUID | None

@@ -13,6 +13,7 @@ from tessera.checkins.schemas import (
     CheckinRefused,
     CheckinRequest,
 )
+from tessera.checkins.service import Outcome, Scanned
 from tessera.errors import responses
 
 router = project_router("/checkins", tags=["checkins"])
@@ -28,6 +29,21 @@ REFUSED: dict[int | str, dict[str, Any]] = {
         "`held_outside` (its NFT sits outside the project).",
     },
 }
+
+
+# What each outcome of a scan answers: refused for a ticket that is not there, 404; for one that
+# is there but cannot be used now, 409.
+STATUS: dict[Outcome, int] = {
+    "ok": 200,
+    "unknown": 404,
+    "already_checked_in": 409,
+    "wrong_event": 409,
+    "held_outside": 409,
+}
+
+
+def status_of(scanned: Scanned) -> int:
+    return STATUS[scanned.outcome]
 
 
 @router.post("", response_model=CheckinRead, responses=responses(400, 401, 403) | REFUSED)
@@ -47,7 +63,7 @@ async def check_in(request: Request, body: CheckinRequest) -> JSONResponse:
         nonce=body.nonce,
         event_id=body.event_id,
     )
-    return JSONResponse(scanned.body, status_code=scanned.status_code)
+    return JSONResponse(scanned.body, status_code=status_of(scanned))
 
 
 @router.post("/annul", response_model=AnnulRead, responses=responses(400, 401, 403, 404, 409))

@@ -16,8 +16,9 @@ first check-in's reputation point is taken back when the balance still has it.
 import uuid
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
+from tessera import ticket_codes as codes
 from tessera.auth.principal import Principal
 from tessera.changes.outbox import EventType, record
 from tessera.checkins import repository
@@ -39,25 +40,26 @@ from tessera.models.base import new_id, utcnow
 from tessera.products import repository as products
 from tessera.products.rows import ProductRow, item_of
 from tessera.products.schemas import ProductItemRead, is_fully_redeemed
-from tessera.tickets import codes
 from tessera.tickets.service import item_of_code
 from tessera.users.repository import add_reputation, get_user_row
 from tessera.users.schemas import UserRef
 
 Reason = Literal["already_checked_in", "wrong_event", "unknown", "held_outside"]
+Outcome = Literal["ok", Reason]
 Source = Literal["api", "console"]
 
 
 @dataclass(frozen=True, slots=True)
 class Scanned:
-    """A scan's answer: its status code and body (``CheckinRead`` or ``CheckinRefused``)."""
+    """A scan's outcome (``ok``, or why it was refused) and its answer (``CheckinRead`` or
+    ``CheckinRefused``)."""
 
-    status_code: int
+    outcome: Outcome
     body: dict[str, Any]
 
     @property
     def ok(self) -> bool:
-        return self.status_code == 200
+        return self.outcome == "ok"
 
 
 async def scan(
@@ -115,7 +117,7 @@ async def _scan_item(
     row = await products.lock_item(tx, product, item_id)
     earlier = await repository.scan_of_nonce(tx, principal.project_id, nonce)
     if earlier is not None:
-        return Scanned(earlier.status_code, earlier.answer)
+        return Scanned(cast(Outcome, earlier.status), earlier.answer)
     if event_id is not None and product.event_id != event_id:
         return await _refused(tx, principal, nonce, event_id, source, row.id, "wrong_event")
     if row.nft_status == NftStatus.EXTERNAL:
@@ -160,7 +162,7 @@ async def _scan_item(
     ).model_dump(mode="json")
     await repository.add_scan(
         tx,
-        _scan_values(principal, nonce, event_id, source, row.id, 200, "ok", body)
+        _scan_values(principal, nonce, event_id, source, row.id, "ok", body)
         | {
             "attendee_id": attendee_id,
             "redemption_id": redemption_id,
@@ -179,7 +181,7 @@ async def _scan_item(
     await record(
         tx, principal.project_id, EventType.CHECKIN_CREATED, [CheckinCreated(**body, nonce=nonce)]
     )
-    return Scanned(200, body)
+    return Scanned("ok", body)
 
 
 async def _checked_in_at(tx: Transaction, product: ProductRow, user_id: uuid.UUID) -> int | None:
@@ -201,16 +203,15 @@ async def _refused(
 ) -> Scanned:
     """A refused scan, recorded with its answer (unless its nonce was recorded meanwhile: then
     that scan's answer)."""
-    status_code = 404 if reason == "unknown" else 409
     body = CheckinRefused(
         message=MESSAGES[reason], reason=reason, checked_in_at=checked_in_at
     ).model_dump(mode="json")
-    values = _scan_values(principal, nonce, event_id, source, item_id, status_code, reason, body)
+    values = _scan_values(principal, nonce, event_id, source, item_id, reason, body)
     if await repository.add_scan(tx, values) is None:
         earlier = await repository.scan_of_nonce(tx, principal.project_id, nonce)
         assert earlier is not None  # the conflict was its row
-        return Scanned(earlier.status_code, earlier.answer)
-    return Scanned(status_code, body)
+        return Scanned(cast(Outcome, earlier.status), earlier.answer)
+    return Scanned(reason, body)
 
 
 MESSAGES: dict[Reason, str] = {
@@ -228,15 +229,13 @@ def _scan_values(
     event_id: uuid.UUID | None,
     source: Source,
     item_id: uuid.UUID | None,
-    status_code: int,
-    status: str,
+    status: Outcome,
     body: dict[str, Any],
 ) -> dict[str, Any]:
     return {
         "project_id": principal.project_id,
         "nonce": nonce,
         "status": status,
-        "status_code": status_code,
         "answer": body,
         "source": source,
         "event_id": event_id,

@@ -3,13 +3,10 @@ offers and a form; posting the form claims. Plain HTML that works without JavaSc
 one stylesheet served from the package (no CDN, no external font). Every outcome of the claim
 API has its page: the item claimed, or the reason it was not (with the API's status code)."""
 
-from datetime import UTC, datetime
-from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import APIRouter, Form, Request
 from fastapi.responses import HTMLResponse
-from fastapi.templating import Jinja2Templates
 from pydantic import StringConstraints, ValidationError
 
 from tessera.claims import service
@@ -28,25 +25,9 @@ from tessera.errors import (
     validation_messages,
 )
 from tessera.mail.outbox import ticket_mail
+from tessera.pages import page
 from tessera.schemas import Input
 from tessera.urls import public_base
-
-PACKAGE = Path(__file__).resolve().parents[1]
-templates = Jinja2Templates(directory=PACKAGE / "templates")
-templates.env.filters["date"] = lambda ts: datetime.fromtimestamp(ts, UTC).strftime(
-    "%d %B %Y, %H:%M UTC"
-)
-templates.env.filters["isodate"] = lambda ts: datetime.fromtimestamp(ts, UTC).isoformat()
-
-# The token is in the URL: no page may hand it to another site (Referer), load anything from
-# elsewhere, or be framed.
-HEADERS = {
-    "Content-Security-Policy": "default-src 'none'; style-src 'self'; img-src 'self'; "
-    "form-action 'self'; base-uri 'none'; frame-ancestors 'none'",
-    "Referrer-Policy": "no-referrer",
-    "X-Content-Type-Options": "nosniff",
-    "Cache-Control": "no-store",
-}
 
 # What a person reads for each refusal; the API's message follows as the detail.
 HEADINGS: list[tuple[type[AppError], str]] = [
@@ -69,10 +50,6 @@ class ClaimForm(Input):
     last_name: Annotated[str, StringConstraints(max_length=1000)] = ""
 
 
-def _page(request: Request, name: str, context: dict[str, Any], status: int) -> HTMLResponse:
-    return templates.TemplateResponse(request, name, context, status_code=status, headers=HEADERS)
-
-
 def _refusal(request: Request, error: AppError) -> HTMLResponse:
     heading = next(
         (h for kind, h in HEADINGS if isinstance(error, kind)), "This item cannot be claimed"
@@ -80,7 +57,7 @@ def _refusal(request: Request, error: AppError) -> HTMLResponse:
     lines = [error.message[:1].upper() + error.message[1:] + "."]
     if isinstance(error, ClaimLinkNotFound):
         lines = ["Check that the address is complete, or ask for a new link."]
-    response = _page(
+    response = page(
         request,
         "claim_result.html",
         {
@@ -96,7 +73,7 @@ def _refusal(request: Request, error: AppError) -> HTMLResponse:
 
 
 @router.get("/claim/{token}", response_class=HTMLResponse)
-async def claim_page(
+async def claimpage(
     request: Request, database: DatabaseDep, settings: SettingsDep, token: str
 ) -> HTMLResponse:
     try:
@@ -104,11 +81,11 @@ async def claim_page(
     except AppError as error:
         return _refusal(request, error)
     form = {"email": "", "first_name": "", "last_name": ""}
-    return _page(request, "claim.html", {"offer": offer, "form": form, "errors": []}, 200)
+    return page(request, "claim.html", {"offer": offer, "form": form, "errors": []}, 200)
 
 
 @router.post("/claim/{token}", response_class=HTMLResponse)
-async def claim_from_page(
+async def claim_frompage(
     request: Request,
     database: DatabaseDep,
     settings: SettingsDep,
@@ -129,7 +106,7 @@ async def claim_from_page(
                 database, token=token, hash_key=settings.hash_key_bytes
             )
             errors = [_readable(line) for line in validation_messages(invalid.errors())]
-            return _page(
+            return page(
                 request, "claim.html", {"offer": offer, "form": form, "errors": errors}, 400
             )
         user_id, item, new = await service.claim(
@@ -154,7 +131,7 @@ async def claim_from_page(
         else "Your ticket is ready: open it now and keep its page, it is what you show at "
         "the door.",
     ]
-    return _page(
+    return page(
         request,
         "claim_result.html",
         {

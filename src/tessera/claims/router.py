@@ -20,7 +20,8 @@ from tessera.config import Settings, SettingsDep
 from tessera.crypto import BoxDep
 from tessera.db import DatabaseDep
 from tessera.errors import responses
-from tessera.idempotency import IdempotentRoute, KeyScope
+from tessera.idempotency.router import IdempotentRoute
+from tessera.idempotency.schemas import KeyScope
 from tessera.mail.outbox import ticket_mail
 from tessera.schemas import PageParams, known_query_only
 from tessera.urls import public_base

@@ -7,6 +7,7 @@ from typing import Any
 
 from sqlalchemy.exc import IntegrityError
 
+from tessera import ticket_codes
 from tessera.auth.principal import Principal
 from tessera.changes.outbox import EventType, record
 from tessera.claims import repository
@@ -36,17 +37,16 @@ from tessera.errors import (
     ProductNotFound,
     ReferenceIdTaken,
 )
-from tessera.idempotency import KeyScope
+from tessera.idempotency.schemas import KeyScope
 from tessera.mail import outbox
 from tessera.mail import repository as mails
 from tessera.mail.letters import Kind
-from tessera.mail.outbox import TicketMail
+from tessera.mail.outbox import TicketMail, tickets_of
 from tessera.models.base import unix_now, utcnow
 from tessera.products import rules
 from tessera.products.repository import get_product_row
 from tessera.products.schemas import TransferItem
 from tessera.schemas import PageParams, Pagination
-from tessera.tickets.service import ticket_url, tickets_of
 from tessera.users.schemas import UserCreate
 from tessera.users.service import find_or_create_user, new_user
 
@@ -270,5 +270,5 @@ def claim_answer(
 ) -> ClaimResult:
     """A claim's answer (``claim``'s result). The ticket's page goes to a new claim only: the
     same email again (which anyone with the link can send) gets the item, not its ticket."""
-    url = ticket_url(base_url, hash_key, item) if new else None
+    url = ticket_codes.page_url(base_url, hash_key, item.id, item.ticket_version) if new else None
     return ClaimResult(user_id=user_id, product_item=TransferItem.of(item), ticket_url=url)

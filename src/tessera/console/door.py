@@ -20,9 +20,11 @@ from fastapi import APIRouter, Form, Request
 from fastapi.responses import HTMLResponse, Response
 from pydantic import StringConstraints
 
+from tessera import ticket_codes as codes
 from tessera.checkins import repository as checkins
 from tessera.checkins import service as scanning
 from tessera.checkins.repository import DoorScan, ItemAtEvent
+from tessera.checkins.router import status_of
 from tessera.checkins.service import Scanned
 from tessera.console.accounts import ConsoleUser
 from tessera.console.forms import Field
@@ -33,7 +35,6 @@ from tessera.events import repository as events
 from tessera.models import Event, Project
 from tessera.models.base import utcnow
 from tessera.schemas import Input, normalize_email
-from tessera.tickets import codes
 from tessera.tickets.repository import ticket_item
 from tessera.users.repository import UserRow, find_user_row
 from tessera.users.schemas import UserRef
@@ -308,7 +309,7 @@ async def check_in(
                 nobody = f"{holder} holds no ticket of this event"
     scan = await database.read(checkins.door_scan, project.id, event.id, nonce)
     result = _result(scanned, scan, nobody)
-    return await _door(request, project, event, result, scanned.status_code)
+    return await _door(request, project, event, result, status_of(scanned))
 
 
 @router.post("/projects/{project_id}/events/{event_id}/door/undo", response_class=HTMLResponse)

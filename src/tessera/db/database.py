@@ -18,14 +18,17 @@ from sqlalchemy import (
     Executable,
 )
 from sqlalchemy.engine import make_url
+from sqlalchemy.exc import DBAPIError
+from sqlalchemy.exc import TimeoutError as SQLAlchemyTimeout
 from sqlalchemy.ext.asyncio import (
     AsyncSession,
     async_sessionmaker,
     create_async_engine,
 )
 
+from tessera.config import Settings
 from tessera.db.compiled import MAX_COMPILED, Compiled
-from tessera.db.pool import DISCONNECTED, ConnectionPool, json_codecs
+from tessera.db.pool import DISCONNECTED, REFUSED, ConnectionPool, json_codecs
 from tessera.db.rows import Rows, Transaction
 from tessera.db.sqlite import (
     SQLITE_BUSY_TIMEOUT_MS,
@@ -34,11 +37,27 @@ from tessera.db.sqlite import (
     sqlite_connection,
     sqlite_engine,
 )
+from tessera.errors import DatabaseUnavailable
 
 T = TypeVar("T")
 P = ParamSpec("P")
 
 POOL_RECYCLE_SECONDS = 3600.0
+
+
+def unavailable(exc: BaseException) -> bool:
+    """Whether ``exc`` says the database refused a connection, lost it or gave none in time
+    (rather than refusing a statement). The asyncpg dialect raises asyncpg's own error from its
+    adapter's: ``orig.__cause__``."""
+    if isinstance(exc, (SQLAlchemyTimeout, *REFUSED)):
+        return True
+    if not isinstance(exc, DBAPIError):
+        return False
+    if exc.connection_invalidated:
+        return True
+    if isinstance(exc.orig, sqlite3.OperationalError):
+        return "locked" in str(exc.orig)  # another process's write lock held past the timeout
+    return exc.orig is not None and isinstance(exc.orig.__cause__, REFUSED)
 
 
 class Database:
@@ -48,16 +67,25 @@ class Database:
         *,
         pool_size: int = 10,
         max_overflow: int = 20,
+        pool_timeout: float = 10.0,
         on_pool_wait: Callable[[float], None] | None = None,
+        on_write_wait: Callable[[float], None] | None = None,
     ) -> None:
         self.url = make_url(url)
         self.max_overflow = max_overflow
-        # Told how long each use of the pool (PostgreSQL) waited for its connection.
+        self.pool_timeout = pool_timeout
+        # Told how long each use of the pool (PostgreSQL) waited for its connection, and each
+        # write (SQLite) for its turn.
         self.on_pool_wait = on_pool_wait
+        self.on_write_wait = on_write_wait
+        self.writes_waiting = 0
         self.is_sqlite = self.url.get_backend_name() == "sqlite"
         if self.is_sqlite:
-            self.engine = sqlite_engine(self.url, begin="BEGIN")
-            self.write_engine = sqlite_engine(self.url, begin="BEGIN IMMEDIATE")
+            busy_ms = round(pool_timeout * 1000)
+            self.engine = sqlite_engine(self.url, begin="BEGIN", busy_timeout_ms=busy_ms)
+            self.write_engine = sqlite_engine(
+                self.url, begin="BEGIN IMMEDIATE", busy_timeout_ms=busy_ms
+            )
             self._write_lock: asyncio.Lock | None = asyncio.Lock()
             self._sqlite_reader: sqlite3.Connection | None = sqlite_connection(
                 self.url, busy_timeout_ms=SQLITE_BUSY_TIMEOUT_MS
@@ -76,6 +104,8 @@ class Database:
                 max_overflow=max_overflow,
                 pool_recycle=POOL_RECYCLE_SECONDS,
                 pool_pre_ping=True,
+                pool_timeout=pool_timeout,
+                connect_args={"timeout": pool_timeout},
             )
             self.write_engine = self.engine
             self._write_lock = None
@@ -90,6 +120,7 @@ class Database:
                 size=pool_size,
                 overflow=max_overflow,
                 recycle_seconds=POOL_RECYCLE_SECONDS,
+                timeout=pool_timeout,
                 init=json_codecs,
             )
         self._readers = async_sessionmaker(self.engine, expire_on_commit=False)
@@ -98,6 +129,24 @@ class Database:
         # One lock per hot row being waited for (``Transaction.one_waiter``), gone once unused.
         self._waiters: weakref.WeakValueDictionary[Hashable, asyncio.Lock] = (
             weakref.WeakValueDictionary()
+        )
+
+    @classmethod
+    def from_settings(
+        cls,
+        settings: Settings,
+        *,
+        on_pool_wait: Callable[[float], None] | None = None,
+        on_write_wait: Callable[[float], None] | None = None,
+    ) -> "Database":
+        """The database of a process (a server's, a worker's, a command's) as configured."""
+        return cls(
+            settings.database_url,
+            pool_size=settings.db_pool_size,
+            max_overflow=settings.db_max_overflow,
+            pool_timeout=settings.db_pool_timeout_seconds,
+            on_pool_wait=on_pool_wait,
+            on_write_wait=on_write_wait,
         )
 
     async def read(
@@ -133,15 +182,17 @@ class Database:
         the use-case takes (``lock_for_update``).
         """
         if self._sqlite_writer is not None:
-            assert self._write_lock is not None
             connection = self._sqlite_writer
-            async with self._write_lock:
-                await begin_immediate(connection)
+            await self._writers_turn()
+            try:
+                await begin_immediate(connection, self.pool_timeout)
                 try:
                     yield Transaction(self, connection, commit=sqlite_commit(connection))
                 finally:
                     if connection.in_transaction:
                         connection.execute("ROLLBACK")
+            finally:
+                self._release_writer()
             return
         async with self._driver() as driver:
             transaction = driver.transaction()
@@ -167,12 +218,34 @@ class Database:
             async with self.waiter_lock(("exclusive", key)):
                 yield
             return
-        async with self._exclusive_slots, self._driver() as driver:
-            await driver.execute("SELECT pg_advisory_lock($1)", key)
+        # Not through ``_driver``: what the block raises is not the connection's doing.
+        async with self._exclusive_slots:
+            driver = await self.pool.acquire()
             try:
-                yield
+                await driver.execute("SELECT pg_advisory_lock($1)", key)
+                try:
+                    yield
+                finally:
+                    await driver.execute("SELECT pg_advisory_unlock($1)", key)
             finally:
-                await driver.execute("SELECT pg_advisory_unlock($1)", key)
+                self.pool.release(driver)
+
+    async def _writers_turn(self) -> None:
+        """SQLite: this process's turn to write, in arrival order (told to ``on_write_wait``;
+        ``writes_waiting`` counts the writes queued meanwhile)."""
+        assert self._write_lock is not None
+        self.writes_waiting += 1
+        began = time.perf_counter()
+        try:
+            await self._write_lock.acquire()
+        finally:
+            self.writes_waiting -= 1
+        if self.on_write_wait is not None:
+            self.on_write_wait(time.perf_counter() - began)
+
+    def _release_writer(self) -> None:
+        assert self._write_lock is not None
+        self._write_lock.release()
 
     @property
     def dialect_name(self) -> str:
@@ -188,8 +261,9 @@ class Database:
     @asynccontextmanager
     async def _driver(self) -> AsyncIterator[asyncpg.Connection]:
         """A connection of asyncpg's pool, for statements that bypass SQLAlchemy's execution.
-        A connection that turns out broken (a server restart) fails its request, and every
-        idle connection of the pool is replaced before its next use."""
+        A connection that turns out broken (a server restart) fails its request with
+        ``DatabaseUnavailable``, and every idle connection of the pool is replaced before its
+        next use."""
         pool = self.pool
         assert pool is not None
         began = time.perf_counter()
@@ -198,9 +272,11 @@ class Database:
             self.on_pool_wait(time.perf_counter() - began)
         try:
             yield connection
-        except DISCONNECTED:
+        except DISCONNECTED as exc:
+            if isinstance(exc, OSError) and not connection.is_closed():
+                raise  # not this connection's
             pool.expire()
-            raise
+            raise DatabaseUnavailable() from exc
         finally:
             pool.release(connection)
 
@@ -217,19 +293,29 @@ class Database:
 
     @asynccontextmanager
     async def session(self, *, write: bool = True) -> AsyncIterator[AsyncSession]:
-        """A session for one use-case; the use-case commits, anything uncommitted rolls back."""
-        if not write:
-            async with self._readers() as session:
-                await self._connected(session)
-                yield session
-            return
-        if self._write_lock is None:
-            async with self._writers() as session:
-                await self._connected(session)
-                yield session
-            return
-        async with self._write_lock, self._writers() as session:
-            yield session
+        """A session for one use-case; the use-case commits, anything uncommitted rolls back.
+        A connection refused, lost or not given in time fails it with ``DatabaseUnavailable``.
+        """
+        try:
+            if not write:
+                async with self._readers() as session:
+                    await self._connected(session)
+                    yield session
+            elif self._write_lock is None:
+                async with self._writers() as session:
+                    await self._connected(session)
+                    yield session
+            else:
+                await self._writers_turn()
+                try:
+                    async with self._writers() as session:
+                        yield session
+                finally:
+                    self._release_writer()
+        except (SQLAlchemyTimeout, DBAPIError, *REFUSED) as exc:
+            if not unavailable(exc):
+                raise
+            raise DatabaseUnavailable() from exc
 
     async def _connected(self, session: AsyncSession) -> None:
         """On PostgreSQL, the session's connection taken now, to time the pool's wait."""

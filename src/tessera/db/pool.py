@@ -11,6 +11,8 @@ from collections.abc import (
 
 import asyncpg
 
+from tessera.errors import DatabaseUnavailable
+
 
 class ConnectionPool:
     """The asyncpg connections of the hot reads and writes, kept open for the next request.
@@ -22,6 +24,10 @@ class ConnectionPool:
     come back. Past that, a request waits, first come first served, for a connection given
     back. A connection found closed (a server restart), older than ``recycle_seconds``, or
     open when ``expire()`` was called is replaced before it is used again.
+
+    ``acquire`` gives up after ``timeout`` seconds (waiting for a connection given back, or
+    for the server to open one), and when the server refuses a connection (its slots used up,
+    shutting down, not listening): ``DatabaseUnavailable``, raised from the cause.
     """
 
     def __init__(
@@ -31,9 +37,11 @@ class ConnectionPool:
         size: int,
         overflow: int,
         recycle_seconds: float,
+        timeout: float,
         init: Callable[[asyncpg.Connection], Awaitable[None]],
     ) -> None:
         self.dsn = dsn
+        self.timeout = timeout
         self.size = size
         self.limit = size + overflow
         self.recycle_seconds = recycle_seconds
@@ -52,13 +60,31 @@ class ConnectionPool:
         return len(self._idle)
 
     async def acquire(self) -> asyncpg.Connection:
+        connection = self._take_idle()
+        if connection is not None:  # as a rule: no timer to set
+            return connection
+        try:
+            async with asyncio.timeout(self.timeout):
+                return await self._acquire()
+        except TimeoutError as exc:
+            raise DatabaseUnavailable(
+                f"the database gave no connection within {self.timeout:g} s: try again shortly"
+            ) from exc
+
+    def _take_idle(self) -> asyncpg.Connection | None:
+        while self._idle:
+            connection, opened_at, generation = self._idle.pop()
+            if self._fresh(connection, opened_at, generation):
+                self._in_use[connection] = (opened_at, generation)
+                return connection
+            self._discard(connection)
+        return None
+
+    async def _acquire(self) -> asyncpg.Connection:
         while True:
-            while self._idle:
-                connection, opened_at, generation = self._idle.pop()
-                if self._fresh(connection, opened_at, generation):
-                    self._in_use[connection] = (opened_at, generation)
-                    return connection
-                self._discard(connection)
+            connection = self._take_idle()
+            if connection is not None:
+                return connection
             if self.opened < self.limit:
                 return await self._open()
             waiter: asyncio.Future[asyncpg.Connection | None] = (
@@ -129,8 +155,12 @@ class ConnectionPool:
     async def _open(self) -> asyncpg.Connection:
         self.opened += 1
         try:
-            connection = await asyncpg.connect(self.dsn)
+            connection = await asyncpg.connect(self.dsn, timeout=self.timeout)
             await self.init(connection)
+        except REFUSED as exc:
+            self.opened -= 1
+            self._hand(None)
+            raise DatabaseUnavailable() from exc
         except BaseException:
             self.opened -= 1
             self._hand(None)
@@ -149,6 +179,13 @@ DISCONNECTED = (
     asyncpg.exceptions.InternalClientError,
     asyncpg.exceptions.PostgresConnectionError,
     asyncpg.exceptions.AdminShutdownError,
+)
+# What a server says when it will not open a connection: every slot taken (``too many
+# clients``), starting up or shutting down, not listening.
+REFUSED = (
+    *DISCONNECTED,
+    asyncpg.exceptions.TooManyConnectionsError,
+    asyncpg.exceptions.CannotConnectNowError,
 )
 
 

@@ -18,6 +18,8 @@ from sqlalchemy.ext.asyncio import (
     create_async_engine,
 )
 
+from tessera.errors import DatabaseUnavailable
+
 SQLITE_BUSY_TIMEOUT_MS = 30_000
 
 SQLITE_BUSY_RETRY_SECONDS = 0.005
@@ -37,17 +39,21 @@ def sqlite_connection(url: URL, *, busy_timeout_ms: int) -> sqlite3.Connection:
     return connection
 
 
-async def begin_immediate(connection: sqlite3.Connection) -> None:
+async def begin_immediate(connection: sqlite3.Connection, patience: float) -> None:
     """Take SQLite's write lock; another process (the CLI, a second server) may hold it: wait
-    for it without blocking the loop, up to the busy timeout."""
-    deadline = time.monotonic() + SQLITE_BUSY_TIMEOUT_MS / 1000
+    for it without blocking the loop, up to ``patience`` seconds (the pool's timeout)."""
+    deadline = time.monotonic() + patience
     while True:
         try:
             connection.execute("BEGIN IMMEDIATE")
             return
         except sqlite3.OperationalError as exc:
-            if "locked" not in str(exc) or time.monotonic() > deadline:
+            if "locked" not in str(exc):
                 raise
+            if time.monotonic() > deadline:
+                raise DatabaseUnavailable(
+                    "the database is busy (another process holds its write lock): try again shortly"
+                ) from exc
         await asyncio.sleep(SQLITE_BUSY_RETRY_SECONDS)
 
 
@@ -67,7 +73,7 @@ def sqlite_pragmas(dbapi_connection: Any, *, busy_timeout_ms: int) -> None:
     cursor.close()
 
 
-def sqlite_engine(url: URL, *, begin: str) -> AsyncEngine:
+def sqlite_engine(url: URL, *, begin: str, busy_timeout_ms: int) -> AsyncEngine:
     """The ORM sessions' engine on SQLite: aiosqlite, each connection on a thread of its own,
     where SQLite may wait for another process's write lock (``busy_timeout``) without holding
     the event loop. The driver controls no transaction: the "begin" event says how to BEGIN
@@ -77,7 +83,7 @@ def sqlite_engine(url: URL, *, begin: str) -> AsyncEngine:
     @event.listens_for(engine.sync_engine, "connect")
     def _on_connect(dbapi_connection: Any, _record: Any) -> None:
         dbapi_connection.isolation_level = None
-        sqlite_pragmas(dbapi_connection, busy_timeout_ms=SQLITE_BUSY_TIMEOUT_MS)
+        sqlite_pragmas(dbapi_connection, busy_timeout_ms=busy_timeout_ms)
 
     @event.listens_for(engine.sync_engine, "begin")
     def _begin(connection: Any) -> None:

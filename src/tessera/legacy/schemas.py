@@ -2,7 +2,6 @@
 
 import uuid
 from datetime import datetime
-from types import SimpleNamespace
 from typing import Literal, Self
 
 from pydantic import ConfigDict, Field, field_validator
@@ -71,7 +70,7 @@ class LegacyProductRead(ProductRead):
 
     @classmethod
     def of(cls, product: ProductRead) -> Self:
-        return cls.model_validate(SimpleNamespace(**dict(product) | {"type": LEGACY_TYPE}))
+        return cls.model_validate(dict(product) | {"type": LEGACY_TYPE})
 
 
 class LegacyItemsCreate(SnakeInput):

@@ -17,6 +17,7 @@ from typing import NamedTuple, Protocol
 
 from starlette.requests import Request
 
+from tessera import ticket_codes
 from tessera.auth.principal import Principal
 from tessera.config import Settings
 from tessera.db import Rows, Transaction
@@ -67,6 +68,48 @@ class Holder(Protocol):
 class HeldTicket(NamedTuple):
     holder: Holder
     ticket: Ticket
+
+
+class TicketProduct(Protocol):
+    """What a ticket email says of the item's product."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def event_id(self) -> uuid.UUID | None: ...
+
+
+class Ticketed(Protocol):
+    """An item whose ticket an email links to: an item's row with its product and owner."""
+
+    @property
+    def id(self) -> uuid.UUID: ...
+    @property
+    def item_id(self) -> int: ...
+    @property
+    def ticket_version(self) -> int: ...
+    @property
+    def owner(self) -> Holder: ...
+    @property
+    def product(self) -> TicketProduct: ...
+
+
+def tickets_of(mail: TicketMail, items: Sequence[Ticketed]) -> list[HeldTicket]:
+    """The items' tickets as an email links to them, each with its holder."""
+    return [
+        HeldTicket(
+            item.owner,
+            Ticket(
+                product=item.product.name,
+                number=item.item_id,
+                event_id=item.product.event_id,
+                url=ticket_codes.page_url(
+                    mail.base_url, mail.hash_key, item.id, item.ticket_version
+                ),
+            ),
+        )
+        for item in items
+    ]
 
 
 async def queue_tickets(

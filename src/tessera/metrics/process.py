@@ -1,4 +1,4 @@
-"""Where a process's figures live, and the database pool's gauges.
+"""Where a process's figures live, and the database pool's (or SQLite writer's) gauges.
 
 With one process, the metrics are objects in its memory. ``tessera serve --workers N`` (N > 1)
 makes a fresh directory for the run and names it in ``PROMETHEUS_MULTIPROC_DIR`` before uvicorn
@@ -71,8 +71,34 @@ class PoolGauges:
         )
 
 
+class WriterGauges:
+    """SQLite's writer queue, as ``PoolGauges`` show PostgreSQL's pool: a process writes one
+    transaction at a time, the others wait their turn (see tessera.db). Made by the first
+    sample or wait, so that PostgreSQL shows none."""
+
+    def __init__(self) -> None:
+        self.waiting = Gauge(
+            "tessera_db_writes_waiting",
+            "Write transactions waiting for their turn to write (SQLite), over all processes, "
+            "sampled every second.",
+            multiprocess_mode="livesum",
+            registry=None,
+        )
+        self.wait = Histogram(
+            "tessera_db_write_wait_seconds",
+            "How long a write transaction waited for its turn to write (SQLite), over all "
+            "processes.",
+            buckets=WAIT_BUCKETS,
+            registry=None,
+        )
+
+    def metrics(self) -> tuple[Gauge | Histogram, ...]:
+        return (self.waiting, self.wait)
+
+
 WAIT_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0)
 _pool_gauges: PoolGauges | None = None
+_writer_gauges: WriterGauges | None = None
 
 
 @contextmanager
@@ -105,7 +131,8 @@ def scrape_registry() -> CollectorRegistry:
         MultiProcessCollector(registry, path=directory)  # type: ignore[no-untyped-call]
     else:
         pool = _pool_gauges.metrics() if _pool_gauges is not None else ()
-        for metric in (REQUESTS, LATENCY, logs.DROPPED, *pool):
+        writer = _writer_gauges.metrics() if _writer_gauges is not None else ()
+        for metric in (REQUESTS, LATENCY, logs.DROPPED, *pool, *writer):
             registry.register(metric)
     return registry
 
@@ -131,10 +158,18 @@ def _gauges() -> PoolGauges:
     return _pool_gauges
 
 
+def _writer() -> WriterGauges:
+    global _writer_gauges
+    if _writer_gauges is None:
+        _writer_gauges = WriterGauges()
+    return _writer_gauges
+
+
 def sample_pool(database: Database) -> None:
-    """The pool of the hot reads and writes (``db.ConnectionPool``; SQLite has none)."""
+    """The pool of the hot reads and writes (``db.ConnectionPool``), or SQLite's writer queue."""
     pool = database.pool
     if pool is None:
+        _writer().waiting.set(database.writes_waiting)
         return
     gauges = _gauges()
     open_, idle = pool.opened, pool.idle
@@ -150,11 +185,14 @@ def observe_pool_wait(seconds: float) -> None:
     _gauges().wait.observe(seconds)
 
 
+def observe_write_wait(seconds: float) -> None:
+    """A write waited ``seconds`` for its turn (SQLite; ``Database(on_write_wait=...)``)."""
+    _writer().wait.observe(seconds)
+
+
 async def sample_pool_until(database: Database, stop: asyncio.Event) -> None:
-    """This process's pool gauges, every second until ``stop``: a sample costs the requests
-    nothing, where pool events would cost each of them two updates."""
-    if database.pool is None:
-        return
+    """This process's pool (or writer queue) gauges, every second until ``stop``: a sample
+    costs the requests nothing, where pool events would cost each of them two updates."""
     while not stop.is_set():
         sample_pool(database)
         with suppress(TimeoutError):

@@ -2,7 +2,7 @@ import uuid
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import JSON, BigInteger, ForeignKey, Index, Integer, String, UniqueConstraint
+from sqlalchemy import JSON, BigInteger, ForeignKey, Index, String, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
 from tessera.models.base import Base, IdMixin, UTCDateTime, Uuid, utcnow
@@ -27,7 +27,6 @@ class Checkin(IdMixin, Base):
     nonce: Mapped[str] = mapped_column(String(128))
     # ok | already_checked_in | wrong_event | unknown | held_outside
     status: Mapped[str] = mapped_column(String(24))
-    status_code: Mapped[int] = mapped_column(Integer)
     answer: Mapped[dict[str, Any]] = mapped_column(JSON)
     source: Mapped[str] = mapped_column(String(16))  # api | console
     event_id: Mapped[uuid.UUID | None] = mapped_column(Uuid)  # the event the scan asked for

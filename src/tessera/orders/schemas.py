@@ -2,13 +2,12 @@ import uuid
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from decimal import Decimal
-from types import SimpleNamespace
-from typing import Annotated, Any, Literal, NamedTuple, Self
+from typing import Annotated, Literal, NamedTuple, Protocol, Self
 
 from pydantic import Field, StrictInt, StringConstraints, model_validator
 
-from tessera.models import Order, OrderItem, OrderStatus, Product, ProductItem
-from tessera.products.schemas import MAX_ISSUE, ProductItemRead, item_view
+from tessera.models import OrderStatus
+from tessera.products.schemas import MAX_ISSUE, ItemSource, ItemView, ProductItemRead, item_view
 from tessera.schemas import Integral, PageParams, Pagination, SnakeInput, SnakeModel
 from tessera.users.schemas import UserLookup
 
@@ -67,9 +66,9 @@ class OrderSummary(SnakeModel):
     @classmethod
     def of(
         cls,
-        order: Order | Any,
-        lines: Sequence[OrderItem | Any],
-        products: Mapping[uuid.UUID, Product | Any],
+        order: "OrderSource",
+        lines: Sequence["LineSource"],
+        products: Mapping[uuid.UUID, "NamedProduct"],
     ) -> Self:
         """From ORM objects, or from rows with the same attributes: the order, its lines (by
         position) and their products."""
@@ -82,10 +81,10 @@ class OrderRead(OrderSummary):
     @classmethod
     def of(
         cls,
-        order: Order | Any,
-        lines: Sequence[OrderItem | Any],
-        products: Mapping[uuid.UUID, Product | Any],
-        items: Sequence[ProductItem | Any] = (),
+        order: "OrderSource",
+        lines: Sequence["LineSource"],
+        products: Mapping[uuid.UUID, "NamedProduct"],
+        items: Sequence[ItemSource] = (),
     ) -> Self:
         """As ``OrderSummary.of``, with the items issued for the order (none until it is
         completed)."""
@@ -113,14 +112,51 @@ class OrderView(NamedTuple):
     items: list[LineView]
     created_at: datetime
     updated_at: datetime
-    product_items: list[SimpleNamespace]
+    product_items: list[ItemView]
+
+
+class OrderSource(Protocol):
+    """What ``order_view`` reads of an order: an ``orders`` row or ORM object."""
+
+    @property
+    def id(self) -> uuid.UUID: ...
+    @property
+    def order_number(self) -> str: ...
+    @property
+    def status(self) -> OrderStatus: ...
+    @property
+    def user_id(self) -> uuid.UUID: ...
+    @property
+    def created_at(self) -> datetime: ...
+    @property
+    def updated_at(self) -> datetime: ...
+
+
+class LineSource(Protocol):
+    """What ``order_view`` reads of an order's line (``order_items``)."""
+
+    @property
+    def id(self) -> uuid.UUID: ...
+    @property
+    def product_id(self) -> uuid.UUID: ...
+    @property
+    def quantity(self) -> int: ...
+    @property
+    def unit_price(self) -> Decimal: ...
+
+
+class NamedProduct(Protocol):
+    """A line's product, of which the answer shows the name."""
+
+    @property
+    def name(self) -> str: ...
 
 
 def order_view(
-    order: Order | Any,
-    lines: Sequence[OrderItem | Any],
-    products: Mapping[uuid.UUID, Product | Any],
-    items: Sequence[ProductItem | Any] = (),
+    order: OrderSource,
+    lines: Sequence[LineSource],
+    products: Mapping[uuid.UUID, NamedProduct],
+    items: Sequence[ItemSource] = (),
 ) -> OrderView:
     """An order as ``OrderRead`` (and ``OrderSummary``) reads it, for a route to render or
     ``of`` to validate: its lines with their products' names, the total, and its items."""

@@ -18,7 +18,7 @@ from tessera.errors import (
 )
 from tessera.mail import outbox
 from tessera.mail.letters import Kind
-from tessera.mail.outbox import TicketMail
+from tessera.mail.outbox import TicketMail, tickets_of
 from tessera.models import OrderItem, OrderStatus
 from tessera.models.base import new_id, utcnow
 from tessera.orders import repository
@@ -27,7 +27,6 @@ from tessera.orders.schemas import OrderCreate, OrderFilter, OrderList, OrderRea
 from tessera.products import repository as products
 from tessera.products import rules
 from tessera.products.rows import Item
-from tessera.tickets.service import tickets_of
 from tessera.users.repository import UserRow, get_user_row
 from tessera.users.schemas import UserRef
 

@@ -1,7 +1,6 @@
 import uuid
 from datetime import datetime
-from types import SimpleNamespace
-from typing import TYPE_CHECKING, Annotated, Any, Literal, Self
+from typing import TYPE_CHECKING, Annotated, Any, Literal, NamedTuple, Protocol, Self
 
 from pydantic import (
     MISSING,
@@ -306,16 +305,120 @@ class ProductItemRead(SnakeModel):
     nft: ItemNft | None
 
     @classmethod
-    def of(
-        cls, item: ProductItem | Any, *, as_of: "Redemption | RedemptionRow | None" = None
-    ) -> Self:
+    def of(cls, item: "ItemSource", *, as_of: "Redemption | RedemptionRow | None" = None) -> Self:
         """Render an item (product and owner loaded); ``as_of`` replays a recorded redemption."""
         return cls.model_validate(item_view(item, as_of=as_of))
 
 
-def item_view(
-    item: ProductItem | Any, *, as_of: "Redemption | RedemptionRow | None" = None
-) -> SimpleNamespace:
+class OwnerSource(Protocol):
+    """An item's owner as the answer shows it (``ItemOwner``): a user's row or object."""
+
+    @property
+    def id(self) -> uuid.UUID: ...
+    @property
+    def email(self) -> str: ...
+    @property
+    def first_name(self) -> str | None: ...
+    @property
+    def last_name(self) -> str | None: ...
+
+
+class ProductSource(Protocol):
+    """An item's product as the answer shows it (``ItemProduct``)."""
+
+    @property
+    def id(self) -> uuid.UUID: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def type(self) -> str: ...
+    @property
+    def redemption_quantity(self) -> int: ...
+
+
+class ItemSource(Protocol):
+    """What ``item_view`` reads of an item: a ``product_items`` row (or ORM object) with its
+    product and its owner."""
+
+    @property
+    def id(self) -> uuid.UUID: ...
+    @property
+    def created_at(self) -> datetime: ...
+    @property
+    def updated_at(self) -> datetime: ...
+    @property
+    def product_id(self) -> uuid.UUID: ...
+    @property
+    def item_id(self) -> int: ...
+    @property
+    def redemption_count(self) -> int: ...
+    @property
+    def redeemed_at(self) -> int | None: ...
+    @property
+    def nft_status(self) -> NftStatus | None: ...
+    @property
+    def nft_tx_hash(self) -> str | None: ...
+    @property
+    def nft_block(self) -> int | None: ...
+    @property
+    def nft_block_hash(self) -> str | None: ...
+    @property
+    def nft_reason(self) -> str | None: ...
+    @property
+    def nft_transfer_status(self) -> NftStatus | None: ...
+    @property
+    def nft_transfer_tx_hash(self) -> str | None: ...
+    @property
+    def nft_transfer_block(self) -> int | None: ...
+    @property
+    def nft_transfer_block_hash(self) -> str | None: ...
+    @property
+    def nft_transfer_reason(self) -> str | None: ...
+    @property
+    def product(self) -> ProductSource: ...
+    @property
+    def owner(self) -> OwnerSource: ...
+
+
+class NftTransferView(NamedTuple):
+    """An item's last on-chain transfer as ``NftTransfer`` reads it."""
+
+    status: NftStatus
+    tx_hash: str | None
+    block: int | None
+    block_hash: str | None
+    reason: str | None
+
+
+class NftView(NamedTuple):
+    """An item's NFT as ``ItemNft`` reads it."""
+
+    status: NftStatus
+    tx_hash: str | None
+    block: int | None
+    block_hash: str | None
+    reason: str | None
+    transfer: NftTransferView | None
+
+
+class ItemView(NamedTuple):
+    """An item as ``ProductItemRead`` reads it."""
+
+    id: uuid.UUID
+    created_at: datetime
+    updated_at: datetime
+    product_id: uuid.UUID
+    item_id: int
+    redemption_count: int
+    redemption_quantity: int
+    is_fully_redeemed: bool
+    redeemed_at: int | None
+    user: OwnerSource
+    product: ProductSource
+    nft: NftView | None
+
+
+def item_view(item: ItemSource, *, as_of: "Redemption | RedemptionRow | None" = None) -> ItemView:
     """An item (product and owner loaded) as ``ProductItemRead`` reads it, for a route to render
     or ``ProductItemRead.of`` to validate; ``as_of`` replays a recorded redemption."""
     product = item.product
@@ -324,14 +427,14 @@ def item_view(
     if item.nft_status is not None:
         transfer = None
         if item.nft_transfer_status is not None:
-            transfer = SimpleNamespace(
+            transfer = NftTransferView(
                 status=item.nft_transfer_status,
                 tx_hash=item.nft_transfer_tx_hash,
                 block=item.nft_transfer_block,
                 block_hash=item.nft_transfer_block_hash,
                 reason=item.nft_transfer_reason,
             )
-        nft = SimpleNamespace(
+        nft = NftView(
             status=item.nft_status,
             tx_hash=item.nft_tx_hash,
             block=item.nft_block,
@@ -339,7 +442,7 @@ def item_view(
             reason=item.nft_reason,
             transfer=transfer,
         )
-    return SimpleNamespace(
+    return ItemView(
         id=item.id,
         created_at=item.created_at,
         updated_at=item.updated_at,

@@ -20,7 +20,7 @@ from tessera.events.repository import get_event_row
 from tessera.jobs.queue import JobKind
 from tessera.mail import outbox
 from tessera.mail.letters import Kind
-from tessera.mail.outbox import TicketMail
+from tessera.mail.outbox import TicketMail, tickets_of
 from tessera.models import NftStatus
 from tessera.models.base import utcnow
 from tessera.products import repository, rules
@@ -52,7 +52,6 @@ from tessera.products.schemas import (
 )
 from tessera.projects.repository import primary_wallet
 from tessera.schemas import PageParams
-from tessera.tickets.service import tickets_of
 from tessera.users.repository import find_user_row, get_user_row, users_by
 from tessera.users.schemas import UserRef
 

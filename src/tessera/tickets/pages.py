@@ -3,7 +3,7 @@ product, its event, the holder's name, the item's state and a QR code of the tic
 what the door scans; ``GET /tickets/{token}/event.ics`` puts the event in a calendar.
 
 No credential: the token in the path is one, as a claim link's is, so the pages carry the claim
-pages' headers (``claims.pages.HEADERS``: nothing from another host, no Referer, not cached).
+pages' headers (``tessera.pages.HEADERS``: nothing from another host, no Referer, not cached).
 The QR code is drawn here as SVG inside the page: no script, no second request carrying the
 token, and a page saved to the phone still has its code. An unknown, malformed or superseded
 token (reissued, or the item transferred: its new holder has a new page) is one 404 page, the
@@ -19,11 +19,12 @@ from fastapi import APIRouter, Request, Response
 from fastapi.responses import HTMLResponse
 from markupsafe import Markup
 
-from tessera.claims.pages import HEADERS, templates
+from tessera import ticket_codes as codes
 from tessera.config import SettingsDep
 from tessera.db import DatabaseDep, Rows
+from tessera.pages import HEADERS, page
 from tessera.products.schemas import is_fully_redeemed
-from tessera.tickets import codes, repository
+from tessera.tickets import repository
 from tessera.tickets.repository import TicketItem, TicketPageRow
 from tessera.tickets.service import item_of_code
 
@@ -112,9 +113,7 @@ def calendar_of(ticket: Ticket) -> bytes:
 
 def _missing(request: Request, heading: str, lines: list[str]) -> HTMLResponse:
     context = {"ok": False, "heading": heading, "lines": lines, "retry": False}
-    return templates.TemplateResponse(
-        request, "claim_result.html", context, status_code=404, headers=HEADERS
-    )
+    return page(request, "claim_result.html", context, status=404)
 
 
 @router.get("/tickets/{token}", response_class=HTMLResponse)
@@ -136,7 +135,7 @@ async def ticket_page(
         "qr": qr_svg(secret),
         "calendar": f"{token}/event.ics",  # relative: /tickets/{token}/event.ics
     }
-    return templates.TemplateResponse(request, "ticket.html", context, headers=HEADERS)
+    return page(request, "ticket.html", context)
 
 
 @router.get("/tickets/{token}/event.ics", response_model=None)

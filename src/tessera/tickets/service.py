@@ -1,8 +1,8 @@
 """Tickets as the API gives them: an item's secret and page, reissued on demand."""
 
 import uuid
-from collections.abc import Sequence
 
+from tessera import ticket_codes as codes
 from tessera.auth.principal import Principal
 from tessera.changes.outbox import EventType, record
 from tessera.db import Database, Rows, Transaction
@@ -11,8 +11,7 @@ from tessera.mail.letters import Kind, Ticket
 from tessera.mail.outbox import HeldTicket, TicketMail
 from tessera.models.base import utcnow
 from tessera.products.repository import get_product_row
-from tessera.products.rows import Item
-from tessera.tickets import codes, repository
+from tessera.tickets import repository
 from tessera.tickets.repository import TicketItem
 from tessera.tickets.schemas import TicketRead, TicketReissued
 from tessera.users.repository import get_user_row
@@ -21,34 +20,7 @@ from tessera.users.schemas import UserRef
 
 def ticket_url(base_url: str, hash_key: bytes, item: TicketItem) -> str:
     """The item's ticket page: ``{base_url}/tickets/{token}``."""
-    return f"{base_url}/tickets/{codes.page_token(hash_key, item.id, item.ticket_version)}"
-
-
-def tickets_of(mail: TicketMail, items: Sequence[Item]) -> list[HeldTicket]:
-    """The items' tickets as an email links to them, each with its holder."""
-    return [
-        HeldTicket(
-            item.owner,
-            Ticket(
-                product=item.product.name,
-                number=item.item_id,
-                event_id=item.product.event_id,
-                url=ticket_url(mail.base_url, mail.hash_key, ticket_item_of(item)),
-            ),
-        )
-        for item in items
-    ]
-
-
-def ticket_item_of(item: Item) -> TicketItem:
-    return TicketItem(
-        id=item.id,
-        item_id=item.item_id,
-        ticket_version=item.ticket_version,
-        project_id=item.project_id,
-        product_id=item.product_id,
-        owner_id=item.owner_id,
-    )
+    return codes.page_url(base_url, hash_key, item.id, item.ticket_version)
 
 
 async def mail_ticket(tx: Transaction, mail: TicketMail, item: TicketItem, *, kind: Kind) -> None:

@@ -7,6 +7,9 @@ and page stop working at once. The secret is base32 (52 characters, the QR code'
 alphanumeric mode, typed by a keyboard-wedge scanner in either case); the page token base64url
 (43 characters, a path segment). The two use different keys of the MAC, so that neither can be
 computed from the other.
+
+A module of its own, below the packages that hand tickets out (products, orders, claims, the
+mail) and the one that shows and checks them (tickets, checkins).
 """
 
 import base64
@@ -41,6 +44,11 @@ def secret(hash_key: bytes, item_id: uuid.UUID, version: int) -> str:
 def page_token(hash_key: bytes, item_id: uuid.UUID, version: int) -> str:
     code = item_id.bytes + _mac(hash_key, Use.PAGE, item_id, version)
     return base64.urlsafe_b64encode(code).decode().rstrip("=")
+
+
+def page_url(base_url: str, hash_key: bytes, item_id: uuid.UUID, version: int) -> str:
+    """The ticket's page: ``{base_url}/tickets/{token}``."""
+    return f"{base_url}/tickets/{page_token(hash_key, item_id, version)}"
 
 
 def item_of(use: Use, text: str) -> uuid.UUID | None:
