@@ -35,8 +35,8 @@ from tessera.db import Database
 from tessera.docs import ASSETS, SWAGGER_UI
 from tessera.docs import router as docs_router
 from tessera.errors import install_error_handlers
-from tessera.health import Readiness
-from tessera.health import router as health_router
+from tessera.health.readiness import Readiness
+from tessera.health.router import router as health_router
 from tessera.idempotency import IdempotencyStore, purge_expired
 from tessera.jobs.worker import Handlers, JobContext, Worker
 from tessera.mail import sender as mail_sender
