@@ -26,7 +26,7 @@ from tessera import migrations
 from tessera.chain.registry import Chains
 from tessera.config import Settings
 from tessera.db import Database
-from tessera.health import Readiness
+from tessera.health.readiness import Readiness
 from tessera.jobs.worker import JobContext, Worker
 from tessera.main import create_app, make_worker
 from tessera.models import WorkerHeartbeat

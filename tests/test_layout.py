@@ -1,6 +1,7 @@
 """The rules of the layout that no linter holds (README, Layout): SQL statements are built only
 in a ``repository.py``, the ``db`` package and the migrations; only the ``db`` package asks
-which backend it runs on; no module imports, even lazily, one that imports it back."""
+which backend it runs on; routes and console pages name what they need in their signatures,
+never reading the app's state; no module imports, even lazily, one that imports it back."""
 
 import ast
 from pathlib import Path
@@ -67,6 +68,91 @@ def test_only_the_db_package_asks_which_backend_it_runs_on(path: Path):
         if isinstance(node, ast.Attribute) and node.attr in BACKEND_QUESTIONS
     ]
     assert asked == []
+
+
+ROUTE_DECORATORS = frozenset(
+    {"get", "post", "put", "patch", "delete", "head", "options", "api_route", "websocket"}
+)
+
+
+def _defines_routes(tree: ast.AST) -> bool:
+    """Whether a module adds routes: ``@router.get(...)`` and the like, or ``add_api_route``."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            for decorator in node.decorator_list:
+                called = decorator.func if isinstance(decorator, ast.Call) else decorator
+                if isinstance(called, ast.Attribute) and called.attr in ROUTE_DECORATORS:
+                    return True
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            if node.func.attr == "add_api_route":
+                return True
+    return False
+
+
+def _takes_a_request(tree: ast.AST) -> bool:
+    return any(
+        isinstance(node, ast.arg)
+        and isinstance(node.annotation, ast.Name)
+        and node.annotation.id == "Request"
+        for node in ast.walk(tree)
+    )
+
+
+def _serving_modules() -> list[Path]:
+    """The modules that define routes, and the console's modules that handle its requests
+    (``console/web.py``: the signed-in user, the pages' answers)."""
+    found = []
+    for path in _modules():
+        tree = ast.parse(path.read_text())
+        console = path.relative_to(SRC).parts[0] == "console"
+        if _defines_routes(tree) or (console and _takes_a_request(tree)):
+            found.append(path)
+    return found
+
+
+def _state_reads(tree: ast.AST) -> list[str]:
+    """Where a module reaches into the app's state (``request.app.state``, ``app.state``) or
+    takes the caller out of the request's (``Caller.of``)."""
+    found: list[tuple[int, str]] = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Attribute):
+            continue
+        owner = node.value
+        app_state = node.attr == "state" and (
+            (isinstance(owner, ast.Attribute) and owner.attr == "app")
+            or (isinstance(owner, ast.Name) and owner.id == "app")
+        )
+        caller_of = node.attr == "of" and isinstance(owner, ast.Name) and owner.id == "Caller"
+        if app_state or caller_of:
+            found.append((node.lineno, f"line {node.lineno}: {ast.unparse(node)}"))
+    return [where for _, where in sorted(found)]
+
+
+@pytest.mark.parametrize("path", _serving_modules(), ids=lambda p: str(p.relative_to(SRC)))
+def test_routes_and_pages_name_what_they_need_in_their_signatures(path: Path):
+    """The database, the caller, the settings and the rest come as parameters, one
+    ``Annotated`` alias each (``DatabaseDep``, ``CallerDep``, ``SettingsDep``, ...)."""
+    assert _state_reads(ast.parse(path.read_text())) == []
+
+
+def test_the_serving_modules_are_found():
+    found = {str(path.relative_to(SRC)) for path in _serving_modules()}
+    assert {"users/router.py", "claims/pages.py", "console/web.py", "metrics/router.py"} <= found
+    assert "console/accounts.py" not in found
+
+
+def test_the_check_finds_a_state_read_where_there_is_one():
+    tree = ast.parse(
+        "async def page(request):\n"
+        "    caller = Caller.of(request)\n"
+        "    database = request.app.state.database\n"
+        "    app.state.limiter = None\n"
+    )
+    assert _state_reads(tree) == [
+        "line 2: Caller.of",
+        "line 3: request.app.state",
+        "line 4: app.state",
+    ]
 
 
 def _module_name(path: Path) -> str:

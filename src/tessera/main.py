@@ -12,7 +12,7 @@ from fastapi.staticfiles import StaticFiles
 from tessera import API_VERSION, routing
 from tessera.api import ConstantAnswers, document, include_v1, version_router
 from tessera.auth.dependencies import Authenticator
-from tessera.auth.rate_limits import RateLimiter
+from tessera.auth.rate_limits import RateLimiter, SignInLimiter
 from tessera.auth.router import router as auth_router
 from tessera.chain.registry import Chains
 from tessera.changes.feed import purge_chore
@@ -35,8 +35,8 @@ from tessera.db import Database
 from tessera.docs import ASSETS, SWAGGER_UI
 from tessera.docs import router as docs_router
 from tessera.errors import install_error_handlers
-from tessera.health import Readiness
-from tessera.health import router as health_router
+from tessera.health.readiness import Readiness
+from tessera.health.router import router as health_router
 from tessera.idempotency.service import IdempotencyStore, purge_expired
 from tessera.jobs.worker import Handlers, JobContext, Worker
 from tessera.mail import sender as mail_sender
@@ -164,6 +164,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.claim_limiter = ClaimLimiter(
         per_address=settings.claim_rate_per_address, per_link=settings.claim_rate_per_link
     )
+    app.state.console_limiter = SignInLimiter()
 
     install_error_handlers(app)
     console.install(app)

@@ -10,8 +10,9 @@ import httpx
 import pytest
 from fastapi import FastAPI
 
+from tessera.auth.rate_limits import SignInLimiter
 from tessera.chain.registry import Chains
-from tessera.console.accounts import SignInLimiter, create_operator
+from tessera.console.accounts import create_operator
 from tessera.jobs.worker import JobContext, Worker
 from tessera.main import make_worker
 from tests.factories import Tenant

@@ -14,10 +14,10 @@ import uuid
 from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Annotated, Any
 
 import jwt
-from fastapi import APIRouter, Request, Response
+from fastapi import APIRouter, Depends, Request, Response
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from tessera.auth.api_keys import API_KEY_START, UsageRecorder, access_for_api_key
@@ -117,6 +117,14 @@ class Authenticator:
             else None
         )
         self.usage = UsageRecorder()
+
+
+async def authenticator_of(request: Request) -> Authenticator:
+    authenticator: Authenticator = request.app.state.authenticator
+    return authenticator
+
+
+AuthenticatorDep = Annotated[Authenticator, Depends(authenticator_of)]
 
 
 # The two ways to send a credential, as OpenAPI security schemes. authenticate() reads the
@@ -236,8 +244,8 @@ async def _check(
 @dataclass(frozen=True, slots=True)
 class Caller:
     """Whom a project route serves (the credential's principal) and what its use-cases run
-    with. ``ProjectRoute`` lets a request in and leaves it with the request; an endpoint takes
-    the ``Request`` and reads it with ``Caller.of``."""
+    with. ``ProjectRoute`` lets a request in and leaves it with the request; an endpoint names
+    it as a parameter, ``caller: CallerDep``."""
 
     principal: Principal
     database: Database
@@ -245,13 +253,18 @@ class Caller:
     box: SecretBox
     chains: Chains
 
-    @classmethod
-    def of(cls, request: Request) -> "Caller":
-        caller: Caller = request.scope["state"][CALLER]
-        return caller
-
 
 CALLER = "tessera.caller"
+
+
+async def current_caller(request: Request) -> Caller:
+    """The caller ``admit`` let in. A dependency of the request alone, so that a project
+    route stays plain (``tessera.handlers``) and its OpenAPI gains no parameter."""
+    caller: Caller = request.scope["state"][CALLER]
+    return caller
+
+
+CallerDep = Annotated[Caller, Depends(current_caller)]
 Handler = Callable[[Request], Coroutine[Any, Any, Response]]
 
 

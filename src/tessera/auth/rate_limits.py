@@ -9,10 +9,18 @@ refused request takes no token. Another credential is never slowed.
 On PostgreSQL the buckets are rows (``rate_buckets``), so the limit holds across processes and
 hosts (one round trip more per request while a limit is on). On SQLite, one machine, they live
 in each process's memory (``tessera.db.buckets``).
+
+The console's sign-ins are limited per client address (``SignInLimiter``).
 """
 
 import math
 import time
+from typing import Annotated
+
+from fastapi import Depends, Request
+from limits import RateLimitItemPerMinute
+from limits.storage import MemoryStorage
+from limits.strategies import MovingWindowRateLimiter
 
 from tessera.auth.principal import Principal
 from tessera.db import Database
@@ -42,3 +50,29 @@ class RateLimiter:
                 retry_after=max(1, math.ceil((1 - left) / rate)),
                 limit=math.ceil(rate),
             )
+
+
+class SignInLimiter:
+    """Sign-in attempts per client address, a moving minute, in the process's memory (as the
+    claim limits): on top of each account's lockout, so that guessing across many accounts is
+    slow too. A refused attempt is not counted."""
+
+    def __init__(self, per_minute: int = 20) -> None:
+        self._limiter = MovingWindowRateLimiter(MemoryStorage())
+        self._item = RateLimitItemPerMinute(per_minute)
+
+    def admit(self, *, address: str) -> None:
+        if not self._limiter.hit(self._item, "console-sign-in", address):
+            reset_at = self._limiter.get_window_stats(self._item, "console-sign-in", address)
+            raise TooManyRequests(
+                "too many sign-in attempts from this address: try again in a minute",
+                retry_after=max(1, math.ceil(reset_at.reset_time - time.time())),
+            )
+
+
+async def sign_in_limiter(request: Request) -> SignInLimiter:
+    limiter: SignInLimiter = request.app.state.console_limiter
+    return limiter
+
+
+SignInLimiterDep = Annotated[SignInLimiter, Depends(sign_in_limiter)]

@@ -8,6 +8,7 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.exceptions import RequestValidationError
 from pydantic import ValidationError
 
+from tessera.auth.dependencies import AuthenticatorDep
 from tessera.auth.schemas import Jwks, TokenRequest, TokenResponse
 from tessera.db import SessionDep
 from tessera.errors import responses
@@ -55,16 +56,18 @@ def _form_schema() -> dict[str, Any]:
     },
 )
 async def issue_token(
-    request: Request, session: SessionDep, body: Annotated[TokenRequest, Depends(token_form)]
+    authenticator: AuthenticatorDep,
+    session: SessionDep,
+    body: Annotated[TokenRequest, Depends(token_form)],
 ) -> TokenResponse:
     """OAuth2 client credentials: exchange a project client's id and secret for a bearer JWT."""
-    token, ttl = await request.app.state.authenticator.issuer.exchange_client_credentials(
+    token, ttl = await authenticator.issuer.exchange_client_credentials(
         session, client_id=body.client_id, client_secret=body.client_secret, scope=body.scope
     )
     return TokenResponse(access_token=token, expires_in=ttl)
 
 
 @router.get("/.well-known/jwks.json", response_model=Jwks)
-async def jwks(request: Request, session: SessionDep) -> Jwks:
+async def jwks(authenticator: AuthenticatorDep, session: SessionDep) -> Jwks:
     """Public keys of Tessera's token issuer (current and recently rotated)."""
-    return Jwks.model_validate(await request.app.state.authenticator.issuer.jwks(session))
+    return Jwks.model_validate(await authenticator.issuer.jwks(session))

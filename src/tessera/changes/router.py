@@ -1,9 +1,9 @@
 from typing import Annotated
 
-from fastapi import Query, Request
+from fastapi import Query
 from pydantic import Field
 
-from tessera.auth.dependencies import Caller, project_router
+from tessera.auth.dependencies import CallerDep, project_router
 from tessera.changes import feed
 from tessera.changes.feed import CURSOR_PATTERN, ChangeList, Place
 from tessera.errors import responses
@@ -23,11 +23,10 @@ class ChangesQuery(SnakeInput):
 
 
 @router.get("", response_model=ChangeList, responses=responses(400, 401))
-async def list_changes(request: Request, query: Annotated[ChangesQuery, Query()]) -> ChangeList:
+async def list_changes(caller: CallerDep, query: Annotated[ChangesQuery, Query()]) -> ChangeList:
     """The project's changes in commit order, each once: pass the answer's `cursor` as `after`
     for the next page (an empty page keeps the cursor: ask again later). Changes are kept for
     `TESSERA_CHANGES_RETENTION_DAYS`; see the README for every `type` and its `data`."""
-    caller = Caller.of(request)
     after = Place.of_cursor(query.after) if query.after is not None else feed.START
     return await caller.database.read(
         feed.read_page, caller.principal.project_id, after, query.limit

@@ -1,10 +1,9 @@
 from datetime import timedelta
 from typing import Any
 
-from fastapi import Request
 from fastapi.responses import JSONResponse
 
-from tessera.auth.dependencies import Caller, project_router
+from tessera.auth.dependencies import CallerDep, project_router
 from tessera.checkins import service
 from tessera.checkins.schemas import (
     AnnulRead,
@@ -47,14 +46,13 @@ def status_of(scanned: Scanned) -> int:
 
 
 @router.post("", response_model=CheckinRead, responses=responses(400, 401, 403) | REFUSED)
-async def check_in(request: Request, body: CheckinRequest) -> JSONResponse:
+async def check_in(caller: CallerDep, body: CheckinRequest) -> JSONResponse:
     """Scan a ticket at the door (what a scanner calls, modelled on pretix's check-in): its
     holder is checked in at the product's event (the attendee's `checked_in_at`) and one use of
     the item is redeemed, in one transaction; a product without an event is checked in by the
     redemption alone. The same `nonce` again answers the first answer again and counts once.
     Every scan is recorded, refused ones too (the console's door shows them). Fires
     `checkin.created` (and `item.redeemed`, `attendee.checked_in`)."""
-    caller = Caller.of(request)
     scanned = await service.scan(
         caller.database,
         caller.principal,
@@ -67,11 +65,10 @@ async def check_in(request: Request, body: CheckinRequest) -> JSONResponse:
 
 
 @router.post("/annul", response_model=AnnulRead, responses=responses(400, 401, 403, 404, 409))
-async def annul_check_in(request: Request, body: AnnulRequest) -> AnnulRead:
+async def annul_check_in(caller: CallerDep, body: AnnulRequest) -> AnnulRead:
     """Undo the check-in of `nonce` within `TESSERA_CHECKIN_ANNUL_SECONDS` (900) of its scan: the
     use is given back and the attendee's `checked_in_at` returns to what it was, so the next
     scan is `ok` again. Annulling again answers the same; after the window 409, a nonce that
     checked nothing in 404. Fires `checkin.annulled`."""
-    caller = Caller.of(request)
     window = timedelta(seconds=caller.settings.checkin_annul_seconds)
     return await service.annul(caller.database, caller.principal, nonce=body.nonce, window=window)

@@ -9,7 +9,9 @@ knocking is let in again as its minute moves on, and it never holds back another
 
 import math
 import time
+from typing import Annotated
 
+from fastapi import Depends, Request
 from limits import RateLimitItemPerSecond
 from limits.storage import MemoryStorage
 from limits.strategies import MovingWindowRateLimiter
@@ -42,3 +44,11 @@ class ClaimLimiter:
                 )
         for item, keys, _ in limits:
             self._limiter.hit(item, *keys)
+
+
+async def claim_limiter(request: Request) -> ClaimLimiter:
+    limiter: ClaimLimiter = request.app.state.claim_limiter
+    return limiter
+
+
+ClaimLimiterDep = Annotated[ClaimLimiter, Depends(claim_limiter)]

@@ -10,6 +10,7 @@ from fastapi.responses import HTMLResponse
 from pydantic import StringConstraints, ValidationError
 
 from tessera.claims import service
+from tessera.claims.limiter import ClaimLimiterDep
 from tessera.claims.router import admit_claim
 from tessera.claims.schemas import ClaimRequest
 from tessera.config import SettingsDep
@@ -90,11 +91,12 @@ async def claim_frompage(
     database: DatabaseDep,
     settings: SettingsDep,
     box: BoxDep,
+    limiter: ClaimLimiterDep,
     token: str,
     form: Annotated[ClaimForm, Form()],
 ) -> HTMLResponse:
     try:
-        await admit_claim(request, token)
+        await admit_claim(request, limiter, token)
         try:
             body = ClaimRequest(
                 email=form.email.strip(),
@@ -115,12 +117,16 @@ async def claim_frompage(
             body=body,
             settings=settings,
             box=box,
-            mail=ticket_mail(settings, public_base(request)),
+            mail=ticket_mail(settings, public_base(settings, request)),
         )
     except AppError as error:
         return _refusal(request, error)
     answer = service.claim_answer(
-        user_id, item, new, hash_key=settings.hash_key_bytes, base_url=public_base(request)
+        user_id,
+        item,
+        new,
+        hash_key=settings.hash_key_bytes,
+        base_url=public_base(settings, request),
     )
     product = item.product
     heading = f"You have claimed {product.name}" if new else f"You already claimed {product.name}"

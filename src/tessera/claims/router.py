@@ -5,8 +5,9 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Query, Request, Response
 
-from tessera.auth.dependencies import Caller, project_router
+from tessera.auth.dependencies import CallerDep, project_router
 from tessera.claims import service
+from tessera.claims.limiter import ClaimLimiterDep
 from tessera.claims.schemas import (
     ClaimLinkCreate,
     ClaimLinkCreated,
@@ -16,29 +17,22 @@ from tessera.claims.schemas import (
     ClaimResult,
     ClaimView,
 )
-from tessera.config import Settings, SettingsDep
+from tessera.config import SettingsDep, settings_of
 from tessera.crypto import BoxDep
-from tessera.db import DatabaseDep
+from tessera.db import DatabaseDep, get_database
 from tessera.errors import responses
 from tessera.idempotency.router import IdempotentRoute
 from tessera.idempotency.schemas import KeyScope
 from tessera.mail.outbox import ticket_mail
 from tessera.schemas import PageParams, known_query_only
-from tessera.urls import public_base
+from tessera.urls import PublicUrlDep
 
 
-async def public_url(request: Request) -> str:
-    """Where people reach this server: ``TESSERA_PUBLIC_URL``, else the request's base URL."""
-    return public_base(request)
-
-
-async def admit_claim(request: Request, token: str) -> None:
+async def admit_claim(request: Request, limiter: ClaimLimiterDep, token: str) -> None:
     """The rate limits of claims (``claims.limiter``), before anything else is done."""
     address = request.client.host if request.client else "unknown"
-    request.app.state.claim_limiter.admit(address=address, link=token)
+    limiter.admit(address=address, link=token)
 
-
-PublicUrl = Annotated[str, Depends(public_url)]
 
 router = project_router("/products/{id}/claim-links", tags=["claims"])
 
@@ -50,15 +44,14 @@ router = project_router("/products/{id}/claim-links", tags=["claims"])
     responses=responses(400, 401, 403, 404, 409),
 )
 async def create_claim_link(
-    request: Request,
-    base_url: PublicUrl,
+    caller: CallerDep,
+    base_url: PublicUrlDep,
     id: uuid.UUID,
     body: ClaimLinkCreate,
 ) -> ClaimLinkCreated:
     """A link through which people claim items of an ``is_claimable`` product (409 otherwise).
     Its ``token`` and ``url`` are shown in this answer only, and with ``send_email`` in an
     invitation emailed to the link's ``email``."""
-    caller = Caller.of(request)
     return await service.create_link(
         caller.database,
         caller.principal,
@@ -72,25 +65,22 @@ async def create_claim_link(
 
 @router.get("", response_model=ClaimLinkList, responses=responses(400, 401, 404))
 async def list_claim_links(
-    request: Request, id: uuid.UUID, paging: Annotated[PageParams, Query()]
+    caller: CallerDep, id: uuid.UUID, paging: Annotated[PageParams, Query()]
 ) -> ClaimLinkList:
     """The product's claim links, oldest first, each with the ``claims`` made through it."""
-    caller = Caller.of(request)
     return await service.list_links(caller.database, caller.principal, product_id=id, paging=paging)
 
 
 @router.get("/{link_id}", response_model=ClaimLinkRead, responses=responses(400, 401, 404))
-async def get_claim_link(request: Request, id: uuid.UUID, link_id: uuid.UUID) -> ClaimLinkRead:
+async def get_claim_link(caller: CallerDep, id: uuid.UUID, link_id: uuid.UUID) -> ClaimLinkRead:
     """One claim link of the product."""
-    caller = Caller.of(request)
     return await service.get_link(caller.database, caller.principal, product_id=id, link_id=link_id)
 
 
 @router.delete("/{link_id}", response_model=ClaimLinkRead, responses=responses(400, 401, 403, 404))
-async def revoke_claim_link(request: Request, id: uuid.UUID, link_id: uuid.UUID) -> ClaimLinkRead:
+async def revoke_claim_link(caller: CallerDep, id: uuid.UUID, link_id: uuid.UUID) -> ClaimLinkRead:
     """Revoke a claim link: its token answers 404 from now on (revoking again changes nothing).
     Items already claimed stay with their owners."""
-    caller = Caller.of(request)
     return await service.revoke_link(
         caller.database, caller.principal, product_id=id, link_id=link_id
     )
@@ -100,9 +90,10 @@ class ClaimRoute(IdempotentRoute):
     """A public claim keeps its Idempotency-Keys within its claim link."""
 
     async def key_scope(self, request: Request) -> KeyScope | None:
-        settings: Settings = request.app.state.settings
+        # Looked up before the route's dependencies run: their providers, called directly.
+        settings = await settings_of(request)
         return await service.key_scope(
-            request.app.state.database,
+            await get_database(request),
             token=request.path_params["token"],
             hash_key=settings.hash_key_bytes,
         )
@@ -141,7 +132,7 @@ async def claim_item(
     database: DatabaseDep,
     settings: SettingsDep,
     box: BoxDep,
-    base_url: PublicUrl,
+    base_url: PublicUrlDep,
     response: Response,
     token: str,
     body: ClaimRequest,

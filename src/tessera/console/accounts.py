@@ -10,9 +10,7 @@ console is reached on loopback); the database keeps the token's keyed hash, who 
 CSRF token that every form carries. Sessions last ``SESSION_HOURS``.
 """
 
-import math
 import secrets
-import time
 import uuid
 from dataclasses import dataclass
 from datetime import timedelta
@@ -20,9 +18,6 @@ from typing import Any
 
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
-from limits import RateLimitItemPerMinute
-from limits.storage import MemoryStorage
-from limits.strategies import MovingWindowRateLimiter
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -31,7 +26,7 @@ from tessera.auth.principal import Principal
 from tessera.console import repository
 from tessera.crypto import hashes_match, keyed_hash
 from tessera.db import Database
-from tessera.errors import AppError, Conflict, CredentialInvalid, InvalidInput, TooManyRequests
+from tessera.errors import AppError, Conflict, CredentialInvalid, InvalidInput
 from tessera.models import ConsoleSession, Operator
 from tessera.models.base import utcnow
 from tessera.schemas import normalize_email
@@ -45,24 +40,6 @@ COOKIE = "tessera_console"
 _hasher = PasswordHasher()
 # Verified when the email is unknown, so that a wrong email takes as long as a wrong password.
 _NOBODY = _hasher.hash(secrets.token_urlsafe(16))
-
-
-class SignInLimiter:
-    """Sign-in attempts per client address, a moving minute, in the process's memory (as the
-    claim limits): on top of each account's lockout, so that guessing across many accounts is
-    slow too. A refused attempt is not counted."""
-
-    def __init__(self, per_minute: int = 20) -> None:
-        self._limiter = MovingWindowRateLimiter(MemoryStorage())
-        self._item = RateLimitItemPerMinute(per_minute)
-
-    def admit(self, *, address: str) -> None:
-        if not self._limiter.hit(self._item, "console-sign-in", address):
-            reset_at = self._limiter.get_window_stats(self._item, "console-sign-in", address)
-            raise TooManyRequests(
-                "too many sign-in attempts from this address: try again in a minute",
-                retry_after=max(1, math.ceil(reset_at.reset_time - time.time())),
-            )
 
 
 class OperatorExists(Conflict):

@@ -26,10 +26,11 @@ from tessera.checkins import service as scanning
 from tessera.checkins.repository import DoorScan, ItemAtEvent
 from tessera.checkins.router import status_of
 from tessera.checkins.service import Scanned
+from tessera.config import Settings, SettingsDep
 from tessera.console.accounts import ConsoleUser
 from tessera.console.forms import Field
 from tessera.console.web import PosterDep, UserDep, back_to, page, problem, project_of
-from tessera.db import Rows
+from tessera.db import Database, DatabaseDep, Rows
 from tessera.errors import AppError, CheckinNotFound
 from tessera.events import repository as events
 from tessera.models import Event, Project
@@ -181,9 +182,11 @@ def _door_path(project: Project, event: Event) -> str:
 
 
 async def _door_event(
-    request: Request, user: ConsoleUser, project_id: uuid.UUID, event_id: uuid.UUID
+    database: Database,
+    user: ConsoleUser,
+    project_id: uuid.UUID,
+    event_id: uuid.UUID,
 ) -> tuple[Project, Event]:
-    database = request.app.state.database
     project = await project_of(database, user, project_id)
     async with database.session(write=False) as session:
         event = await events.get_event(session, project.id, event_id)
@@ -191,13 +194,18 @@ async def _door_event(
 
 
 async def _door(
-    request: Request, project: Project, event: Event, result: Result | None, status: int
+    request: Request,
+    database: Database,
+    settings: Settings,
+    project: Project,
+    event: Event,
+    result: Result | None,
+    status: int,
 ) -> Response:
     """The door page: the result of the last action, the field for the next scan (with a fresh
     nonce), and the last scans at this door."""
-    state = request.app.state
-    window = timedelta(seconds=state.settings.checkin_annul_seconds)
-    scans = await state.database.read(
+    window = timedelta(seconds=settings.checkin_annul_seconds)
+    scans = await database.read(
         checkins.recent_scans_at_door, project.id, event.id, limit=LAST_SCANS
     )
     context = {
@@ -213,13 +221,18 @@ async def _door(
 
 @router.get("/projects/{project_id}/events/{event_id}/door", response_class=HTMLResponse)
 async def door_page(
-    request: Request, user: UserDep, project_id: uuid.UUID, event_id: uuid.UUID
+    request: Request,
+    database: DatabaseDep,
+    settings: SettingsDep,
+    user: UserDep,
+    project_id: uuid.UUID,
+    event_id: uuid.UUID,
 ) -> Response:
     try:
-        project, event = await _door_event(request, user, project_id, event_id)
+        project, event = await _door_event(database, user, project_id, event_id)
     except AppError as error:
         return problem(request, error, "Not found")
-    return await _door(request, project, event, None, 200)
+    return await _door(request, database, settings, project, event, None, 200)
 
 
 async def _named(rows: Rows, project_id: uuid.UUID, event_id: uuid.UUID, text: str) -> Named:
@@ -249,15 +262,15 @@ async def _named(rows: Rows, project_id: uuid.UUID, event_id: uuid.UUID, text: s
 @router.post("/projects/{project_id}/events/{event_id}/door", response_class=HTMLResponse)
 async def check_in(
     request: Request,
+    database: DatabaseDep,
+    settings: SettingsDep,
     user: PosterDep,
     project_id: uuid.UUID,
     event_id: uuid.UUID,
     form: Annotated[DoorForm, Form()],
 ) -> Response:
-    state = request.app.state
-    database = state.database
     try:
-        project, event = await _door_event(request, user, project_id, event_id)
+        project, event = await _door_event(database, user, project_id, event_id)
     except AppError as error:
         return problem(request, error, "Not found")
     text, nonce = form.who.strip(), form.nonce
@@ -265,14 +278,22 @@ async def check_in(
         said = "Scan a ticket, or type an email, a reference id or an item id"
         if not nonce:
             said = "This form has no scan id: reload the page and scan again"
-        return await _door(request, project, event, Result("bad", "NOT CHECKED IN", [said]), 400)
+        return await _door(
+            request,
+            database,
+            settings,
+            project,
+            event,
+            Result("bad", "NOT CHECKED IN", [said]),
+            400,
+        )
     principal = user.principal(project)
     nobody = None
     if codes.item_of(codes.Use.SECRET, text) is not None:
         scanned = await scanning.scan(
             database,
             principal,
-            hash_key=state.settings.hash_key_bytes,
+            hash_key=settings.hash_key_bytes,
             secret=text,
             nonce=nonce,
             event_id=event.id,
@@ -296,7 +317,7 @@ async def check_in(
             scanned = await scanning.scan(
                 database,
                 principal,
-                hash_key=state.settings.hash_key_bytes,
+                hash_key=settings.hash_key_bytes,
                 secret=text,
                 nonce=nonce,
                 event_id=event.id,
@@ -309,32 +330,32 @@ async def check_in(
                 nobody = f"{holder} holds no ticket of this event"
     scan = await database.read(checkins.door_scan, project.id, event.id, nonce)
     result = _result(scanned, scan, nobody)
-    return await _door(request, project, event, result, status_of(scanned))
+    return await _door(request, database, settings, project, event, result, status_of(scanned))
 
 
 @router.post("/projects/{project_id}/events/{event_id}/door/undo", response_class=HTMLResponse)
 async def undo_check_in(
     request: Request,
+    database: DatabaseDep,
+    settings: SettingsDep,
     user: PosterDep,
     project_id: uuid.UUID,
     event_id: uuid.UUID,
     form: Annotated[UndoForm, Form()],
 ) -> Response:
     """Annul an ok scan at this door within the window (``checkins.service.annul``)."""
-    state = request.app.state
-    database = state.database
     try:
-        project, event = await _door_event(request, user, project_id, event_id)
+        project, event = await _door_event(database, user, project_id, event_id)
     except AppError as error:
         return problem(request, error, "Not found")
     try:
         scan = await database.read(checkins.door_scan, project.id, event.id, form.nonce)
         if scan is None:  # not a scan at this door
             raise CheckinNotFound
-        window = timedelta(seconds=state.settings.checkin_annul_seconds)
+        window = timedelta(seconds=settings.checkin_annul_seconds)
         await scanning.annul(database, user.principal(project), nonce=form.nonce, window=window)
     except AppError as error:
         refused = Result("bad", "NOT UNDONE", [_sentence(error.message)])
-        return await _door(request, project, event, refused, error.status_code)
+        return await _door(request, database, settings, project, event, refused, error.status_code)
     undone = f"Check-in undone: {_holder(scan)}, {_ticket(scan)}."
     return back_to(_door_path(project, event), undone)

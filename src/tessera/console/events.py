@@ -17,6 +17,7 @@ from pydantic import StringConstraints, ValidationError
 
 from tessera.console.forms import Field
 from tessera.console.web import PosterDep, UserDep, back_to, page, problem, project_of
+from tessera.db import DatabaseDep
 from tessera.errors import AppError, InvalidInput, validation_messages
 from tessera.events import repository, service
 from tessera.events.schemas import EventCreate, EventUpdate
@@ -159,11 +160,11 @@ def _events_path(project: Project, event_id: uuid.UUID | None = None) -> str:
 @router.get("/projects/{project_id}/events", response_class=HTMLResponse)
 async def events_page(
     request: Request,
+    database: DatabaseDep,
     user: UserDep,
     project_id: uuid.UUID,
     page_number: Annotated[int, Query(alias="page")] = 1,
 ) -> Response:
-    database = request.app.state.database
     try:
         project = await project_of(database, user, project_id)
     except AppError as error:
@@ -188,9 +189,12 @@ async def events_page(
 
 @router.post("/projects/{project_id}/events", response_class=HTMLResponse)
 async def create_event(
-    request: Request, user: PosterDep, project_id: uuid.UUID, form: Annotated[EventForm, Form()]
+    request: Request,
+    database: DatabaseDep,
+    user: PosterDep,
+    project_id: uuid.UUID,
+    form: Annotated[EventForm, Form()],
 ) -> Response:
-    database = request.app.state.database
     try:
         project = await project_of(database, user, project_id)
         body = _create_body(form)
@@ -203,9 +207,12 @@ async def create_event(
 
 @router.get("/projects/{project_id}/events/{event_id}", response_class=HTMLResponse)
 async def event_page(
-    request: Request, user: UserDep, project_id: uuid.UUID, event_id: uuid.UUID
+    request: Request,
+    database: DatabaseDep,
+    user: UserDep,
+    project_id: uuid.UUID,
+    event_id: uuid.UUID,
 ) -> Response:
-    database = request.app.state.database
     try:
         project = await project_of(database, user, project_id)
         async with database.session(write=False) as session:
@@ -224,12 +231,12 @@ async def event_page(
 @router.post("/projects/{project_id}/events/{event_id}", response_class=HTMLResponse)
 async def update_event(
     request: Request,
+    database: DatabaseDep,
     user: PosterDep,
     project_id: uuid.UUID,
     event_id: uuid.UUID,
     form: Annotated[EventForm, Form()],
 ) -> Response:
-    database = request.app.state.database
     try:
         project = await project_of(database, user, project_id)
         async with database.session() as session:

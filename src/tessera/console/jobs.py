@@ -9,13 +9,16 @@ from typing import Annotated
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse, Response
 
+from tessera.chain.registry import ChainsDep
 from tessera.console.accounts import ConsoleUser
 from tessera.console.web import PageNotFound, PosterDep, UserDep, back_to, page, problem, project_of
+from tessera.crypto import BoxDep
+from tessera.db import Database, DatabaseDep
 from tessera.errors import AppError, InvalidInput
 from tessera.jobs import repository
 from tessera.jobs import service as jobs
 from tessera.jobs.queue import WAITING_FOR_FUNDS
-from tessera.jobs.worker import JobContext
+from tessera.jobs.worker import HandlersDep, JobContext
 from tessera.models import JobStatus
 
 router = APIRouter(prefix="/console", include_in_schema=False)
@@ -35,13 +38,15 @@ def _status(value: str) -> JobStatus | None:
 
 @router.get("/jobs", response_class=HTMLResponse)
 async def jobs_page(
-    request: Request, user: UserDep, status: Annotated[str, Query(max_length=1000)] = ""
+    request: Request,
+    database: DatabaseDep,
+    user: UserDep,
+    status: Annotated[str, Query(max_length=1000)] = "",
 ) -> Response:
     try:
         shown = _status(status)
     except AppError as error:
         return problem(request, error)
-    database = request.app.state.database
     mine = None if user.is_operator else user.project_id
     counts, newest = await database.read(repository.queue, mine, shown, limit=NEWEST)
     waiting = await database.read(repository.waiting_jobs, mine, WAITING_FOR_FUNDS)
@@ -69,20 +74,27 @@ async def jobs_page(
     )
 
 
-async def _check_visible(request: Request, user: ConsoleUser, job_id: uuid.UUID) -> None:
-    project_id = await request.app.state.database.read(repository.project_of_job, job_id)
+async def _check_visible(database: Database, user: ConsoleUser, job_id: uuid.UUID) -> None:
+    project_id = await database.read(repository.project_of_job, job_id)
     if project_id is None or not user.may_see(project_id):
         raise PageNotFound
 
 
 @router.post("/jobs/{job_id}/retry", response_class=HTMLResponse)
-async def retry_job(request: Request, user: PosterDep, job_id: uuid.UUID) -> Response:
-    state = request.app.state
+async def retry_job(
+    request: Request,
+    database: DatabaseDep,
+    box: BoxDep,
+    chains: ChainsDep,
+    handlers: HandlersDep,
+    user: PosterDep,
+    job_id: uuid.UUID,
+) -> Response:
     try:
-        await _check_visible(request, user, job_id)
-        context = JobContext(state.database, state.box, state.chains)
+        await _check_visible(database, user, job_id)
+        context = JobContext(database, box, chains)
         # The app's registry of job kinds (tessera.main), which sits above the console.
-        await jobs.retry_job(context, state.job_handlers, job_id=job_id)
+        await jobs.retry_job(context, handlers, job_id=job_id)
     except AppError as error:
         return problem(request, error, "The job was not retried")
     return back_to("/console/jobs", "Job queued again.")

@@ -7,8 +7,10 @@ from typing import Annotated
 from fastapi import APIRouter, Form, Request
 from fastapi.responses import HTMLResponse, Response
 
+from tessera.config import SettingsDep
 from tessera.console.forms import TicketEmailsForm
 from tessera.console.web import PosterDep, UserDep, back_to, page, project_of
+from tessera.db import DatabaseDep
 from tessera.mail import repository
 from tessera.projects import service as projects
 
@@ -18,10 +20,15 @@ NEWEST = 100
 
 
 @router.get("/projects/{project_id}/mail", response_class=HTMLResponse)
-async def mail_page(request: Request, user: UserDep, project_id: uuid.UUID) -> Response:
-    state = request.app.state
-    project = await project_of(state.database, user, project_id)
-    mails = await state.database.read(repository.recent_mails, project.id, limit=NEWEST)
+async def mail_page(
+    request: Request,
+    database: DatabaseDep,
+    settings: SettingsDep,
+    user: UserDep,
+    project_id: uuid.UUID,
+) -> Response:
+    project = await project_of(database, user, project_id)
+    mails = await database.read(repository.recent_mails, project.id, limit=NEWEST)
     return page(
         request,
         "mail.html",
@@ -29,22 +36,21 @@ async def mail_page(request: Request, user: UserDep, project_id: uuid.UUID) -> R
             "project": project,
             "mails": mails,
             "newest": NEWEST,
-            "mail_configured": state.settings.smtp_url is not None,
+            "mail_configured": settings.smtp_url is not None,
         },
     )
 
 
 @router.post("/projects/{project_id}/ticket-emails", response_class=HTMLResponse)
 async def set_ticket_emails(
-    request: Request,
+    database: DatabaseDep,
     user: PosterDep,
     project_id: uuid.UUID,
     form: Annotated[TicketEmailsForm, Form()],
 ) -> Response:
-    state = request.app.state
-    project = await project_of(state.database, user, project_id)
+    project = await project_of(database, user, project_id)
     on = form.ticket_emails == "true"
-    async with state.database.session() as session:
+    async with database.session() as session:
         await projects.set_project_rules(session, project_id=project.id, ticket_emails=on)
     notice = "Ticket email is on." if on else "Ticket email is off."
     return back_to(f"/console/projects/{project.id}", notice)

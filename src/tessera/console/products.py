@@ -21,9 +21,11 @@ from fastapi import APIRouter, Form, Query, Request
 from fastapi.responses import HTMLResponse, Response
 from pydantic import StringConstraints, ValidationError
 
+from tessera.chain.registry import ChainsDep
+from tessera.config import Settings, SettingsDep
 from tessera.console.forms import Field
 from tessera.console.web import PosterDep, UserDep, back_to, page, project_of
-from tessera.db import Database
+from tessera.db import DatabaseDep
 from tessera.errors import InvalidInput, validation_messages
 from tessera.jobs.queue import FUNDS
 from tessera.mail import outbox
@@ -238,12 +240,12 @@ def chart_of(sold: Sequence[DaySold]) -> Chart | None:
     )
 
 
-def _choices(request: Request, events: list[EventChoice]) -> dict[str, Any]:
+def _choices(settings: Settings, events: list[EventChoice]) -> dict[str, Any]:
     """What the product forms offer: types, the project's events, the configured chains."""
     return {
         "types": get_args(ProductType),
         "events": events,
-        "chains": [chain.name for chain in request.app.state.settings.configured_chains()],
+        "chains": [chain.name for chain in settings.configured_chains()],
     }
 
 
@@ -253,9 +255,13 @@ def _products_path(project: Project) -> str:
 
 @router.get("/projects/{project_id}/products", response_class=HTMLResponse)
 async def products_page(
-    request: Request, user: UserDep, project_id: uuid.UUID, page_number: PageNumber = 1
+    request: Request,
+    database: DatabaseDep,
+    settings: SettingsDep,
+    user: UserDep,
+    project_id: uuid.UUID,
+    page_number: PageNumber = 1,
 ) -> Response:
-    database: Database = request.app.state.database
     project = await project_of(database, user, project_id)
     products = await service.list_products(
         database, user.principal(project), paging=PageParams(page=page_number, limit=PAGE_SIZE)
@@ -272,22 +278,22 @@ async def products_page(
             "page_number": page_number,
             "pages": max(1, -(-total // PAGE_SIZE)),
             "total": total,
-            **_choices(request, events),
+            **_choices(settings, events),
         },
     )
 
 
 @router.post("/projects/{project_id}/products", response_class=HTMLResponse)
 async def create_product(
-    request: Request,
+    database: DatabaseDep,
+    chains: ChainsDep,
     user: PosterDep,
     project_id: uuid.UUID,
     form: Annotated[ProductCreateForm, Form()],
 ) -> Response:
-    state = request.app.state
-    project = await project_of(state.database, user, project_id)
+    project = await project_of(database, user, project_id)
     created = await service.create_product(
-        state.database, user.principal(project), body=form.create(), chains=state.chains
+        database, user.principal(project), body=form.create(), chains=chains
     )
     return back_to(f"{_products_path(project)}/{created.id}", f"Product {created.name} created.")
 
@@ -295,12 +301,13 @@ async def create_product(
 @router.get("/projects/{project_id}/products/{product_id}", response_class=HTMLResponse)
 async def product_page(
     request: Request,
+    database: DatabaseDep,
+    settings: SettingsDep,
     user: UserDep,
     project_id: uuid.UUID,
     product_id: uuid.UUID,
     page_number: PageNumber = 1,
 ) -> Response:
-    database: Database = request.app.state.database
     project = await project_of(database, user, project_id)
     principal = user.principal(project)
     product = ProductRead.model_validate(
@@ -337,28 +344,28 @@ async def product_page(
             "max_issue": MAX_ISSUE,
             "progress": progress,
             "last_check": last_check,
-            **_choices(request, events),
+            **_choices(settings, events),
         },
     )
 
 
 @router.post("/projects/{project_id}/products/{product_id}", response_class=HTMLResponse)
 async def update_product(
-    request: Request,
+    database: DatabaseDep,
+    chains: ChainsDep,
     user: PosterDep,
     project_id: uuid.UUID,
     product_id: uuid.UUID,
     form: Annotated[ProductForm, Form()],
 ) -> Response:
-    state = request.app.state
-    project = await project_of(state.database, user, project_id)
+    project = await project_of(database, user, project_id)
     principal = user.principal(project)
     stored = ProductRead.model_validate(
-        await service.get_product(state.database, principal, product_id=product_id)
+        await service.get_product(database, principal, product_id=product_id)
     )
     body = changes_of(stored, form)
     await service.update_product(
-        state.database, principal, product_id=product_id, body=body, chains=state.chains
+        database, principal, product_id=product_id, body=body, chains=chains
     )
     changed = ", ".join(sorted(body.model_fields_set))
     notice = f"Changed: {changed}." if changed else "Nothing to change."
@@ -368,12 +375,13 @@ async def update_product(
 @router.post("/projects/{project_id}/products/{product_id}/items", response_class=HTMLResponse)
 async def issue_items(
     request: Request,
+    database: DatabaseDep,
+    settings: SettingsDep,
     user: PosterDep,
     project_id: uuid.UUID,
     product_id: uuid.UUID,
     form: Annotated[IssueForm, Form()],
 ) -> Response:
-    database: Database = request.app.state.database
     project = await project_of(database, user, project_id)
     principal = user.principal(project)
     items = await service.issue_items(
@@ -381,7 +389,7 @@ async def issue_items(
         principal,
         product_id=product_id,
         body=form.issue(),
-        mail=outbox.for_request(request, principal),
+        mail=outbox.for_request(request, principal, settings),
     )
     notice = f"{len(items)} item{'s' if len(items) != 1 else ''} issued."
     return back_to(f"{_products_path(project)}/{product_id}", notice)

@@ -14,8 +14,10 @@ from typing import Annotated
 from fastapi import APIRouter, Form, Request
 from fastapi.responses import HTMLResponse, Response
 
+from tessera.chain.registry import ChainsDep
 from tessera.console.forms import RepairForm
 from tessera.console.web import PosterDep, back_to, page, problem, project_of
+from tessera.db import DatabaseDep
 from tessera.errors import AppError
 from tessera.products import service as products
 from tessera.reconciliation import service
@@ -54,14 +56,16 @@ def summary(shown: ReconciliationRead) -> str:
     "/projects/{project_id}/products/{product_id}/reconciliation", response_class=HTMLResponse
 )
 async def check_product(
-    request: Request, user: PosterDep, project_id: uuid.UUID, product_id: uuid.UUID
+    request: Request,
+    database: DatabaseDep,
+    chains: ChainsDep,
+    user: PosterDep,
+    project_id: uuid.UUID,
+    product_id: uuid.UUID,
 ) -> Response:
-    state = request.app.state
-    project = await project_of(state.database, user, project_id)
+    project = await project_of(database, user, project_id)
     try:
-        checked = await service.reconcile(
-            state.database, state.chains, project.id, product_id, in_request=True
-        )
+        checked = await service.reconcile(database, chains, project.id, product_id, in_request=True)
     except AppError as error:
         return problem(request, error, "The chain was not checked")
     return back_to(_product_path(project.id, product_id), summary(checked.shown))
@@ -73,6 +77,8 @@ async def check_product(
 )
 async def repair_product(
     request: Request,
+    database: DatabaseDep,
+    chains: ChainsDep,
     user: PosterDep,
     project_id: uuid.UUID,
     product_id: uuid.UUID,
@@ -81,15 +87,14 @@ async def repair_product(
     """The dry run (``dry_run`` "true", the default) shows the actions and a form confirming
     them; the confirmation ("false") queues them and shows their jobs. Answered as a page, not
     a redirect: what it shows is this check's, not stored."""
-    state = request.app.state
-    project = await project_of(state.database, user, project_id)
+    project = await project_of(database, user, project_id)
     try:
         product = await products.get_product(
-            state.database, user.principal(project), product_id=product_id
+            database, user.principal(project), product_id=product_id
         )
         repaired = await service.repair(
-            state.database,
-            state.chains,
+            database,
+            chains,
             project.id,
             product_id,
             dry_run=form.dry_run == "true",

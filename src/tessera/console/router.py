@@ -6,6 +6,8 @@ from typing import Annotated
 from fastapi import APIRouter, Form, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
+from tessera.auth.rate_limits import SignInLimiterDep
+from tessera.config import SettingsDep
 from tessera.console import accounts
 from tessera.console.forms import ClientForm, KeyForm, KeyLoginForm, LoginForm, ProjectForm
 from tessera.console.web import (
@@ -19,7 +21,8 @@ from tessera.console.web import (
     with_session,
     without_session,
 )
-from tessera.crypto import SecretBox
+from tessera.crypto import BoxDep
+from tessera.db import DatabaseDep
 from tessera.errors import AppError, InvalidInput
 from tessera.projects import repository as projects_repository
 from tessera.projects import service as projects
@@ -45,13 +48,18 @@ async def _signed_in(request: Request, token: str, next_path: str) -> Response:
 
 
 @router.post("/login", response_class=HTMLResponse)
-async def login(request: Request, form: Annotated[LoginForm, Form()]) -> Response:
+async def login(
+    request: Request,
+    database: DatabaseDep,
+    settings: SettingsDep,
+    limiter: SignInLimiterDep,
+    form: Annotated[LoginForm, Form()],
+) -> Response:
     email, password, next = form.email, form.password, form.next
-    state = request.app.state
     try:
-        state.console_limiter.admit(address=request.client.host if request.client else "?")
+        limiter.admit(address=request.client.host if request.client else "?")
         token = await accounts.sign_in(
-            state.database, email=email, password=password, hash_key=state.settings.hash_key_bytes
+            database, email=email, password=password, hash_key=settings.hash_key_bytes
         )
     except AppError as error:
         context = {"next": _safe_next(next), "error": error.message, "email": email}
@@ -60,13 +68,18 @@ async def login(request: Request, form: Annotated[LoginForm, Form()]) -> Respons
 
 
 @router.post("/login/key", response_class=HTMLResponse)
-async def login_with_key(request: Request, form: Annotated[KeyLoginForm, Form()]) -> Response:
+async def login_with_key(
+    request: Request,
+    database: DatabaseDep,
+    settings: SettingsDep,
+    limiter: SignInLimiterDep,
+    form: Annotated[KeyLoginForm, Form()],
+) -> Response:
     api_key, next = form.api_key, form.next
-    state = request.app.state
     try:
-        state.console_limiter.admit(address=request.client.host if request.client else "?")
+        limiter.admit(address=request.client.host if request.client else "?")
         token = await accounts.sign_in_with_key(
-            state.database, api_key=api_key, hash_key=state.settings.hash_key_bytes
+            database, api_key=api_key, hash_key=settings.hash_key_bytes
         )
     except AppError as error:
         context = {"next": _safe_next(next), "key_error": error.message, "email": ""}
@@ -75,37 +88,41 @@ async def login_with_key(request: Request, form: Annotated[KeyLoginForm, Form()]
 
 
 @router.post("/logout")
-async def logout(request: Request, user: PosterDep) -> Response:
-    await accounts.sign_out(request.app.state.database, user)
+async def logout(database: DatabaseDep, user: PosterDep) -> Response:
+    await accounts.sign_out(database, user)
     return without_session(back_to("/console/login", "Signed out."))
 
 
 @router.get("", response_class=HTMLResponse)
-async def home(request: Request, user: UserDep) -> Response:
+async def home(request: Request, database: DatabaseDep, user: UserDep) -> Response:
     if not user.is_operator:
         return RedirectResponse(f"/console/projects/{user.project_id}", status_code=303)
-    async with request.app.state.database.session(write=False) as session:
+    async with database.session(write=False) as session:
         found = await projects_repository.all_projects(session)
     return page(request, "projects.html", {"projects": found, "created": None})
 
 
 @router.post("/projects", response_class=HTMLResponse)
 async def create_project(
-    request: Request, user: PosterDep, form: Annotated[ProjectForm, Form()]
+    request: Request,
+    database: DatabaseDep,
+    settings: SettingsDep,
+    box: BoxDep,
+    user: PosterDep,
+    form: Annotated[ProjectForm, Form()],
 ) -> Response:
     if not user.is_operator:
         raise OperatorsOnly("only an operator creates projects")
     name = form.name.strip()
     if not name or len(name) > 255:
         raise InvalidInput("name: 1 to 255 characters")
-    state = request.app.state
-    async with state.database.session() as session:
+    async with database.session() as session:
         created = await projects.create_project(
             session,
             name=name,
-            box=SecretBox(state.settings.key_ring),
-            hash_key=state.settings.hash_key_bytes,
-            ss58_prefix=state.settings.ss58_prefix,
+            box=box,
+            hash_key=settings.hash_key_bytes,
+            ss58_prefix=settings.ss58_prefix,
         )
     return secrets_page(
         request,
@@ -120,10 +137,15 @@ async def create_project(
 
 
 @router.get("/projects/{project_id}", response_class=HTMLResponse)
-async def project_page(request: Request, user: UserDep, project_id: uuid.UUID) -> Response:
-    state = request.app.state
-    project = await project_of(state.database, user, project_id)
-    async with state.database.session(write=False) as session:
+async def project_page(
+    request: Request,
+    database: DatabaseDep,
+    settings: SettingsDep,
+    user: UserDep,
+    project_id: uuid.UUID,
+) -> Response:
+    project = await project_of(database, user, project_id)
+    async with database.session(write=False) as session:
         keys = await projects.list_api_keys(session, project_id=project.id)
         clients = await projects.list_token_clients(session, project_id=project.id)
         wallets = await projects_repository.wallet_balances(session, project.id)
@@ -135,24 +157,28 @@ async def project_page(request: Request, user: UserDep, project_id: uuid.UUID) -
             "keys": [ApiKeyRead.model_validate(key) for key in keys],
             "clients": [ClientRead.model_validate(client) for client in clients],
             "wallets": wallets,
-            "chains": {chain.name: chain for chain in state.settings.configured_chains()},
-            "mail_configured": state.settings.smtp_url is not None,
+            "chains": {chain.name: chain for chain in settings.configured_chains()},
+            "mail_configured": settings.smtp_url is not None,
         },
     )
 
 
 @router.post("/projects/{project_id}/keys", response_class=HTMLResponse)
 async def create_key(
-    request: Request, user: PosterDep, project_id: uuid.UUID, form: Annotated[KeyForm, Form()]
+    request: Request,
+    database: DatabaseDep,
+    settings: SettingsDep,
+    user: PosterDep,
+    project_id: uuid.UUID,
+    form: Annotated[KeyForm, Form()],
 ) -> Response:
-    state = request.app.state
-    project = await project_of(state.database, user, project_id)
-    async with state.database.session() as session:
+    project = await project_of(database, user, project_id)
+    async with database.session() as session:
         created = await projects.issue_api_key(
             session,
             project_id=project.id,
             permission=form.permission,
-            hash_key=state.settings.hash_key_bytes,
+            hash_key=settings.hash_key_bytes,
             expires_in=form.expires_in(),
             name=form.name.strip() or None,
         )
@@ -166,27 +192,30 @@ async def create_key(
 
 @router.post("/projects/{project_id}/keys/{key_id}/revoke")
 async def revoke_key(
-    request: Request, user: PosterDep, project_id: uuid.UUID, key_id: uuid.UUID
+    database: DatabaseDep, user: PosterDep, project_id: uuid.UUID, key_id: uuid.UUID
 ) -> Response:
-    state = request.app.state
-    project = await project_of(state.database, user, project_id)
-    async with state.database.session() as session:
+    project = await project_of(database, user, project_id)
+    async with database.session() as session:
         await projects.revoke_api_key(session, project_id=project.id, key_id=key_id)
     return back_to(f"/console/projects/{project.id}", "The key is revoked.")
 
 
 @router.post("/projects/{project_id}/clients", response_class=HTMLResponse)
 async def create_client(
-    request: Request, user: PosterDep, project_id: uuid.UUID, form: Annotated[ClientForm, Form()]
+    request: Request,
+    database: DatabaseDep,
+    settings: SettingsDep,
+    user: PosterDep,
+    project_id: uuid.UUID,
+    form: Annotated[ClientForm, Form()],
 ) -> Response:
-    state = request.app.state
-    project = await project_of(state.database, user, project_id)
-    async with state.database.session() as session:
+    project = await project_of(database, user, project_id)
+    async with database.session() as session:
         created = await projects.create_token_client(
             session,
             project_id=project.id,
             permission=form.permission,
-            hash_key=state.settings.hash_key_bytes,
+            hash_key=settings.hash_key_bytes,
         )
     return secrets_page(
         request,
@@ -198,10 +227,9 @@ async def create_client(
 
 @router.post("/projects/{project_id}/clients/{client_id}/revoke")
 async def revoke_client(
-    request: Request, user: PosterDep, project_id: uuid.UUID, client_id: str
+    database: DatabaseDep, user: PosterDep, project_id: uuid.UUID, client_id: str
 ) -> Response:
-    state = request.app.state
-    project = await project_of(state.database, user, project_id)
-    async with state.database.session() as session:
+    project = await project_of(database, user, project_id)
+    async with database.session() as session:
         await projects.revoke_token_client(session, project_id=project.id, client_id=client_id)
     return back_to(f"/console/projects/{project.id}", "The client is revoked.")

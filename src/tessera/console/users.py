@@ -9,6 +9,7 @@ from fastapi.responses import HTMLResponse, Response
 from pydantic import ValidationError
 
 from tessera.console.web import UserDep, page, problem, project_of
+from tessera.db import DatabaseDep
 from tessera.errors import AppError
 from tessera.schemas import MAX_LIMIT, MAX_PAGE
 from tessera.users import repository
@@ -38,12 +39,12 @@ def _searches(q: str) -> list[UserFetch]:
 @router.get("/projects/{project_id}/users", response_class=HTMLResponse)
 async def users_page(
     request: Request,
+    database: DatabaseDep,
     user: UserDep,
     project_id: uuid.UUID,
     q: Search = "",
     page_number: PageNumber = 1,
 ) -> Response:
-    database = request.app.state.database
     try:
         project = await project_of(database, user, project_id)
     except AppError as error:
@@ -82,13 +83,13 @@ async def users_page(
 @router.get("/projects/{project_id}/users/{user_id}", response_class=HTMLResponse)
 async def user_page(
     request: Request,
+    database: DatabaseDep,
     user: UserDep,
     project_id: uuid.UUID,
     user_id: uuid.UUID,
     items_page: Page = 1,
     history_page: Page = 1,
 ) -> Response:
-    database = request.app.state.database
     try:
         project = await project_of(database, user, project_id)
         principal = user.principal(project)

@@ -20,14 +20,9 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.templating import Jinja2Templates
 
-from tessera.console.accounts import (
-    COOKIE,
-    SESSION_HOURS,
-    ConsoleUser,
-    SignInLimiter,
-    session_of,
-)
-from tessera.db import Database
+from tessera.config import SettingsDep
+from tessera.console.accounts import COOKIE, SESSION_HOURS, ConsoleUser, session_of
+from tessera.db import Database, DatabaseDep
 from tessera.errors import AppError, InvalidInput, NotFound, validation_messages
 from tessera.models import Project
 
@@ -79,12 +74,11 @@ class CsrfRefused(AppError):
     message = "this form is stale or was not sent by the console: reload the page and try again"
 
 
-async def signed_in(request: Request) -> ConsoleUser:
-    state = request.app.state
+async def signed_in(request: Request, database: DatabaseDep, settings: SettingsDep) -> ConsoleUser:
     user = await session_of(
-        state.database,
+        database,
         request.cookies.get(COOKIE),
-        hash_key=state.settings.hash_key_bytes,
+        hash_key=settings.hash_key_bytes,
     )
     if user is None:
         raise NotSignedIn(request.url.path)
@@ -188,10 +182,9 @@ def without_session(response: Response) -> Response:
 
 
 def install(app: FastAPI) -> None:
-    """The console's state, its answer to a page asked for without a session, and refusals as
-    pages: under /console an ``AppError`` (or a form that does not validate) is a page with its
-    status code, not the API's JSON, so pages just raise."""
-    app.state.console_limiter = SignInLimiter()
+    """The console's answer to a page asked for without a session, and refusals as pages:
+    under /console an ``AppError`` (or a form that does not validate) is a page with its status
+    code, not the API's JSON, so pages just raise."""
     api_error = app.exception_handlers[AppError]
     api_invalid = app.exception_handlers[RequestValidationError]
 

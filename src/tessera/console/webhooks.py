@@ -11,8 +11,11 @@ from pydantic import StringConstraints, ValidationError
 from tessera.changes import feed
 from tessera.changes.feed import Place
 from tessera.changes.outbox import EVENT_TYPES
+from tessera.config import Settings, SettingsDep
 from tessera.console.accounts import ConsoleUser
 from tessera.console.web import PosterDep, UserDep, back_to, page, problem, project_of
+from tessera.crypto import BoxDep
+from tessera.db import Database, DatabaseDep
 from tessera.errors import AppError, InvalidInput, validation_messages
 from tessera.models import Project
 from tessera.schemas import MAX_LIMIT, MAX_PAGE, Input, PageParams
@@ -40,22 +43,22 @@ class WebhookForm(Input):
             raise InvalidInput(*validation_messages(error.errors())) from None
 
 
-async def _project(request: Request, user: ConsoleUser, project_id: uuid.UUID) -> Project:
-    return await project_of(request.app.state.database, user, project_id)
-
-
 def _listing(project: Project) -> str:
     return f"/console/projects/{project.id}/webhooks"
 
 
 @router.get("/projects/{project_id}/webhooks", response_class=HTMLResponse)
 async def webhooks_page(
-    request: Request, user: UserDep, project_id: uuid.UUID, page_number: PageNumber = 1
+    request: Request,
+    database: DatabaseDep,
+    user: UserDep,
+    project_id: uuid.UUID,
+    page_number: PageNumber = 1,
 ) -> Response:
     try:
-        project = await _project(request, user, project_id)
+        project = await project_of(database, user, project_id)
         listed = await webhooks.list_webhooks(
-            request.app.state.database,
+            database,
             user.principal(project),
             paging=PageParams(page=page_number, limit=MAX_LIMIT),
         )
@@ -76,19 +79,21 @@ async def webhooks_page(
 @router.post("/projects/{project_id}/webhooks", response_class=HTMLResponse)
 async def create_webhook(
     request: Request,
+    database: DatabaseDep,
+    settings: SettingsDep,
+    box: BoxDep,
     user: PosterDep,
     project_id: uuid.UUID,
     form: Annotated[WebhookForm, Form()],
 ) -> Response:
-    state = request.app.state
     try:
-        project = await _project(request, user, project_id)
+        project = await project_of(database, user, project_id)
         created = await webhooks.create_webhook(
-            state.database,
+            database,
             user.principal(project),
             body=form.body(),
-            box=state.box,
-            allow_private=state.settings.webhooks_allow_private,
+            box=box,
+            allow_private=settings.webhooks_allow_private,
         )
     except AppError as error:
         return problem(request, error, "The endpoint was not added")
@@ -106,17 +111,22 @@ async def create_webhook(
 
 
 async def _set_enabled(
-    request: Request, user: ConsoleUser, project_id: uuid.UUID, endpoint_id: uuid.UUID, on: bool
+    request: Request,
+    database: Database,
+    settings: Settings,
+    user: ConsoleUser,
+    project_id: uuid.UUID,
+    endpoint_id: uuid.UUID,
+    on: bool,
 ) -> Response:
-    state = request.app.state
     try:
-        project = await _project(request, user, project_id)
+        project = await project_of(database, user, project_id)
         await webhooks.update_webhook(
-            state.database,
+            database,
             user.principal(project),
             endpoint_id=endpoint_id,
             body=WebhookUpdate(enabled=on),
-            allow_private=state.settings.webhooks_allow_private,
+            allow_private=settings.webhooks_allow_private,
         )
     except AppError as error:
         return problem(request, error)
@@ -127,27 +137,39 @@ async def _set_enabled(
 
 @router.post("/projects/{project_id}/webhooks/{endpoint_id}/enable")
 async def enable_webhook(
-    request: Request, user: PosterDep, project_id: uuid.UUID, endpoint_id: uuid.UUID
+    request: Request,
+    database: DatabaseDep,
+    settings: SettingsDep,
+    user: PosterDep,
+    project_id: uuid.UUID,
+    endpoint_id: uuid.UUID,
 ) -> Response:
-    return await _set_enabled(request, user, project_id, endpoint_id, True)
+    return await _set_enabled(request, database, settings, user, project_id, endpoint_id, True)
 
 
 @router.post("/projects/{project_id}/webhooks/{endpoint_id}/disable")
 async def disable_webhook(
-    request: Request, user: PosterDep, project_id: uuid.UUID, endpoint_id: uuid.UUID
+    request: Request,
+    database: DatabaseDep,
+    settings: SettingsDep,
+    user: PosterDep,
+    project_id: uuid.UUID,
+    endpoint_id: uuid.UUID,
 ) -> Response:
-    return await _set_enabled(request, user, project_id, endpoint_id, False)
+    return await _set_enabled(request, database, settings, user, project_id, endpoint_id, False)
 
 
 @router.post("/projects/{project_id}/webhooks/{endpoint_id}/delete")
 async def delete_webhook(
-    request: Request, user: PosterDep, project_id: uuid.UUID, endpoint_id: uuid.UUID
+    request: Request,
+    database: DatabaseDep,
+    user: PosterDep,
+    project_id: uuid.UUID,
+    endpoint_id: uuid.UUID,
 ) -> Response:
     try:
-        project = await _project(request, user, project_id)
-        await webhooks.delete_webhook(
-            request.app.state.database, user.principal(project), endpoint_id=endpoint_id
-        )
+        project = await project_of(database, user, project_id)
+        await webhooks.delete_webhook(database, user.principal(project), endpoint_id=endpoint_id)
     except AppError as error:
         return problem(request, error)
     return back_to(_listing(project), "The endpoint is deleted.")
@@ -156,14 +178,14 @@ async def delete_webhook(
 @router.get("/projects/{project_id}/webhooks/{endpoint_id}", response_class=HTMLResponse)
 async def deliveries_page(
     request: Request,
+    database: DatabaseDep,
     user: UserDep,
     project_id: uuid.UUID,
     endpoint_id: uuid.UUID,
     page_number: PageNumber = 1,
 ) -> Response:
-    database = request.app.state.database
     try:
-        project = await _project(request, user, project_id)
+        project = await project_of(database, user, project_id)
         principal = user.principal(project)
         endpoint = await webhooks.get_webhook(database, principal, endpoint_id=endpoint_id)
         listed = await webhooks.list_deliveries(
@@ -189,15 +211,16 @@ async def deliveries_page(
 @router.post("/projects/{project_id}/webhooks/{endpoint_id}/deliveries/{delivery_id}/replay")
 async def replay_delivery(
     request: Request,
+    database: DatabaseDep,
     user: PosterDep,
     project_id: uuid.UUID,
     endpoint_id: uuid.UUID,
     delivery_id: uuid.UUID,
 ) -> Response:
     try:
-        project = await _project(request, user, project_id)
+        project = await project_of(database, user, project_id)
         await webhooks.replay_delivery(
-            request.app.state.database,
+            database,
             user.principal(project),
             endpoint_id=endpoint_id,
             delivery_id=delivery_id,
@@ -226,13 +249,13 @@ def summary(data: dict[str, Any]) -> str:
 @router.get("/projects/{project_id}/changes", response_class=HTMLResponse)
 async def changes_page(
     request: Request,
+    database: DatabaseDep,
     user: UserDep,
     project_id: uuid.UUID,
     after: Annotated[str, Query(max_length=100)] = "",
 ) -> Response:
-    database = request.app.state.database
     try:
-        project = await _project(request, user, project_id)
+        project = await project_of(database, user, project_id)
         place = Place.of_cursor(after) if after else feed.START
         changes = await database.read(feed.read_page, project.id, place, CHANGES_PAGE)
     except AppError as error:

@@ -1,9 +1,9 @@
 import uuid
 from typing import Annotated
 
-from fastapi import Path, Query, Request, Response
+from fastapi import Path, Query, Response
 
-from tessera.auth.dependencies import Caller, project_router
+from tessera.auth.dependencies import CallerDep, project_router
 from tessera.db import SessionDep
 from tessera.errors import responses
 from tessera.events import service
@@ -26,18 +26,16 @@ router = project_router("/events", tags=["events"])
 @router.post(
     "/create", status_code=201, response_model=EventRead, responses=responses(400, 401, 403, 409)
 )
-async def create_event(request: Request, session: SessionDep, body: EventCreate) -> EventRead:
+async def create_event(caller: CallerDep, session: SessionDep, body: EventCreate) -> EventRead:
     """Create an event (dates in Unix seconds; ``reference_id`` unique in the project)."""
-    caller = Caller.of(request)
     return EventRead.model_validate(
         await service.create_event(session, caller.principal, body=body)
     )
 
 
 @router.put("/update", response_model=EventRead, responses=responses(400, 401, 403, 404, 409))
-async def update_event(request: Request, session: SessionDep, body: EventUpdate) -> EventRead:
+async def update_event(caller: CallerDep, session: SessionDep, body: EventUpdate) -> EventRead:
     """Update the given fields of the event named by ``id`` or ``reference_id``."""
-    caller = Caller.of(request)
     return EventRead.model_validate(
         await service.update_event(session, caller.principal, body=body)
     )
@@ -45,10 +43,9 @@ async def update_event(request: Request, session: SessionDep, body: EventUpdate)
 
 @router.get("", response_model=EventList, responses=responses(400, 401))
 async def list_events(
-    request: Request, session: SessionDep, paging: Annotated[PageParams, Query()]
+    caller: CallerDep, session: SessionDep, paging: Annotated[PageParams, Query()]
 ) -> EventList:
     """The project's events, oldest first (``page`` from 1, ``limit`` 1-100, default 20)."""
-    caller = Caller.of(request)
     events, total = await service.list_events(session, caller.principal, paging=paging)
     return EventList(
         events=[EventRead.model_validate(e) for e in events],
@@ -61,9 +58,8 @@ async def list_events(
     response_model=AttendeeRegistered,
     responses=responses(400, 401, 403, 404),
 )
-async def register_event_attendee(request: Request, body: AttendeeRegister) -> AttendeeRegistered:
+async def register_event_attendee(caller: CallerDep, body: AttendeeRegister) -> AttendeeRegistered:
     """Register a user to an event, or update the registration / check-in timestamps."""
-    caller = Caller.of(request)
     registration = await service.register_attendee(caller.database, caller.principal, body=body)
     return registration.attendee
 
@@ -72,10 +68,9 @@ async def register_event_attendee(request: Request, body: AttendeeRegister) -> A
     "/{event_id}/attendees", response_model=AttendeeList, responses=responses(400, 401, 404)
 )
 async def fetch_event_attendees(
-    request: Request, session: SessionDep, event_id: uuid.UUID
+    caller: CallerDep, session: SessionDep, event_id: uuid.UUID
 ) -> AttendeeList:
     """The event and every attendee registered to it (oldest registration record first)."""
-    caller = Caller.of(request)
     event, attendees = await service.list_attendees(session, caller.principal, event_id=event_id)
     return AttendeeList(
         event=EventRead.model_validate(event),
@@ -85,11 +80,10 @@ async def fetch_event_attendees(
 
 @router.get("/{IdOrReferenceId}", response_model=EventRead, responses=responses(400, 401, 404))
 async def get_event(
-    request: Request,
+    caller: CallerDep,
     id_or_reference: Annotated[str, Path(alias="IdOrReferenceId", min_length=1, max_length=255)],
 ) -> EventRow:
     """An event by its id or by the caller's ``reference_id``."""
-    caller = Caller.of(request)
     return await service.get_event(
         caller.database, caller.principal, id_or_reference=id_or_reference
     )
@@ -97,11 +91,10 @@ async def get_event(
 
 @router.delete("/{IdOrReferenceId}", status_code=204, responses=responses(400, 401, 403, 404, 409))
 async def delete_event(
-    request: Request,
+    caller: CallerDep,
     session: SessionDep,
     id_or_reference: Annotated[str, Path(alias="IdOrReferenceId", min_length=1, max_length=255)],
 ) -> Response:
     """Delete an event, its attendees and its unused products (409 while items or sales exist)."""
-    caller = Caller.of(request)
     await service.delete_event(session, caller.principal, id_or_reference=id_or_reference)
     return Response(status_code=204)

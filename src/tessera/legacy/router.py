@@ -4,7 +4,7 @@ use-case, with the older request and answer shapes; the rules are today's."""
 
 from fastapi import Request
 
-from tessera.auth.dependencies import Caller, project_router
+from tessera.auth.dependencies import CallerDep, project_router
 from tessera.errors import ProductItemNotFound, concrete_paths_own_their_methods, responses
 from tessera.legacy.schemas import (
     LegacyItem,
@@ -33,9 +33,8 @@ concrete_paths_own_their_methods(router, "/products/create")  # not GET /product
     responses=responses(400, 401, 403, 404, 409, 503),
     deprecated=True,
 )
-async def create_product(request: Request, body: LegacyProductCreate) -> LegacyProductRead:
+async def create_product(caller: CallerDep, body: LegacyProductCreate) -> LegacyProductRead:
     """Older ``POST /v1/products``: type ``redeemable_item`` (created as ``perks``)."""
-    caller = Caller.of(request)
     product = await products.create_product(
         caller.database, caller.principal, body=body.current(), chains=caller.chains
     )
@@ -49,15 +48,16 @@ async def create_product(request: Request, body: LegacyProductCreate) -> LegacyP
     responses=responses(400, 401, 403, 404, 409),
     deprecated=True,
 )
-async def create_product_items(request: Request, body: LegacyItemsCreate) -> LegacyItems:
+async def create_product_items(
+    request: Request, caller: CallerDep, body: LegacyItemsCreate
+) -> LegacyItems:
     """Older ``POST /v1/products/{id}/items``: the product in the body, users by id."""
-    caller = Caller.of(request)
     items = await products.issue_items(
         caller.database,
         caller.principal,
         product_id=body.product_id,
         body=ItemsIssue(users=body.users),
-        mail=outbox.for_request(request, caller.principal),
+        mail=outbox.for_request(request, caller.principal, caller.settings),
     )
     return LegacyItems(items=[LegacyItem.model_validate(item) for item in items])
 
@@ -68,9 +68,8 @@ async def create_product_items(request: Request, body: LegacyItemsCreate) -> Leg
     responses=responses(400, 401, 403, 404, 409),
     deprecated=True,
 )
-async def redeem_product_item(request: Request, body: LegacyItemRedeem) -> LegacyItem:
+async def redeem_product_item(caller: CallerDep, body: LegacyItemRedeem) -> LegacyItem:
     """Older ``POST /v1/products/{id}/items/redeem``: the item alone names its product."""
-    caller = Caller.of(request)
     product_id = await caller.database.read(
         products_repository.product_of_item, caller.principal.project_id, body.product_item_id
     )
@@ -94,12 +93,11 @@ async def redeem_product_item(request: Request, body: LegacyItemRedeem) -> Legac
     deprecated=True,
 )
 async def create_user(
-    request: Request,
+    caller: CallerDep,
     body: LegacyUserCreate,
 ) -> LegacyUser:
     """Oldest ``POST /v1/users/create``: one user (first and last name required), with its
     custodial wallet."""
-    caller = Caller.of(request)
     [user] = await users.create_users(
         caller.database,
         caller.principal,

@@ -46,12 +46,12 @@ def ticket_mail(settings: Settings, base_url: str | None = None) -> TicketMail |
     return TicketMail(settings.hash_key_bytes, base.rstrip("/"))
 
 
-def for_request(request: Request, principal: Principal) -> TicketMail | None:
+def for_request(request: Request, principal: Principal, settings: Settings) -> TicketMail | None:
     """The ticket mail of a project route's change: None unless the caller's project asks for
     ticket email and the server sends email."""
     if not principal.ticket_emails:
         return None
-    return ticket_mail(request.app.state.settings, public_base(request))
+    return ticket_mail(settings, public_base(settings, request))
 
 
 class Holder(Protocol):

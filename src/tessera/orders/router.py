@@ -3,7 +3,7 @@ from typing import Annotated
 
 from fastapi import Query, Request
 
-from tessera.auth.dependencies import Caller, project_router
+from tessera.auth.dependencies import CallerDep, project_router
 from tessera.errors import responses
 from tessera.mail import outbox
 from tessera.orders import service
@@ -15,51 +15,46 @@ router = project_router("/orders", tags=["orders"])
 @router.post(
     "", status_code=201, response_model=OrderRead, responses=responses(400, 401, 403, 404, 409)
 )
-async def create_order(request: Request, body: OrderCreate) -> OrderRead:
+async def create_order(request: Request, caller: CallerDep, body: OrderCreate) -> OrderRead:
     """Create an order (``completed`` by default, issuing its items; or ``pending``). When
     the project emails tickets, a completed order's buyer is emailed a link to each item."""
-    caller = Caller.of(request)
     return await service.create_order(
         caller.database,
         caller.principal,
         body=body,
-        mail=outbox.for_request(request, caller.principal),
+        mail=outbox.for_request(request, caller.principal, caller.settings),
     )
 
 
 @router.get("", response_model=OrderList, responses=responses(400, 401))
-async def list_orders(request: Request, query: Annotated[OrderFilter, Query()]) -> OrderList:
+async def list_orders(caller: CallerDep, query: Annotated[OrderFilter, Query()]) -> OrderList:
     """The project's orders with their lines, oldest first (``page`` from 1, ``limit`` 1-100,
     default 20); ``status``, ``user_id`` and ``product_id`` (orders with a line of that
     product) narrow the list, together when several are given."""
-    caller = Caller.of(request)
     return await service.list_orders(caller.database, caller.principal, query=query)
 
 
 @router.get("/{id}", response_model=OrderRead, responses=responses(400, 401, 404))
-async def get_order(request: Request, id: uuid.UUID) -> OrderView:
+async def get_order(caller: CallerDep, id: uuid.UUID) -> OrderView:
     """One order with its lines and issued items."""
-    caller = Caller.of(request)
     return await service.get_order(caller.database, caller.principal, order_id=id)
 
 
 @router.post(
     "/{id}/complete", response_model=OrderRead, responses=responses(400, 401, 403, 404, 409)
 )
-async def complete_order(request: Request, id: uuid.UUID) -> OrderRead:
+async def complete_order(request: Request, caller: CallerDep, id: uuid.UUID) -> OrderRead:
     """Complete a pending order and issue its items. When the project emails tickets, the
     buyer is emailed a link to each item."""
-    caller = Caller.of(request)
     return await service.complete_order(
         caller.database,
         caller.principal,
         order_id=id,
-        mail=outbox.for_request(request, caller.principal),
+        mail=outbox.for_request(request, caller.principal, caller.settings),
     )
 
 
 @router.post("/{id}/cancel", response_model=OrderRead, responses=responses(400, 401, 403, 404, 409))
-async def cancel_order(request: Request, id: uuid.UUID) -> OrderRead:
+async def cancel_order(caller: CallerDep, id: uuid.UUID) -> OrderRead:
     """Cancel a pending order."""
-    caller = Caller.of(request)
     return await service.cancel_order(caller.database, caller.principal, order_id=id)

@@ -3,7 +3,7 @@ from typing import Annotated
 
 from fastapi import Query, Request
 
-from tessera.auth.dependencies import Caller, project_router
+from tessera.auth.dependencies import CallerDep, project_router
 from tessera.errors import responses
 from tessera.mail import outbox
 from tessera.products import service
@@ -35,9 +35,8 @@ router = project_router("/products", tags=["products"])
     response_model=ProductRead,
     responses=responses(400, 401, 403, 404, 409, 503),
 )
-async def create_product(request: Request, body: ProductCreate) -> ProductRead:
+async def create_product(caller: CallerDep, body: ProductCreate) -> ProductRead:
     """Create a product, optionally attached to an event and minting an NFT per item."""
-    caller = Caller.of(request)
     return await service.create_product(
         caller.database, caller.principal, body=body, chains=caller.chains
     )
@@ -45,28 +44,25 @@ async def create_product(request: Request, body: ProductCreate) -> ProductRead:
 
 @router.get("", response_model=list[ProductRead], responses=responses(400, 401))
 async def list_products(
-    request: Request, paging: Annotated[PageParams, Query()]
+    caller: CallerDep, paging: Annotated[PageParams, Query()]
 ) -> list[ProductView]:
     """The project's products, oldest first (``page`` from 1, ``limit`` 1-100, default 20)."""
-    caller = Caller.of(request)
     return await service.list_products(caller.database, caller.principal, paging=paging)
 
 
 @router.get("/{id}", response_model=ProductRead, responses=responses(400, 401, 404))
-async def get_product(request: Request, id: uuid.UUID) -> ProductView:
+async def get_product(caller: CallerDep, id: uuid.UUID) -> ProductView:
     """One product with its event."""
-    caller = Caller.of(request)
     return await service.get_product(caller.database, caller.principal, product_id=id)
 
 
 @router.patch(
     "/{id}", response_model=ProductRead, responses=responses(400, 401, 403, 404, 409, 503)
 )
-async def update_product(request: Request, id: uuid.UUID, body: ProductUpdate) -> ProductRead:
+async def update_product(caller: CallerDep, id: uuid.UUID, body: ProductUpdate) -> ProductRead:
     """Change the fields sent; ``null`` clears one that may be empty, ``{}`` changes nothing.
     ``stock`` may not go below the items issued, nor ``redemption_quantity`` below an item's
     ``redemption_count`` (409); see ``mint_nft`` for the NFT settings."""
-    caller = Caller.of(request)
     return await service.update_product(
         caller.database, caller.principal, product_id=id, body=body, chains=caller.chains
     )
@@ -74,12 +70,11 @@ async def update_product(request: Request, id: uuid.UUID, body: ProductUpdate) -
 
 @router.get("/{id}/sales", response_model=SaleList, responses=responses(400, 401, 404))
 async def list_product_sales(
-    request: Request,
+    caller: CallerDep,
     id: uuid.UUID,
     paging: Annotated[PageParams, Query()],
 ) -> SalePage:
     """Order lines of the product, oldest first, with order status and unit price at order time."""
-    caller = Caller.of(request)
     return await service.list_sales(caller.database, caller.principal, product_id=id, paging=paging)
 
 
@@ -89,16 +84,17 @@ async def list_product_sales(
     response_model=ItemsIssued,
     responses=responses(400, 401, 403, 404, 409),
 )
-async def create_product_items(request: Request, id: uuid.UUID, body: ItemsIssue) -> ItemsIssued:
+async def create_product_items(
+    request: Request, caller: CallerDep, id: uuid.UUID, body: ItemsIssue
+) -> ItemsIssued:
     """Issue one item to each listed user (ids and/or emails, at most 550), all or nothing.
     When the project emails tickets, each user is emailed one link per item they got."""
-    caller = Caller.of(request)
     items = await service.issue_items(
         caller.database,
         caller.principal,
         product_id=id,
         body=body,
-        mail=outbox.for_request(request, caller.principal),
+        mail=outbox.for_request(request, caller.principal, caller.settings),
     )
     return ItemsIssued(items=[ProductItemRead.of(item) for item in items])
 
@@ -109,10 +105,9 @@ async def create_product_items(request: Request, id: uuid.UUID, body: ItemsIssue
     responses=responses(400, 401, 403, 404, 409),
 )
 async def redeem_product_item(
-    request: Request, id: uuid.UUID, body: RedeemRequest
+    caller: CallerDep, id: uuid.UUID, body: RedeemRequest
 ) -> ProductItemRead:
     """Redeem an item once; a repeated ``nonce`` returns the first result and counts once."""
-    caller = Caller.of(request)
     _, redeemed = await service.redeem_item(
         caller.database, caller.principal, product_id=id, body=body
     )
@@ -123,27 +118,25 @@ async def redeem_product_item(
     "/{id}/transfer", response_model=TransferRead, responses=responses(400, 401, 403, 404, 409)
 )
 async def transfer_product_item(
-    request: Request, id: uuid.UUID, body: TransferRequest
+    request: Request, caller: CallerDep, id: uuid.UUID, body: TransferRequest
 ) -> TransferRead:
     """Transfer an item of a transferable product from its owner to another user. The new
     owner's ticket is new; when the project emails tickets, they are emailed its link."""
-    caller = Caller.of(request)
     return await service.transfer_item(
         caller.database,
         caller.principal,
         product_id=id,
         body=body,
-        mail=outbox.for_request(request, caller.principal),
+        mail=outbox.for_request(request, caller.principal, caller.settings),
     )
 
 
 @router.get("/{id}/items", response_model=ItemList, responses=responses(400, 401, 404))
 async def list_product_items(
-    request: Request, id: uuid.UUID, query: Annotated[ItemFilter, Query()]
+    caller: CallerDep, id: uuid.UUID, query: Annotated[ItemFilter, Query()]
 ) -> ItemList:
     """The product's items by ``item_id`` (``page`` from 1, ``limit`` 1-100, default 20); with
     ``owner_id`` and/or ``owner_email`` only those of that owner (both given, both must match)."""
-    caller = Caller.of(request)
     return await service.list_items(caller.database, caller.principal, product_id=id, query=query)
 
 
@@ -153,7 +146,7 @@ async def list_product_items(
     responses=responses(400, 401, 404),
 )
 async def list_item_transfers(
-    request: Request,
+    caller: CallerDep,
     id: uuid.UUID,
     item_id: ItemKey,
     paging: Annotated[PageParams, Query()],
@@ -161,7 +154,6 @@ async def list_item_transfers(
     """An item's transfers, oldest first (``page`` from 1, ``limit`` 1-100, default 20).
     ``item_id`` names the item either by its sequential ``item_id`` within the product (an
     integer) or by its ``id`` (a UUID)."""
-    caller = Caller.of(request)
     return await service.list_item_transfers(
         caller.database, caller.principal, product_id=id, item=item_id, paging=paging
     )

@@ -1,6 +1,4 @@
-from fastapi import Request
-
-from tessera.auth.dependencies import Caller, project_router
+from tessera.auth.dependencies import CallerDep, project_router
 from tessera.config import Chain
 from tessera.db import SessionDep
 from tessera.errors import responses
@@ -12,9 +10,8 @@ router = project_router("/projects", tags=["projects"])
 
 
 @router.get("/wallets", response_model=list[ProjectWalletRead], responses=responses(401))
-async def fetch_project_wallets(request: Request, session: SessionDep) -> list[ProjectWalletRead]:
+async def fetch_project_wallets(caller: CallerDep, session: SessionDep) -> list[ProjectWalletRead]:
     """All wallets of the project, with their address on each configured chain."""
-    caller = Caller.of(request)
     configured = caller.chains.settings.configured_chains()
     wallets = await service.list_wallets(session, caller.principal)
     return [ProjectWalletRead.of(wallet, configured) for wallet in wallets]
@@ -26,10 +23,9 @@ async def fetch_project_wallets(request: Request, session: SessionDep) -> list[P
     responses=responses(400, 401, 409, 503),
 )
 async def fetch_project_wallet_balances(
-    request: Request, session: SessionDep, chain: Chain | None = None
+    caller: CallerDep, session: SessionDep, chain: Chain | None = None
 ) -> list[WalletBalance]:
     """Native balances of the project's wallets on ``chain`` (default: the first configured)."""
-    caller = Caller.of(request)
     return await service.wallet_balances(
         session, caller.principal, chains=caller.chains, chain=chain
     )

@@ -1,9 +1,9 @@
 import uuid
 from typing import Annotated
 
-from fastapi import Body, Request
+from fastapi import Body
 
-from tessera.auth.dependencies import Caller, project_router
+from tessera.auth.dependencies import CallerDep, project_router
 from tessera.errors import responses
 from tessera.reconciliation import service
 from tessera.reconciliation.schemas import ReconciliationRead, RepairRead, RepairRequest
@@ -16,14 +16,13 @@ router = project_router("/products", tags=["reconciliation"])
     response_model=ReconciliationRead,
     responses=responses(400, 401, 404, 409, 503),
 )
-async def get_reconciliation(request: Request, id: uuid.UUID) -> ReconciliationRead:
+async def get_reconciliation(caller: CallerDep, id: uuid.UUID) -> ReconciliationRead:
     """Compare the product's NFTs with the chain now: its collection, and every item's NFT read
     in pages by storage prefix. Each finding is `missing_on_chain`, `unexpected_on_chain`,
     `owner_mismatch`, `metadata_mismatch`, `collection_mismatch` or `stuck` (a job waiting longer
     than `TESSERA_RECONCILE_STUCK_SECONDS`). The result is recorded as the product's last
     reconciliation; a finding the last one did not have fires `nft.drift_found`. A product
     without `mint_nft` is a 409, a chain that does not answer a 503."""
-    caller = Caller.of(request)
     checked = await service.reconcile(
         caller.database, caller.chains, caller.principal.project_id, id, in_request=True
     )
@@ -36,7 +35,7 @@ async def get_reconciliation(request: Request, id: uuid.UUID) -> ReconciliationR
     responses=responses(400, 401, 403, 404, 409, 503),
 )
 async def repair_reconciliation(
-    request: Request, id: uuid.UUID, body: Annotated[RepairRequest | None, Body()] = None
+    caller: CallerDep, id: uuid.UUID, body: Annotated[RepairRequest | None, Body()] = None
 ) -> RepairRead:
     """Reconcile, then one action per finding: `mint` or `set_metadata` (the database is the
     ledger of custodial wallets), `transfer_back` (moved between custodial wallets: moved back
@@ -46,7 +45,6 @@ async def repair_reconciliation(
     (`unexpected_on_chain`, `collection_mismatch`: never repaired automatically). A dry run
     (`dry_run`, the default) changes nothing; otherwise each action is queued as a job, and a
     repair called again while they run answers the same jobs and queues nothing new."""
-    caller = Caller.of(request)
     return await service.repair(
         caller.database,
         caller.chains,

@@ -2,7 +2,7 @@ import uuid
 
 from fastapi import Request
 
-from tessera.auth.dependencies import Caller, project_router
+from tessera.auth.dependencies import CallerDep, project_router
 from tessera.errors import responses
 from tessera.mail import outbox
 from tessera.products.schemas import ItemKey
@@ -16,17 +16,18 @@ router = project_router("/products", tags=["tickets"])
 @router.get(
     "/{id}/items/{item_id}/ticket", response_model=TicketRead, responses=responses(400, 401, 404)
 )
-async def get_ticket(request: Request, id: uuid.UUID, item_id: ItemKey) -> TicketRead:
+async def get_ticket(
+    request: Request, caller: CallerDep, id: uuid.UUID, item_id: ItemKey
+) -> TicketRead:
     """The item's ticket: its `secret` (what the QR code holds; `POST /v1/checkins` takes it)
     and its page's `url` (`TESSERA_PUBLIC_URL`, else this request's base URL, then
     `/tickets/{token}`; no credential needed there). `item_id` is the item's number within the
     product or its id. A transfer gives the new holder a new ticket."""
-    caller = Caller.of(request)
     return await service.get_ticket(
         caller.database,
         caller.principal,
         hash_key=caller.settings.hash_key_bytes,
-        base_url=public_base(request),
+        base_url=public_base(caller.settings, request),
         product_id=id,
         item=item_id,
     )
@@ -37,17 +38,18 @@ async def get_ticket(request: Request, id: uuid.UUID, item_id: ItemKey) -> Ticke
     response_model=TicketRead,
     responses=responses(400, 401, 403, 404),
 )
-async def reissue_ticket(request: Request, id: uuid.UUID, item_id: ItemKey) -> TicketRead:
+async def reissue_ticket(
+    request: Request, caller: CallerDep, id: uuid.UUID, item_id: ItemKey
+) -> TicketRead:
     """A new secret and page for the item (a lost phone, a resold ticket): the old ones stop
     working at once, at the door and on the page. Fires `ticket.reissued`. When the project
     emails tickets, the holder is emailed the new page."""
-    caller = Caller.of(request)
     return await service.reissue_ticket(
         caller.database,
         caller.principal,
         hash_key=caller.settings.hash_key_bytes,
-        base_url=public_base(request),
+        base_url=public_base(caller.settings, request),
         product_id=id,
         item=item_id,
-        mail=outbox.for_request(request, caller.principal),
+        mail=outbox.for_request(request, caller.principal, caller.settings),
     )

@@ -1,6 +1,6 @@
-from fastapi import Body, Request
+from fastapi import Body
 
-from tessera.auth.dependencies import Caller, project_router
+from tessera.auth.dependencies import CallerDep, project_router
 from tessera.db import SessionDep, reads_only
 from tessera.errors import responses
 from tessera.products.schemas import ItemList
@@ -30,7 +30,7 @@ router = project_router("/users", tags=["users"])
     "/create", status_code=201, response_model=UsersCreated, responses=responses(400, 401, 403, 409)
 )
 async def create_users(
-    request: Request,
+    caller: CallerDep,
     users: list[UserCreate] = Body(
         min_length=1,
         max_length=service.MAX_BATCH,
@@ -38,7 +38,6 @@ async def create_users(
     ),
 ) -> UsersCreated:
     """Create 1-1500 users; each gets a custodial Polkadot wallet at once."""
-    caller = Caller.of(request)
     created = await service.create_users(
         caller.database,
         caller.principal,
@@ -54,31 +53,27 @@ async def create_users(
 
 @router.post("/profile", response_model=UserRead, responses=responses(400, 401, 404))
 @reads_only
-async def fetch_user(request: Request, body: UserLookup) -> Profile:
+async def fetch_user(caller: CallerDep, body: UserLookup) -> Profile:
     """One user with its wallets, by email, referenceId or id (in that priority)."""
-    caller = Caller.of(request)
     return await service.get_profile(caller.database, caller.principal, lookup=body)
 
 
 @router.post("/fetch", response_model=UserList, responses=responses(400, 401))
 @reads_only
-async def fetch_users(request: Request, body: UserFetch | None = None) -> UserPage:
+async def fetch_users(caller: CallerDep, body: UserFetch | None = None) -> UserPage:
     """The project's users, oldest first (``limit`` 1-1000, default 10; ``offset`` default 0)."""
-    caller = Caller.of(request)
     return await service.fetch_users(caller.database, caller.principal, query=body or UserFetch())
 
 
 @router.get("/count", response_model=UserCount, responses=responses(401))
-async def count_users(request: Request) -> UserCount:
+async def count_users(caller: CallerDep) -> UserCount:
     """Number of activated users of the project."""
-    caller = Caller.of(request)
     return UserCount(count=await service.count_active_users(caller.database, caller.principal))
 
 
 @router.post("/activate", response_model=ActivationRead, responses=responses(400, 401, 403, 404))
-async def activate_user(request: Request, session: SessionDep, body: UserLookup) -> ActivationRead:
+async def activate_user(caller: CallerDep, session: SessionDep, body: UserLookup) -> ActivationRead:
     """Activate a user (idempotent: the first activation time is kept)."""
-    caller = Caller.of(request)
     return ActivationRead.model_validate(
         await service.activate_user(session, caller.principal, lookup=body)
     )
@@ -87,10 +82,9 @@ async def activate_user(request: Request, session: SessionDep, body: UserLookup)
 @router.post("/activation", response_model=ActivationRead, responses=responses(400, 401, 404))
 @reads_only
 async def user_activation_status(
-    request: Request, session: SessionDep, body: UserLookup
+    caller: CallerDep, session: SessionDep, body: UserLookup
 ) -> ActivationRead:
     """Whether a user is activated, and since when."""
-    caller = Caller.of(request)
     return ActivationRead.model_validate(
         await service.activation_status(session, caller.principal, lookup=body)
     )
@@ -101,10 +95,9 @@ async def user_activation_status(
 )
 @reads_only
 async def get_wallet_balances(
-    request: Request, session: SessionDep, body: BalancesQuery
+    caller: CallerDep, session: SessionDep, body: BalancesQuery
 ) -> list[WalletBalance]:
     """Native balances of the user's wallets on ``chain`` (default: the first configured)."""
-    caller = Caller.of(request)
     return await service.wallet_balances(
         session, caller.principal, chains=caller.chains, query=body
     )
@@ -116,9 +109,8 @@ async def get_wallet_balances(
     response_model=ReputationRead,
     responses=responses(400, 401, 403, 404, 409),
 )
-async def adjust_reputation(request: Request, body: ReputationAdjust) -> ReputationRead:
+async def adjust_reputation(caller: CallerDep, body: ReputationAdjust) -> ReputationRead:
     """Add a signed ``delta`` (with a ``reason``) to a user's reputation balance."""
-    caller = Caller.of(request)
     return ReputationRead.model_validate(
         await service.adjust_reputation(caller.database, caller.principal, body=body)
     )
@@ -126,10 +118,9 @@ async def adjust_reputation(request: Request, body: ReputationAdjust) -> Reputat
 
 @router.post("/items", response_model=ItemList, responses=responses(400, 401, 404))
 @reads_only
-async def list_user_items(request: Request, body: UserPageLookup) -> ItemList:
+async def list_user_items(caller: CallerDep, body: UserPageLookup) -> ItemList:
     """The items a user owns now, of every product, oldest first (``page`` from 1, ``limit``
     1-100, default 20)."""
-    caller = Caller.of(request)
     return await service.list_holdings(caller.database, caller.principal, query=body)
 
 
@@ -137,8 +128,7 @@ async def list_user_items(request: Request, body: UserPageLookup) -> ItemList:
     "/reputation/history", response_model=ReputationHistory, responses=responses(400, 401, 404)
 )
 @reads_only
-async def get_reputation_history(request: Request, body: UserPageLookup) -> ReputationHistory:
+async def get_reputation_history(caller: CallerDep, body: UserPageLookup) -> ReputationHistory:
     """A user's reputation balance and its entries, oldest first (``page`` from 1, ``limit``
     1-100, default 20)."""
-    caller = Caller.of(request)
     return await service.reputation_history(caller.database, caller.principal, query=body)

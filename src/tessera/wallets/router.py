@@ -2,9 +2,9 @@
 
 import uuid
 
-from fastapi import Request, Response
+from fastapi import Response
 
-from tessera.auth.dependencies import Caller, project_router
+from tessera.auth.dependencies import CallerDep, project_router
 from tessera.errors import concrete_paths_own_their_methods, responses
 from tessera.wallets import service
 from tessera.wallets.schemas import (
@@ -25,34 +25,30 @@ concrete_paths_own_their_methods(router, "/challenge", "/receiving")  # not /{wa
     response_model=WalletChallengeRead,
     responses=responses(400, 401, 403, 404),
 )
-async def wallet_challenge(request: Request, body: WalletChallengeRequest) -> WalletChallengeRead:
+async def wallet_challenge(caller: CallerDep, body: WalletChallengeRequest) -> WalletChallengeRead:
     """A text for the user to sign with the wallet's key, valid for 5 minutes, answered once."""
-    caller = Caller.of(request)
     return await service.wallet_challenge(caller.database, caller.principal, body=body)
 
 
 @router.post(
     "", status_code=201, response_model=UserWallets, responses=responses(400, 401, 403, 404, 409)
 )
-async def link_wallet(request: Request, body: WalletLinkRequest) -> UserWallets:
+async def link_wallet(caller: CallerDep, body: WalletLinkRequest) -> UserWallets:
     """Link a wallet the user holds (custody ``user-controlled``), proven by the signature of
     the challenge's message (sr25519 or ed25519, 0x-hex)."""
-    caller = Caller.of(request)
     return await service.link_wallet(
         caller.database, caller.principal, body=body, ss58_prefix=caller.settings.ss58_prefix
     )
 
 
 @router.post("/receiving", response_model=UserWallets, responses=responses(400, 401, 403, 404))
-async def choose_receiving_wallet(request: Request, body: ReceivingWalletRequest) -> UserWallets:
+async def choose_receiving_wallet(caller: CallerDep, body: ReceivingWalletRequest) -> UserWallets:
     """Choose the user's wallet that NFTs are minted to (default: the custodial wallet)."""
-    caller = Caller.of(request)
     return await service.choose_receiving_wallet(caller.database, caller.principal, body=body)
 
 
 @router.delete("/{wallet_id}", status_code=204, responses=responses(400, 401, 403, 404, 409))
-async def unlink_wallet(request: Request, wallet_id: uuid.UUID) -> Response:
+async def unlink_wallet(caller: CallerDep, wallet_id: uuid.UUID) -> Response:
     """Unlink a user-controlled wallet, unless NFTs of the project sit in it."""
-    caller = Caller.of(request)
     await service.unlink_wallet(caller.database, caller.principal, wallet_id=wallet_id)
     return Response(status_code=204)

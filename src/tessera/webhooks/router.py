@@ -1,9 +1,9 @@
 import uuid
 from typing import Annotated
 
-from fastapi import FastAPI, Header, Query, Request, Response
+from fastapi import FastAPI, Header, Query, Response
 
-from tessera.auth.dependencies import Caller, project_router
+from tessera.auth.dependencies import CallerDep, project_router
 from tessera.changes.feed import ChangeRead
 from tessera.errors import responses
 from tessera.schemas import PageParams
@@ -23,13 +23,12 @@ router = project_router("/webhooks", tags=["webhooks"])
 
 @router.post("", status_code=201, response_model=WebhookCreated, responses=responses(400, 401, 403))
 async def create_webhook(
-    request: Request,
+    caller: CallerDep,
     body: WebhookCreate,
 ) -> WebhookCreated:
     """Register an endpoint for the project's changes (`event_types`, or all). It receives
     those committed from now on, each signed with the `secret` shown in this answer only. The
     URL must be https on a public address (400), unless `TESSERA_WEBHOOKS_ALLOW_PRIVATE`."""
-    caller = Caller.of(request)
     return await service.create_webhook(
         caller.database,
         caller.principal,
@@ -40,28 +39,25 @@ async def create_webhook(
 
 
 @router.get("", response_model=WebhookList, responses=responses(400, 401))
-async def list_webhooks(request: Request, paging: Annotated[PageParams, Query()]) -> WebhookList:
+async def list_webhooks(caller: CallerDep, paging: Annotated[PageParams, Query()]) -> WebhookList:
     """The project's endpoints, oldest first (`page` from 1, `limit` 1-100, default 20)."""
-    caller = Caller.of(request)
     return await service.list_webhooks(caller.database, caller.principal, paging=paging)
 
 
 @router.get("/{id}", response_model=WebhookRead, responses=responses(400, 401, 404))
-async def get_webhook(request: Request, id: uuid.UUID) -> WebhookRead:
+async def get_webhook(caller: CallerDep, id: uuid.UUID) -> WebhookRead:
     """One endpoint (never its secret)."""
-    caller = Caller.of(request)
     return await service.get_webhook(caller.database, caller.principal, endpoint_id=id)
 
 
 @router.patch("/{id}", response_model=WebhookRead, responses=responses(400, 401, 403, 404))
 async def update_webhook(
-    request: Request,
+    caller: CallerDep,
     id: uuid.UUID,
     body: WebhookUpdate,
 ) -> WebhookRead:
     """Change the `url` or the `event_types`, or `enabled`: true resumes a disabled endpoint
     with the first change it did not accept."""
-    caller = Caller.of(request)
     return await service.update_webhook(
         caller.database,
         caller.principal,
@@ -72,21 +68,19 @@ async def update_webhook(
 
 
 @router.delete("/{id}", status_code=204, responses=responses(400, 401, 403, 404))
-async def delete_webhook(request: Request, id: uuid.UUID) -> Response:
+async def delete_webhook(caller: CallerDep, id: uuid.UUID) -> Response:
     """Delete the endpoint and its delivery attempts."""
-    caller = Caller.of(request)
     await service.delete_webhook(caller.database, caller.principal, endpoint_id=id)
     return Response(status_code=204)
 
 
 @router.get("/{id}/deliveries", response_model=DeliveryList, responses=responses(400, 401, 404))
 async def list_deliveries(
-    request: Request,
+    caller: CallerDep,
     id: uuid.UUID,
     paging: Annotated[PageParams, Query()],
 ) -> DeliveryList:
     """The endpoint's delivery attempts, newest first (`page` from 1, `limit` 1-100)."""
-    caller = Caller.of(request)
     return await service.list_deliveries(
         caller.database, caller.principal, endpoint_id=id, paging=paging
     )
@@ -98,10 +92,9 @@ async def list_deliveries(
     response_model=DeliveryRead,
     responses=responses(400, 401, 403, 404),
 )
-async def replay_delivery(request: Request, id: uuid.UUID, delivery_id: uuid.UUID) -> DeliveryRead:
+async def replay_delivery(caller: CallerDep, id: uuid.UUID, delivery_id: uuid.UUID) -> DeliveryRead:
     """Send that delivery's event to the endpoint once more (same `webhook-id`); the attempt
     is `pending` until the worker sends it."""
-    caller = Caller.of(request)
     return await service.replay_delivery(
         caller.database, caller.principal, endpoint_id=id, delivery_id=delivery_id
     )

@@ -1,14 +1,9 @@
-"""Readiness: ``GET /v1/health/ready`` says whether this process can serve, check by check.
+"""The checks behind ``GET /v1/health/ready`` (``tessera.health.router``), concurrently, each
+within ``chain_request_timeout_seconds``, so the answer comes within that time whatever hangs.
 
-``GET /v1/version`` stays the liveness check (the process answers). Readiness asks about what
-the process depends on: the database answers, its schema is the one this code expects, some job
-worker is alive (in this process or another: tessera.jobs.heartbeat), and every configured chain
-answers a read. The checks run concurrently, each within ``chain_request_timeout_seconds``, so
-the answer comes within that time whatever hangs.
-
-The route is open (an orchestrator's probe carries no credential), so a check's ``detail`` is in
-words of our own: never a URL, a host or a driver's message, which may carry a secret (an RPC
-provider's key in its URL) or map the network. The cause goes to the log.
+A check's ``detail`` is in words of our own: never a URL, a host or a driver's message, which
+may carry a secret (an RPC provider's key in its URL) or map the network. The cause goes to the
+log.
 """
 
 import asyncio
@@ -18,7 +13,7 @@ from collections.abc import Awaitable
 from datetime import timedelta
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, Request, Response
+from fastapi import Depends, Request
 from pydantic import Field
 
 from tessera import migrations
@@ -27,10 +22,9 @@ from tessera.chain.registry import Chains
 from tessera.config import Chain, Settings
 from tessera.db import Database
 from tessera.db.health import ping, schema_versions
-from tessera.errors import responses
 from tessera.jobs import heartbeat
 from tessera.models.base import utcnow
-from tessera.schemas import SnakeModel, known_query_only
+from tessera.schemas import SnakeModel
 
 log = logging.getLogger("tessera.health")
 
@@ -176,24 +170,3 @@ async def readiness_of(request: Request) -> Readiness:
 
 
 ReadinessDep = Annotated[Readiness, Depends(readiness_of)]
-
-router = APIRouter(prefix="/v1/health", tags=["health"], dependencies=[Depends(known_query_only)])
-
-
-@router.get(
-    "/ready",
-    response_model=ReadinessRead,
-    responses={
-        **responses(400),
-        503: {"model": ReadinessRead, "description": "Not ready: the failed checks say why."},
-    },
-)
-async def get_readiness(response: Response, readiness: ReadinessDep) -> ReadinessRead:
-    """Whether this process is ready to serve (no credential): the database answers and is at
-    the code's migration head, a job worker is alive, and each configured chain answers. 200
-    when every check passes, else 503 with the same body. Each check has
-    TESSERA_CHAIN_REQUEST_TIMEOUT_SECONDS. ``GET /v1/version`` is the cheap liveness check."""
-    report = await readiness.check()
-    if not report.ready:
-        response.status_code = 503
-    return report
