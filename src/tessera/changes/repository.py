@@ -45,7 +45,13 @@ async def end(rows: Rows) -> FeedEnd:
     return await db_feed.end(rows)
 
 
-_INSERT = insert(Change)
+_CHANGES, _DELIVERIES = table_of(Change), table_of(WebhookDelivery)
+# The columns a change is written with (``outbox.record``); the database numbers it (``seq``,
+# ``txid``). Named, not left to the ORM to pick from the rows: the statement runs as written
+# through ``Transaction`` too.
+_INSERT = insert(_CHANGES).values(
+    {name: bindparam(name) for name in ("id", "project_id", "type", "created_at", "data")}
+)
 
 
 async def insert_changes(session: AsyncSession, changes: Sequence[dict[str, Any]]) -> None:
@@ -53,7 +59,6 @@ async def insert_changes(session: AsyncSession, changes: Sequence[dict[str, Any]
     await session.execute(_INSERT, list(changes))
 
 
-_CHANGES, _DELIVERIES = table_of(Change), table_of(WebhookDelivery)
 _PURGE_CHANGES = delete(_CHANGES).where(_CHANGES.c.created_at < bindparam("before"))
 _PURGE_DELIVERIES = delete(_DELIVERIES).where(_DELIVERIES.c.created_at < bindparam("before"))
 

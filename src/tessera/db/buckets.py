@@ -17,8 +17,10 @@ from tessera.db.rows import Rows
 from tessera.models import RateBucket
 
 _BUCKETS = table_of(RateBucket)
+_TOKENS = _BUCKETS.c.tokens.type
 _refilled = func.least(
-    bindparam("size"), _BUCKETS.c.tokens + (bindparam("now") - _BUCKETS.c.at) * bindparam("rate")
+    bindparam("size", type_=_TOKENS),
+    _BUCKETS.c.tokens + (bindparam("now") - _BUCKETS.c.at) * bindparam("rate", type_=_TOKENS),
 )
 # Take a token when there is one (a new bucket starts full); nothing when there is none.
 _TAKE = (

@@ -18,7 +18,7 @@ from datetime import datetime
 from operator import attrgetter
 from typing import Any, TypeVar
 
-from sqlalchemy import TextualSelect, bindparam, text, update
+from sqlalchemy import ARRAY, String, TextualSelect, bindparam, text, update
 
 from tessera.db.compiled import table_of, with_defaults
 from tessera.db.rows import Transaction
@@ -27,7 +27,7 @@ from tessera.models.base import new_id, utcnow
 
 RowT = TypeVar("RowT", bound=tuple[Any, ...])
 
-_PRODUCTS = table_of(Product)
+_PRODUCTS, _ITEMS, _LINES = table_of(Product), table_of(ProductItem), table_of(OrderItem)
 # SQLite: the bump, returning the product as it now is. The product's updated_at stays: issuing
 # changes a counter, not the product.
 _BUMP = (
@@ -55,7 +55,7 @@ def _bump_and_insert(*, with_line: bool) -> TextualSelect:
                CAST(:unit_price AS NUMERIC), CAST(:now AS TIMESTAMPTZ)
         FROM bumped
     ),"""
-    return text(
+    statement = text(
         f"""
         WITH bumped AS (
             UPDATE products SET issued_count = issued_count + :count
@@ -75,6 +75,22 @@ def _bump_and_insert(*, with_line: bool) -> TextualSelect:
         )
         SELECT {_COLUMNS} FROM bumped
         """  # noqa: S608 - the names are the model's columns, not input
+    )
+    # Typed as the columns they go to: each is bound as SQLAlchemy binds that column's values.
+    typed = {
+        "count": _PRODUCTS.c.issued_count.type,
+        "project_id": _PRODUCTS.c.project_id.type,
+        "id": _PRODUCTS.c.id.type,
+        "ids": ARRAY(_ITEMS.c.id.type),
+        "owners": ARRAY(_ITEMS.c.owner_id.type),
+        "order_item_id": _ITEMS.c.order_item_id.type,
+        "queued": String(),
+        "now": _ITEMS.c.created_at.type,
+    }
+    if with_line:
+        typed |= {name: _LINES.c[name].type for name in ("order_id", "position", "unit_price")}
+    return statement.bindparams(
+        *(bindparam(name, type_=kind) for name, kind in typed.items())
     ).columns(*_PRODUCTS.c)
 
 
