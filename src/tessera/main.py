@@ -10,7 +10,7 @@ from fastapi import FastAPI
 from fastapi.staticfiles import StaticFiles
 
 from tessera import API_VERSION, routing
-from tessera.api import ConstantAnswers, document, include_v1, version_router
+from tessera.api import ConstantAnswers, document, include_v1, index_router, version_router
 from tessera.auth.dependencies import Authenticator
 from tessera.auth.rate_limits import RateLimiter
 from tessera.auth.router import router as auth_router
@@ -176,6 +176,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         body_timeout_seconds=settings.body_timeout_seconds,
         access_log=settings.access_log,
     )
+    app.include_router(index_router)
     app.include_router(version_router)
     app.include_router(health_router)
     app.include_router(metrics_router)
