@@ -1,6 +1,6 @@
-"""The rules of the layout that no linter holds (README, Layout): SQL statements are built only
-in a ``repository.py``, the ``db`` package and the migrations; only the ``db`` package asks
-which backend it runs on; no module imports, even lazily, one that imports it back."""
+"""The rules of the layout that no linter holds (docs/design.md, Layout): SQL statements are
+built only in a ``repository.py``, the ``db`` package and the migrations; only the ``db`` package
+asks which backend it runs on; no module imports, even lazily, one that imports it back."""
 
 import ast
 from pathlib import Path

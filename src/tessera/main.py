@@ -88,7 +88,7 @@ def make_worker(context: JobContext, settings: Settings) -> Worker:
     chores.append(mail_sender.purge_chore())
     webhooks = Dispatcher.from_settings(context.database, context.box, settings)
     companions = [webhooks.run_forever]
-    # Email, when the server sends it (TESSERA_SMTP_URL): README, "Email".
+    # Email, when the server sends it (TESSERA_SMTP_URL): docs/email.md.
     postman = Postman.from_settings(context.database, settings)
     if postman is not None:
         companions.append(postman.run_forever)
