@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 PYTEST_WORKERS ?= 2
 
-.PHONY: serve test test-newest lock lint clean devchain chopsticks bench bench-reconcile bench-chain fuzz
+.PHONY: serve test test-newest lock lint docs clean devchain chopsticks bench bench-reconcile bench-chain fuzz
 
 PIP := pip install --quiet --disable-pip-version-check
 LOCK := requirements.lock
@@ -71,6 +71,10 @@ lint: $(VENV)/.dev
 	$(BIN)/ruff check src tests
 	$(BIN)/ruff format --check src tests
 	$(BIN)/mypy
+
+# docs/settings.md, rendered from the Settings class (tessera.docs_settings); a test checks it.
+docs: $(VENV)/.runtime
+	$(BIN)/python -m tessera.docs_settings docs/settings.md
 
 clean:
 	rm -rf $(VENV) $(NEWEST) tessera.db tessera.db-shm tessera.db-wal

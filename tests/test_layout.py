@@ -1,7 +1,8 @@
-"""The rules of the layout that no linter holds (README, Layout): SQL statements are built only
-in a ``repository.py``, the ``db`` package and the migrations; only the ``db`` package asks
-which backend it runs on; routes and console pages name what they need in their signatures,
-never reading the app's state; no module imports, even lazily, one that imports it back."""
+"""The rules of the layout that no linter holds (docs/design.md, Layout): SQL statements are
+built only in a ``repository.py``, the ``db`` package and the migrations; only the ``db`` package
+asks which backend it runs on; routes and console pages name what they need in their signatures,
+never reading the app's state; services and repositories do not speak HTTP; views and
+parameters are typed; no module imports, even lazily, one that imports it back."""
 
 import ast
 from pathlib import Path

@@ -35,6 +35,42 @@ class TestVersion:
         assert missing.status_code == 401 and missing.headers["x-request-id"]
 
 
+class TestIndex:
+    """``GET /`` and ``GET /v1``: where to read on, for a person who types the address."""
+
+    INDEX = {"name": "Tessera", "docs": "/docs", "console": "/console", "version": "/v1/version"}
+
+    async def test_needs_no_credential_and_points_to_the_docs_console_and_version(self, client):
+        for path in ("/", "/v1"):
+            response = await client.get(path)
+            assert response.status_code == 200, path
+            assert response.headers["content-type"] == "application/json"
+            assert response.json() == self.INDEX
+
+    async def test_each_place_it_names_answers(self, client):
+        assert (await client.get("/docs")).status_code == 200
+        assert (await client.get("/v1/version")).json() == {"version": "2.72.0"}
+        console = await client.get("/console", follow_redirects=False)
+        assert console.status_code == 303  # to its sign-in, without a session
+        assert console.headers["location"] == "/console/login?next=/console"
+
+    async def test_refuses_unknown_query_parameters_and_other_methods(self, client):
+        response = await client.get("/v1?x=1")
+        assert response.status_code == 400
+        assert response.json() == {"errors": ["x: unknown query parameter"]}
+        refused = await client.post("/")
+        assert refused.status_code == 405 and refused.headers["allow"] == "GET"
+
+    async def test_is_documented_as_open(self, app):
+        paths = app.openapi()["paths"]
+        for path in ("/", "/v1"):
+            operation = paths[path]["get"]
+            assert "security" not in operation
+            assert operation["responses"]["200"]["content"]["application/json"]["schema"] == {
+                "$ref": "#/components/schemas/ServiceIndex"
+            }
+
+
 class TestConstantAnswers:
     """The health check's answer is the route's own, kept from its first 200."""
 

@@ -27,6 +27,9 @@ from tessera.webhooks.router import router as webhooks_router
 # Routes that answer without a credential; tests/test_security.py walks app.routes against it.
 OPEN_ROUTES = frozenset(
     {
+        # Where a person who types the server's address lands: what to read next.
+        ("GET", "/"),
+        ("GET", "/v1"),
         ("GET", "/v1/version"),
         ("GET", "/v1/health/ready"),
         ("POST", "/v1/auth/token"),
@@ -64,6 +67,24 @@ async def get_version(response: Response) -> VersionRead:
     """API version implemented by this server; also a health check (no credential)."""
     response.headers["X-Tessera-Build"] = __build__
     return VersionRead(version=API_VERSION)
+
+
+class ServiceIndex(SnakeModel):
+    name: str
+    docs: str
+    console: str
+    version: str
+
+
+# A pointer for people who type the server's address; documented, so that a 405 names GET.
+index_router = APIRouter(tags=["version"], dependencies=[Depends(known_query_only)])
+
+
+@index_router.get("/", response_model=ServiceIndex, operation_id="get_index")
+@index_router.get("/v1", response_model=ServiceIndex, operation_id="get_v1_index")
+async def get_index() -> ServiceIndex:
+    """The server's front door: the API's reference, the operator console and the version."""
+    return ServiceIndex(name="Tessera", docs="/docs", console="/console", version="/v1/version")
 
 
 # Routes whose answer to a GET without a query string never changes while the process runs.

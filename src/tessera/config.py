@@ -27,148 +27,227 @@ CHAINS: tuple[Chain, ...] = ("AssetHub", "WestendAssetHub")
 
 
 class Settings(BaseSettings):
+    """Every setting of the server, the worker and the CLI. Each field's docstring is its
+    description in docs/settings.md (``make docs`` renders it: ``tessera.docs_settings``)."""
+
     # A refused value is not echoed in the error: it may be a secret (a key, a password).
     model_config = SettingsConfigDict(
-        env_prefix="TESSERA_", extra="ignore", hide_input_in_errors=True
+        env_prefix="TESSERA_",
+        extra="ignore",
+        hide_input_in_errors=True,
+        use_attribute_docstrings=True,
     )
 
     env: Literal["dev", "test", "production"] = "dev"
+    """`production` refuses the placeholder secrets (`SECRET_KEYS`, `HASH_KEY`) at start-up."""
     host: str = "127.0.0.1"
+    """Where `tessera serve` listens."""
     port: int = Field(default=8000, ge=1, le=65535)
+    """Where `tessera serve` listens."""
     log_level: str = "info"
-    # One line per request on the "tessera.access" logger (see tessera.middleware); every log
-    # line is a JSON object when stderr is not a terminal (see tessera.logs).
+    """The log level. Every log line on stderr is a JSON object (`time`, `level`, `logger`,
+    `message`, and fields), or one line of text when stderr is a terminal."""
     access_log: bool = True
-    # FastAPI's own OpenTelemetry spans, metrics and logs, for the providers the process sets
-    # up. Off, a request does not look the global providers up.
+    """The request log: one line per request on `tessera.access` whatever the level
+    (`request_id`, as the client sent it in `X-Request-Id` or as Tessera made it, `method`,
+    `route` template, `status`, `duration_ms`, `project_id` when a credential was accepted;
+    never paths, queries, headers or bodies). Lines are formatted and written by a thread of
+    their own, in batches; a writer that falls 10,000 lines behind drops lines and counts them
+    (`tessera_log_records_dropped_total`). Its cost is a row of `make bench`; `false` turns it
+    off."""
     opentelemetry: bool = False
-    # GET /metrics wants "Authorization: Bearer <this>"; unset, it answers loopback clients only.
+    """FastAPI's native OpenTelemetry (request spans, metrics and logs) for the providers the
+    process configures (e.g. `opentelemetry-instrument`); off, requests skip the provider
+    lookups."""
     metrics_token: SecretStr | None = Field(default=None, min_length=16)
-    # Per process, against slow or greedy clients (see tessera.server).
+    """`GET /metrics` wants `Authorization: Bearer <token>`; unset, it answers loopback clients
+    only. Behind a proxy on the same host, set it (or `FORWARDED_ALLOW_IPS`)."""
     header_timeout_seconds: float = Field(default=10.0, gt=0, le=300)
-    # A request's body, whole, from the request's start (see tessera.middleware).
+    """Per process, against slow clients (tessera.server): a request's line and headers must
+    arrive within this, else 408 and the connection is closed (also for a connection that
+    sends nothing)."""
     body_timeout_seconds: float = Field(default=30.0, gt=0, le=3600)
+    """A request's body, whole, must arrive within this of the request's start, else 408
+    `{"errors": ["body: not received within 30 s"]}` and the connection is closed."""
     keep_alive_seconds: int = Field(default=5, ge=1, le=300)
+    """An idle keep-alive connection is closed after this."""
     max_connections: int = Field(default=1000, ge=1)
-    # Proxies whose X-Forwarded-For / -Proto are believed (comma-separated addresses or "*").
+    """Per process: past this, a new connection gets 503 and is closed before anything is
+    read."""
     forwarded_allow_ips: str | None = None
+    """Proxies (comma-separated addresses, or `*`) whose `X-Forwarded-For` and
+    `X-Forwarded-Proto` are believed; unset, none are and the client is the connection's
+    peer."""
 
     database_url: str = "sqlite+aiosqlite:///./tessera.db"
-    # PostgreSQL connections per process. A request waits for a pooled connection; overflow
-    # connections are opened for one use and closed, which costs more than the query. A
-    # process opens at most pool + pool / 4 + 2 x overflow (the ORM sessions' quarter): 30 by
-    # default, so `serve --workers 2` and a `tessera worker` fit a default PostgreSQL's 100.
+    """SQLite, or `postgresql+asyncpg://user:pass@host/db`. A relative path is read from the
+    current directory."""
     db_pool_size: int = Field(default=24, ge=1)
+    """PostgreSQL connections per process for the reads and writes of requests (opened as
+    needed, kept): past the size a request waits for one given back. The ORM sessions (the
+    worker, the console, credentials on a cache miss) keep a quarter as many, with the same
+    overflow: a process opens at most `pool + pool / 4 + 2 x overflow`, 30 by default, so
+    `tessera serve --workers 2` and a `tessera worker` fit a default PostgreSQL
+    (`max_connections` 100, 3 of them kept for superusers). Size it so that every process
+    together stays under the server's `max_connections`. The requests' connections get no
+    ping before use: one broken by a server restart fails its request with 503, and every
+    open connection is replaced before its next use; the sessions' are pinged."""
     db_max_overflow: int = Field(default=0, ge=0)
-    # How long a request waits for a connection (the pool's queue, opening one; on SQLite,
-    # another process's write lock) before it answers 503 with Retry-After.
+    """PostgreSQL connections opened past the pool for a burst, and closed as they come back
+    (a connection opened for one use costs more than the query)."""
     db_pool_timeout_seconds: float = Field(default=10.0, gt=0, le=300)
+    """How long a request waits for a database connection (the pool's queue, opening one; on
+    SQLite, another process's write lock) before it answers 503 with `Retry-After`. A
+    connection the server refuses (every slot taken, a restart) answers 503 at once."""
 
-    # Key-encryption keys for secrets at rest: "kid:base64(32 bytes)[,kid:base64...]".
-    # The first is used to encrypt; all of them decrypt, so a new key can be put first and the
-    # old one kept until every secret has been re-encrypted.
     secret_keys: SecretStr = SecretStr(DEV_SECRET_KEYS)
-    # HMAC key for API keys and client secrets (only hashes of those are stored).
+    """`kid:base64(32 bytes)[,kid:...]`: AES-256-GCM keys for secrets at rest (wallet,
+    signing-key and webhook secrets); the first encrypts, all decrypt, so a new key can be put
+    first and the old one kept until `tessera secrets rotate` has re-sealed everything."""
     hash_key: SecretStr = SecretStr(DEV_HASH_KEY)
+    """HMAC key for API keys, client secrets, claim-link tokens and tickets (only hashes are
+    stored)."""
 
     max_body_bytes: int = Field(default=2 * 1024 * 1024, ge=1024)
+    """Larger bodies get 413 (the default is 2 MiB)."""
 
-    # Tessera's own token issuer.
     jwt_issuer: str = "tessera"
+    """The `iss` claim of Tessera's own tokens."""
     jwt_audience: str = "tessera-api"
+    """The `aud` claim of Tessera's own tokens."""
     token_ttl_seconds: int = Field(default=3600, ge=60, le=86400)
+    """The life of a token from `POST /v1/auth/token`."""
     signing_key_rotation_seconds: int = Field(default=30 * 86400, ge=3600)
+    """Token signing keys rotate on this period (30 days)."""
 
-    # One external OIDC issuer (e.g. Google); a token's subject is bound with `tessera identity`.
     oidc_issuer: str | None = None
+    """One external OIDC issuer (e.g. Google), with `OIDC_AUDIENCE` and `OIDC_JWKS_URL`; a
+    token's subject is bound to a project with `tessera identity bind`."""
     oidc_audience: str | None = None
+    """The `aud` the external issuer's tokens must carry."""
     oidc_jwks_url: str | None = None
+    """The external issuer's JWKS."""
     oidc_jwks_cache_seconds: int = Field(default=300, ge=0)
-    # A credential that checked out is trusted this long without a query (0 turns it off): a
-    # key revoked or expired in the database is refused by every process within this time.
+    """How long the external issuer's JWKS is kept (an unknown `kid` refetches it, at most every
+    10 s)."""
     credential_cache_seconds: float = Field(default=1.0, ge=0, le=2)
+    """A credential that checked out is trusted this long without a query (0 turns it off): a
+    key revoked or expired in the database is refused by every process within it; refusals are
+    never remembered."""
 
     ss58_prefix: int = Field(default=42, ge=0, le=16383)
+    """The address prefix of wallets in responses."""
 
-    # Where people reach this server: the base of a claim link's `url` (unset: the base URL the
-    # creating request came to, which is right unless a proxy rewrites the host).
     public_url: str | None = Field(default=None, pattern=r"^https?://[^/?#\s]+(/[^?#\s]*)?$")
-    # Requests per second per credential, for reads and for writes (a token bucket holding one
-    # second's worth); 0 turns a limit off. Shared by every process on PostgreSQL.
+    """Where people reach this server, e.g. `https://tickets.example.com`: the start of a claim
+    link's and a ticket's `url`. Unset: the base URL the creating request came to, which is
+    right unless a proxy rewrites the host."""
     rate_limit_read: float = Field(default=0, ge=0)
+    """Read requests a second per credential (API key, token client, OIDC subject), a token
+    bucket holding one second's worth; 0 turns it off. Over it, 429 `{message}` with
+    `Retry-After` and `RateLimit-Limit/-Remaining/-Reset`, the refused request taking no token.
+    Shared by every process on PostgreSQL (one more statement per request while on), per
+    process on SQLite. For production we suggest 50 reads and 20 writes: far above an app's
+    steady use, low enough that a leaked key or a runaway loop cannot saturate the instance."""
     rate_limit_write: float = Field(default=0, ge=0)
-    # How long a write's answer is kept for a retry with the same Idempotency-Key.
+    """Write requests a second per credential, as `RATE_LIMIT_READ` (0: off)."""
     idempotency_ttl_seconds: int = Field(default=86400, ge=60)
-    # Claims per minute, per client address and per claim link, in each process.
+    """How long a write's answer is kept for a retry with the same `Idempotency-Key` (expired
+    keys are purged by the job worker)."""
     claim_rate_per_address: int = Field(default=30, ge=1)
+    """Claims a minute (a moving window) from one client address, per process; over it, 429
+    `{message}` with `Retry-After` (docs/api.md, Claim links)."""
     claim_rate_per_link: int = Field(default=120, ge=1)
-    # The change feed (GET /v1/changes, webhooks) keeps changes and delivery attempts this long:
-    # more than the 3 days that a failing webhook endpoint is retried for.
+    """Claims a minute (a moving window) on one claim link, per process."""
     changes_retention_days: int = Field(default=30, ge=4)
-    # Webhook URLs must be https and reach public addresses only; true (development, tests)
-    # allows http and loopback, private and link-local addresses.
+    """How long the change feed keeps changes and webhook delivery attempts (the job worker
+    purges older ones hourly); longer than the 3 days a failing webhook is retried."""
     webhooks_allow_private: bool = False
+    """`true` allows `http` webhook URLs and loopback, private and link-local addresses
+    (development, tests); off, a URL must be `https` on a public address, checked at
+    registration and again at each delivery."""
     webhook_timeout_seconds: float = Field(default=10.0, gt=0, le=60)
+    """A webhook receiver must answer within this (connect and read), or the attempt failed."""
 
-    # Chains are "configured" when they have an RPC URL (ws:// or wss://).
     chain_assethub_rpc_url: str | None = None
+    """`ws://` or `wss://`; a chain without a URL is "not configured"."""
     chain_assethub_ss58_prefix: int = Field(default=0, ge=0, le=16383)
+    """How Asset Hub addresses are shown."""
     chain_assethub_symbol: str = "DOT"
+    """How Asset Hub amounts are shown."""
     chain_assethub_decimals: int = Field(default=10, ge=0, le=30)
+    """How Asset Hub amounts are shown."""
     chain_westendassethub_rpc_url: str | None = None
+    """`ws://` or `wss://`; a chain without a URL is "not configured"."""
     chain_westendassethub_ss58_prefix: int = Field(default=42, ge=0, le=16383)
+    """How Westend Asset Hub addresses are shown."""
     chain_westendassethub_symbol: str = "WND"
+    """How Westend Asset Hub amounts are shown."""
     chain_westendassethub_decimals: int = Field(default=12, ge=0, le=30)
+    """How Westend Asset Hub amounts are shown."""
     chain_timeout_seconds: float = Field(default=30.0, gt=0)
-    # Chain reads inside a request (balance checks) get less: on SQLite a write request holds
-    # the single write slot while it waits.
+    """Per chain RPC."""
     chain_request_timeout_seconds: float = Field(default=10.0, gt=0)
-    # NFT work at the chain's pace (README, "NFTs on chain"): the share of a block's normal
-    # class that one batch leaves to other traffic; the blocks a signed extrinsic may take to
-    # land (its mortal era, a power of two); how often a worker looks at the chain while its
-    # extrinsics are in flight; how long the next extrinsic of a signer may go unseen in a block
-    # before its bytes are submitted again.
+    """All chain reads of one request (then 503); less than `CHAIN_TIMEOUT_SECONDS` because on
+    SQLite a write request holds the single write slot while it waits. Also each readiness
+    check's limit."""
     chain_block_headroom: float = Field(default=0.1, ge=0, lt=1)
+    """The share of a block's normal class that one batch of NFTs leaves to other traffic
+    (docs/chain.md, At the chain's pace)."""
     chain_era_blocks: int = Field(default=256, ge=4, le=65536)
+    """The blocks a signed extrinsic may take to land: its mortal era, a power of two."""
     chain_poll_seconds: float = Field(default=0.5, gt=0)
+    """How often a worker looks at the chain while its extrinsics are in flight."""
     chain_resubmit_seconds: float = Field(default=12.0, gt=0)
+    """How long a signer's next extrinsic may go unseen in a block (and out of the node's pool)
+    before its bytes are submitted again; twice as long each time after, up to eight times."""
 
-    # The job worker. `tessera serve` runs one in-process unless this is off (separate workers).
     worker_in_process: bool = True
+    """`tessera serve` runs a job worker; turn off when separate `tessera worker`s run."""
     worker_poll_seconds: float = Field(default=1.0, gt=0)
-    # Every worker moves its row in worker_heartbeats this often; GET /v1/health/ready wants a
-    # beat within the last three intervals.
+    """How often an idle worker looks for jobs."""
     worker_heartbeat_seconds: float = Field(default=5.0, gt=0, le=3600)
+    """Every job worker records a heartbeat this often; `GET /v1/health/ready` wants one within
+    3 intervals."""
     job_max_attempts: int = Field(default=8, ge=1)
-    # Claims a worker runs at a time (an NFT batch waiting for its block holds one).
+    """Attempts of a job before it fails (backoff 2^n s between them, at most 5 min)."""
     worker_slots: int = Field(default=4, ge=1, le=64)
-    # A batch of jobs that is not full (an NFT collection's mints) is claimed once no job has
-    # joined it for the first figure, or once its oldest has waited the second.
+    """Claims a worker runs at a time (a batch of NFTs waiting for its block holds one: the
+    next is signed meanwhile)."""
     job_batch_gather_seconds: float = Field(default=1.0, ge=0)
+    """A batch of jobs that is not full (a product's mints) is claimed once none has joined it
+    for this long (docs/chain.md, At the chain's pace)."""
     job_batch_max_wait_seconds: float = Field(default=6.0, ge=0)
-    # A running job's lease, renewed every quarter of it by its worker: a dead worker's job runs
-    # again within this long.
+    """A batch of jobs that is not full is claimed once its oldest has waited this long (a
+    block of the live chain), even while jobs keep joining it."""
     job_lease_seconds: int = Field(default=20, ge=4)
-    # Products with NFT activity in the last day are reconciled with the chain this often
-    # (0: never); an item or collection waiting longer than the stuck figure is reported stuck.
+    """A running job's lease, renewed by its worker every quarter of it: a dead worker's job
+    runs again within this long."""
     reconcile_interval_seconds: int = Field(default=3600, ge=0)
+    """How often the worker reconciles the products with NFT activity in the last day with the
+    chain (0: never; docs/chain.md, Reconciliation)."""
     reconcile_stuck_seconds: int = Field(default=900, ge=1)
-    # A check-in at the door can be annulled this long after its scan (POST /v1/checkins/annul).
+    """An item or collection whose job waits longer than this is a `stuck` finding."""
     checkin_annul_seconds: int = Field(default=900, ge=0)
+    """How long after a scan at the door it can be annulled (`POST /v1/checkins/annul`;
+    docs/tickets.md)."""
 
-    # Email (README, "Email"): smtp://host:port, smtp+starttls://user:password@host:587 or
-    # smtps://user:password@host:465. Unset, no email is written or sent. The URL is a secret
-    # (its password): read it through ``smtp``. Mail goes out from TESSERA_MAIL_FROM
-    # ("Name <address>" or an address), which the SMTP URL needs.
+    # The URL holds a password: the code reads it through ``smtp``.
     smtp_url: SecretStr | None = None
+    """Email (docs/email.md): `smtp://host:port`, `smtp+starttls://user:password@host:587` or
+    `smtps://user:password@host:465`, user and password percent-encoded. A secret, never
+    logged. Unset, no email is written or sent."""
     mail_from: str | None = Field(default=None, max_length=320)
+    """The sender of email, `Name <address>` or an address; needed with `SMTP_URL`."""
 
-    # `tessera devchain`: Chopsticks from the npm registry on a raw Asset Hub chain spec. Unset,
-    # the spec Tessera carries (tessera.chain.devchain), and a checkout's .cache/chopsticks or,
-    # installed, ~/.cache/tessera/chopsticks.
     devchain_spec: Path | None = None
+    """`tessera devchain`: the raw Asset Hub chain spec Chopsticks runs; unset, the spec Tessera
+    carries (tessera.chain.devchain)."""
     devchain_cache: Path | None = None
+    """`tessera devchain`: where Chopsticks is installed from the npm registry; unset, a
+    checkout's `.cache/chopsticks` or, installed, `~/.cache/tessera/chopsticks`."""
     devchain_port: int = Field(default=9944, ge=1, le=65535)
+    """`tessera devchain`: the port of its chain on 127.0.0.1."""
 
     @field_validator("secret_keys")
     @classmethod

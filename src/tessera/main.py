@@ -10,7 +10,7 @@ from fastapi import FastAPI
 from fastapi.staticfiles import StaticFiles
 
 from tessera import API_VERSION, routing
-from tessera.api import ConstantAnswers, document, include_v1, version_router
+from tessera.api import ConstantAnswers, document, include_v1, index_router, version_router
 from tessera.auth.dependencies import Authenticator
 from tessera.auth.rate_limits import RateLimiter, SignInLimiter
 from tessera.auth.router import router as auth_router
@@ -89,7 +89,7 @@ def make_worker(context: JobContext, settings: Settings) -> Worker:
     chores.append(mail_sender.purge_chore())
     webhooks = Dispatcher.from_settings(context.database, context.box, settings)
     companions = [webhooks.run_forever]
-    # Email, when the server sends it (TESSERA_SMTP_URL): README, "Email".
+    # Email, when the server sends it (TESSERA_SMTP_URL): docs/email.md.
     postman = Postman.from_settings(context.database, settings)
     if postman is not None:
         companions.append(postman.run_forever)
@@ -175,6 +175,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         body_timeout_seconds=settings.body_timeout_seconds,
         access_log=settings.access_log,
     )
+    app.include_router(index_router)
     app.include_router(version_router)
     app.include_router(health_router)
     app.include_router(metrics_router)

@@ -102,7 +102,7 @@ class TestAcrossProcesses:
             results = await statuses(a, tenant.r, 3) + await statuses(b, tenant.r, 3)
         if BACKEND == "postgresql":
             assert results == [200, 200, 200, 200, 429, 429]
-        else:  # SQLite: one machine, a bucket per process (README)
+        else:  # SQLite: one machine, a bucket per process (docs/settings.md)
             assert results == [200] * 6
 
 

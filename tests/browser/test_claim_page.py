@@ -3,7 +3,7 @@
 axe-core finds nothing serious or critical.
 
 Screenshots go to artifacts/screenshots/ (not committed); the form page also to
-docs/claim-page.png, the README's picture (its content is fixed, so the file only changes when
+docs/claim-page.png, the picture in docs/api.md (its content is fixed, so the file only changes when
 the page's look does).
 """
 
@@ -26,7 +26,7 @@ from tests.serving import ROOT, fresh_database, serve, settings_env, tessera
 pytestmark = pytest.mark.browser
 
 SCREENSHOTS = ROOT / "artifacts" / "screenshots"
-README_PICTURE = ROOT / "docs" / "claim-page.png"
+PICTURE = ROOT / "docs" / "claim-page.png"
 VIEWPORT = {"width": 800, "height": 900}
 
 
@@ -34,7 +34,7 @@ def at(text: str) -> int:
     return int(datetime.fromisoformat(text).replace(tzinfo=UTC).timestamp())
 
 
-# What the README's picture shows: fixed, so that the picture is too.
+# What the picture in docs/api.md shows: fixed, so that the picture is too.
 FESTIVAL = {
     "name": "Harbour Lights Festival",
     "location": "Quay 4",
@@ -174,9 +174,9 @@ async def test_a_person_claims_with_the_keyboard(person: Person, server: Server)
     button = page.get_by_role("button", name="Claim")
     await expect(button).to_have_css("background-color", "rgb(11, 92, 173)")
     picture = await screenshot(page, "claim-form.png")
-    README_PICTURE.parent.mkdir(exist_ok=True)
-    if not README_PICTURE.exists() or README_PICTURE.read_bytes() != picture:
-        README_PICTURE.write_bytes(picture)
+    PICTURE.parent.mkdir(exist_ok=True)
+    if not PICTURE.exists() or PICTURE.read_bytes() != picture:
+        PICTURE.write_bytes(picture)
 
     # Keyboard only: the first Tab reaches the email field; Enter submits.
     await page.keyboard.press("Tab")

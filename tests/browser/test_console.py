@@ -5,8 +5,8 @@ finds nothing serious or critical on any of them.
 
 Screenshots of every page go to artifacts/screenshots/console-*.png (not committed); the door
 view after a check-in and the product page with its sales chart also to docs/console-door.png
-and docs/console-product.png, the README's pictures (their content is fixed, so the files only
-change when the pages' look does).
+and docs/console-product.png, the pictures in docs/console.md (their content is fixed, so
+the files only change when the pages' look does).
 """
 
 import os
@@ -51,7 +51,7 @@ DOOR_FIELD = "Scan a ticket, or type an email, reference id or item id"
 
 OPERATOR_EMAIL = "ops@example.com"
 OPERATOR_PASSWORD = "correct horse battery staple"
-# What the README's pictures show: fixed, so that the pictures are too.
+# What the pictures in docs/console.md show: fixed, so that the pictures are too.
 PROJECT = "Harbour Lights"
 FESTIVAL = "Harbour Lights Festival"
 PASS = "Weekend pass"
@@ -140,15 +140,15 @@ async def screenshot(page: Page, name: str, **options: Any) -> bytes:
 
 
 def keep_picture(path: Path, picture: bytes) -> None:
-    """The README's picture, rewritten only when the page's look changed."""
+    """A picture of docs/console.md, rewritten only when the page's look changed."""
     path.parent.mkdir(exist_ok=True)
     if not path.exists() or path.read_bytes() != picture:
         path.write_bytes(picture)
 
 
 async def down_to(element: Locator) -> FloatRect:
-    """The region of a README picture: the page's full width, from the top down to just below
-    ``element``."""
+    """The region of a docs/console.md picture: the page's full width, from the top down to
+    just below ``element``."""
     box = await element.bounding_box()
     assert box is not None
     return {"x": 0, "y": 0, "width": VIEWPORT["width"], "height": box["y"] + box["height"] + 16}
@@ -235,7 +235,7 @@ async def failed_mint(server: Server, project_id: str, item_id: str) -> None:
 
 async def date_sales(server: Server, dated: dict[str, str]) -> None:
     """Date each order's lines (by order id) to noon UTC of a day: the API dates an order now,
-    and the README's chart must not change with the calendar."""
+    and the chart in docs/console.md must not change with the calendar."""
     database = Database(server.database_url)
     try:
         async with database.session() as session:
@@ -450,8 +450,8 @@ async def test_an_operator_runs_a_project_in_the_console(
         ["2030-05-31", "4"],
     ]
     await screenshot(page, "product", full_page=True)
-    # The README's picture: the page down to the sales table, the product's id (which changes
-    # from run to run) masked.
+    # The picture in docs/console.md: the page down to the sales table, the product's id (which
+    # changes from run to run) masked.
     picture = await page.screenshot(
         clip=await down_to(sales),
         full_page=True,
@@ -486,7 +486,7 @@ async def test_an_operator_runs_a_project_in_the_console(
     scans = page.get_by_role("table", name=f"Last scans at the door of {FESTIVAL}, newest first")
     await expect(scans.get_by_role("button", name="Undo")).to_have_count(1)
     await screenshot(page, "door-checked-in")
-    # The README's picture: the time of the scan (which changes from run to run) masked.
+    # The picture in docs/console.md: the time of the scan (which changes from run to run) masked.
     picture = await page.screenshot(
         clip=await down_to(page.locator("main")),
         full_page=True,

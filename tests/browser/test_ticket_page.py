@@ -3,7 +3,7 @@
 what the browser draws of its QR code decodes (ZXing, from a screenshot) to the ticket's secret.
 The page's own resources only, no CSP complaint, and axe-core finds nothing serious or critical.
 
-Screenshots go to artifacts/screenshots/ (not committed); ticket-page.png is the README's
+Screenshots go to artifacts/screenshots/ (not committed); ticket-page.png is docs/tickets.md's
 picture of a ticket page (its code differs each run: a fresh secret).
 """
 

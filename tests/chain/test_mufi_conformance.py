@@ -1,9 +1,9 @@
 """A Mufi client, unchanged but for its base URL: every operation that Mufi's own OpenAPI
 (tests/fixtures/mufi-openapi.yaml) and Tessera both have, called as Mufi documents it (the
 API key as a bearer token, Mufi's request bodies, the older calls too), in the order of the
-README's flow, and each answer validated against Mufi's documented response schema by
+flow of docs/chain.md, and each answer validated against Mufi's documented response schema by
 Schemathesis. Where the seed spec and Mufi's document disagree the spec wins: those operations
-are listed in ``DEVIATIONS`` (and in the README), and the test checks that they still deviate,
+are listed in ``DEVIATIONS`` (and in docs/api.md), and the test checks that they still deviate,
 so that the list stays true. Runs on the real Asset Hub runtime, for the balances."""
 
 import time
@@ -16,7 +16,7 @@ from schemathesis.core.failures import FailureGroup
 
 MUFI = Path(__file__).parents[1] / "fixtures" / "mufi-openapi.yaml"
 
-# (method, Mufi's path): why Tessera answers otherwise (the spec wins). Also in the README.
+# (method, Mufi's path): why Tessera answers otherwise (the spec wins). Also in docs/api.md.
 _NULLS = (
     "a product answers null for a field it has no value for (max_per_account, metadata_uri, "
     "chain, max_items): the spec makes stock and max_per_account nullable ('null or omitted "
@@ -157,5 +157,5 @@ async def test_a_mufi_client_runs_the_whole_flow(chain_client, tenant, mufi):
     operations = (result.ok() for result in mufi.get_all_operations())
     shared = {(operation.method.upper(), operation.path) for operation in operations}
     assert shared == set(mufi_client.checked), shared ^ set(mufi_client.checked)
-    # Every answer conforms, but for the deviations the README lists (and they still deviate).
+    # Every answer conforms, but for the deviations docs/api.md lists (and they still deviate).
     assert set(mufi_client.deviating) == set(DEVIATIONS), mufi_client.deviating

@@ -16,7 +16,7 @@ from tessera.models.base import new_id, utcnow
 
 
 class EventType(StrEnum):
-    """Each type and what its ``data`` is (README, "Webhooks and the change feed")."""
+    """Each type and what its ``data`` is (docs/webhooks.md)."""
 
     USER_CREATED = "user.created"  # the user, as users/create answers (with wallets)
     USER_ACTIVATED = "user.activated"  # the user, as users/profile answers

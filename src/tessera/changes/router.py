@@ -26,7 +26,7 @@ class ChangesQuery(SnakeInput):
 async def list_changes(caller: CallerDep, query: Annotated[ChangesQuery, Query()]) -> ChangeList:
     """The project's changes in commit order, each once: pass the answer's `cursor` as `after`
     for the next page (an empty page keeps the cursor: ask again later). Changes are kept for
-    `TESSERA_CHANGES_RETENTION_DAYS`; see the README for every `type` and its `data`."""
+    `TESSERA_CHANGES_RETENTION_DAYS`; docs/webhooks.md lists every `type` and its `data`."""
     after = Place.of_cursor(query.after) if query.after is not None else feed.START
     return await caller.database.read(
         feed.read_page, caller.principal.project_id, after, query.limit

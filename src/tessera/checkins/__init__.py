@@ -1,2 +1,2 @@
 """Check-in at the door by a ticket's secret, modelled on pretix's check-in RPC, with an undo
-window (README, "Tickets and the door")."""
+window (docs/tickets.md)."""

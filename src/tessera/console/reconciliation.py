@@ -1,4 +1,4 @@
-"""A product's reconciliation with the chain, from its page (README, "Reconciliation"): "Check
+"""A product's reconciliation with the chain, from its page (docs/chain.md, Reconciliation): "Check
 now" compares the product's NFTs with the chain and shows the page again with the result;
 "Repair" shows first what a repair would do (the dry run, which changes nothing), and its
 confirmation queues those actions as jobs and shows them.

@@ -212,7 +212,7 @@ class Database:
         (a process that dies gives it back with its connection); at most half the pool's
         connections hold such locks at once, so that their holders always find one for their
         own statements. SQLite: a lock of this process (one process works the jobs of a SQLite
-        database; README, "Running it").
+        database; docs/operations.md).
         """
         if self.pool is None:
             async with self.waiter_lock(("exclusive", key)):

@@ -1,5 +1,5 @@
 """The ledger of signed extrinsics: every custodial signer's nonces, shared by every worker, and
-each extrinsic followed from its signing to its final block (README, "NFTs on chain").
+each extrinsic followed from its signing to its final block (docs/chain.md).
 
 Signing (``signing``): one signer's extrinsics are signed one at a time across every process
 (``Database.exclusive``). The next nonce is the lowest one, from the chain's, that no extrinsic

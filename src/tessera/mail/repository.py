@@ -70,7 +70,7 @@ _ANY_DUE = select(_MAILS.c.id).where(*_DUE).limit(1)
 # Taken to send is marked sending under a lease (``next_attempt_at``), in one statement: no two
 # senders take one mail. Right before the message goes to the server it is marked sent
 # (``_HAND_OVER``): a sender that dies after that leaves it sent, never sent again (at most
-# once, README "Email"); one that dies before leaves it to be taken again when the lease ends.
+# once, docs/email.md); one that dies before leaves it to be taken again when the lease ends.
 _TAKE = claim(
     _MAILS,
     due=_DUE,

@@ -19,7 +19,7 @@ class MailStatus(StrEnum):
 
 class Mail(IdMixin, Base):
     """One email, written in the transaction of the change that causes it (an item issued, a
-    ticket reissued, a claim link's invitation: README, "Email") and sent by the job worker
+    ticket reissued, a claim link's invitation: docs/email.md) and sent by the job worker
     (``tessera.mail.sender``).
 
     ``cause`` names that change (``items:<first item id>:<user id>``,

@@ -30,7 +30,7 @@ class Project(IdMixin, TimestampMixin, Base):
     # Mufi's rule, when the project asks for it (``tessera project set``): only an activated
     # user receives items, is registered as an attendee and sends a transfer.
     require_activation: Mapped[bool] = mapped_column(default=False, server_default=false())
-    # Email of their tickets to the users who receive items (README, "Email"), when the server
+    # Email of their tickets to the users who receive items (docs/email.md), when the server
     # has TESSERA_SMTP_URL: ``tessera project set --ticket-emails``, the console's project page.
     ticket_emails: Mapped[bool] = mapped_column(default=False, server_default=false())
 

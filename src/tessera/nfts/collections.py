@@ -1,4 +1,4 @@
-"""A product's NFT collection, created by the project wallet (README, "NFTs on chain").
+"""A product's NFT collection, created by the project wallet (docs/chain.md).
 
 The chain does not make creation idempotent, so the creation is recorded in the ledger
 (``products.nft_extrinsic_id``) before it is submitted, and a retry follows what it recorded.

@@ -1,4 +1,4 @@
-"""A product's NFTs minted in batches (README, "NFTs on chain").
+"""A product's NFTs minted in batches (docs/chain.md).
 
 The worker claims a product's due mints together (batch key ``mint:<product id>``), as many as
 one extrinsic carries (``capacity``), and this handler:

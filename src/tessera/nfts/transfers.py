@@ -1,4 +1,4 @@
-"""Transfers mirrored on chain, many signers at once (README, "NFTs on chain").
+"""Transfers mirrored on chain, many signers at once (docs/chain.md).
 
 The worker claims a project's due transfers together (batch key ``transfer:<project id>``).
 Each NFT is moved by the custodial wallet that holds it on chain, to its new owner's receiving

@@ -12,7 +12,7 @@ What the database expects of the chain, for a ``mint_nft`` product:
 An item or a collection whose job is queued, submitted or failed is in flux: its chain state is
 not compared, and it is reported ``stuck`` once it has waited longer than the stuck figure.
 
-The repair follows the side that holds the key (README, "Reconciliation"): where the NFT should
+The repair follows the side that holds the key (docs/chain.md, Reconciliation): where the NFT should
 sit in a custodial wallet, the database is the ledger (mint it again, move it back with the
 custodial key that holds it now, set the metadata again); where it sat in a wallet its user
 holds, or Tessera holds no key of the wallet it is in now, the chain is the truth (the item

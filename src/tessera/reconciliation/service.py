@@ -1,4 +1,5 @@
-"""Reconcile a product's NFTs with the chain, and repair what drifted (README, "Reconciliation").
+"""Reconcile a product's NFTs with the chain, and repair what drifted (docs/chain.md,
+Reconciliation).
 
 A check reads the database first and the chain after (a job that lands in between shows as
 drift until the next check, never the other way round), compares them (``findings``), and

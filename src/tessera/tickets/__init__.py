@@ -1,2 +1,2 @@
 """Tickets: every item is one, with a secret to print as a QR code and a page its holder shows
-at the door (README, "Tickets and the door")."""
+at the door (docs/tickets.md)."""

@@ -1,5 +1,5 @@
-"""The README's receiver example, run as written: it accepts what Tessera sends and refuses a
-forged signature. (The example is read from the README, so the two cannot drift apart.)"""
+"""The receiver example of docs/webhooks.md, run as written: it accepts what Tessera sends and
+refuses a forged signature. (The example is read from the page, so the two cannot drift apart.)"""
 
 import re
 from typing import Any
@@ -14,21 +14,21 @@ from tests.webhooks.conftest import changes, create_webhook, deliver_until
 EXAMPLE = re.compile(r"A receiver that verifies the signature.*?```python\n(.*?)```", re.S)
 
 
-def readme_receiver(secret: str) -> dict[str, Any]:
-    code = EXAMPLE.search((ROOT / "README.md").read_text())
-    assert code is not None, "the README's receiver example is gone"
+def docs_receiver(secret: str) -> dict[str, Any]:
+    code = EXAMPLE.search((ROOT / "docs" / "webhooks.md").read_text())
+    assert code is not None, "the receiver example of docs/webhooks.md is gone"
     source = code.group(1)
     assert 'Webhook("whsec_...")' in source
     namespace: dict[str, Any] = {}
-    exec(compile(source.replace("whsec_...", secret), "README.md", "exec"), namespace)  # noqa: S102
+    exec(compile(source.replace("whsec_...", secret), "docs/webhooks.md", "exec"), namespace)  # noqa: S102
     return namespace
 
 
-async def test_the_readme_receiver_accepts_tessera_and_refuses_a_forgery(
+async def test_the_docs_receiver_accepts_tessera_and_refuses_a_forgery(
     client, tenant, dispatcher: Dispatcher
 ) -> None:
     hook = await create_webhook(client, tenant, "http://127.0.0.1:9/tessera")
-    receiver = readme_receiver(hook["secret"])
+    receiver = docs_receiver(hook["secret"])
     transport = httpx.ASGITransport(app=receiver["app"])
     # The dispatcher's requests go to the example app in this process, not to the network.
     dispatcher._client = httpx.AsyncClient(transport=transport, follow_redirects=False)
