@@ -265,7 +265,34 @@ def test_services_and_repositories_do_not_speak_http():
     speaking = {
         str(path.relative_to(SRC)): sorted(_imports(path, {"fastapi", "starlette"}))
         for path in _modules()
-        if path.name in {"service.py", "repository.py"}
-        and _imports(path, {"fastapi", "starlette"})
+        if path.name in {"service.py", "repository.py"} and _imports(path, {"fastapi", "starlette"})
     }
     assert speaking == {}
+
+
+def _package(module: str) -> str:
+    """The package a module is of: ``tessera.users.router`` is of ``users``; a module at the
+    top (``tessera.pages``) is a package of its own."""
+    return module.split(".")[1] if "." in module else module
+
+
+def _mutual(graph: dict[str, set[str]]) -> list[tuple[str, str]]:
+    return sorted((a, b) for a in graph for b in graph[a] if a < b and a in graph.get(b, set()))
+
+
+def test_no_two_packages_import_each_other():
+    paths = {_module_name(p): p for p in SRC.rglob("*.py")}
+    names = set(paths)
+    graph: dict[str, set[str]] = {}
+    for name, path in paths.items():
+        mine = _package(name)
+        theirs = {_package(imported) for imported in _imports(path, names)}
+        graph.setdefault(mine, set()).update(theirs - {mine})
+    assert _mutual(graph) == []
+
+
+def test_the_package_check_finds_two_packages_that_import_each_other():
+    assert _package("tessera.users.router") == "users" and _package("tessera") == "tessera"
+    assert _mutual({"users": {"wallets", "db"}, "wallets": {"users"}, "db": set()}) == [
+        ("users", "wallets")
+    ]

@@ -15,12 +15,14 @@ from tessera.errors import responses
 from tessera.events.router import router as events_router
 from tessera.legacy.router import router as legacy_router
 from tessera.orders.router import router as orders_router
+from tessera.products.router import holdings_router
 from tessera.products.router import router as products_router
 from tessera.projects.router import router as projects_router
 from tessera.reconciliation.router import router as reconciliation_router
 from tessera.schemas import SnakeModel, known_query_only
 from tessera.tickets.router import router as tickets_router
 from tessera.users.router import router as users_router
+from tessera.wallets.router import balances_router
 from tessera.wallets.router import router as wallets_router
 from tessera.webhooks.router import router as webhooks_router
 
@@ -148,6 +150,8 @@ def include_v1(app: FastAPI) -> None:
     domains = (
         wallets_router,  # before users: /users/wallets/... are not /users/{...} lookups
         users_router,
+        balances_router,  # the user's wallets', and the items the user holds
+        holdings_router,
         events_router,
         products_router,
         reconciliation_router,

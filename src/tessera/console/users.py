@@ -11,6 +11,7 @@ from pydantic import ValidationError
 from tessera.console.web import UserDep, page, problem, project_of
 from tessera.db import DatabaseDep
 from tessera.errors import AppError
+from tessera.products import service as products
 from tessera.schemas import MAX_LIMIT, MAX_PAGE
 from tessera.users import repository
 from tessera.users import service as users
@@ -94,7 +95,7 @@ async def user_page(
         project = await project_of(database, user, project_id)
         principal = user.principal(project)
         profile = await users.get_profile(database, principal, lookup=UserLookup(id=user_id))
-        holdings = await users.list_holdings(
+        holdings = await products.list_holdings(
             database, principal, query=UserPageLookup(id=user_id, page=items_page, limit=MAX_LIMIT)
         )
         history = await users.reputation_history(

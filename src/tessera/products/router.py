@@ -4,6 +4,7 @@ from typing import Annotated
 from fastapi import Query, Request
 
 from tessera.auth.dependencies import CallerDep, project_router
+from tessera.db import reads_only
 from tessera.errors import responses
 from tessera.mail import outbox
 from tessera.products import service
@@ -25,6 +26,7 @@ from tessera.products.schemas import (
     TransferRequest,
 )
 from tessera.schemas import PageParams
+from tessera.users.schemas import UserPageLookup
 
 router = project_router("/products", tags=["products"])
 
@@ -157,3 +159,15 @@ async def list_item_transfers(
     return await service.list_item_transfers(
         caller.database, caller.principal, product_id=id, item=item_id, paging=paging
     )
+
+
+# Under /users, as the contract has it, but here: what a user holds are items.
+holdings_router = project_router("/users", tags=["users"])
+
+
+@holdings_router.post("/items", response_model=ItemList, responses=responses(400, 401, 404))
+@reads_only
+async def list_user_items(caller: CallerDep, body: UserPageLookup) -> ItemList:
+    """The items a user owns now, of every product, oldest first (``page`` from 1, ``limit``
+    1-100, default 20)."""
+    return await service.list_holdings(caller.database, caller.principal, query=body)

@@ -53,7 +53,7 @@ from tessera.products.schemas import (
 from tessera.projects.repository import primary_wallet
 from tessera.schemas import PageParams
 from tessera.users.repository import find_user_row, get_user_row, users_by
-from tessera.users.schemas import UserRef
+from tessera.users.schemas import UserPageLookup, UserRef
 
 
 async def create_product(
@@ -386,3 +386,12 @@ def _nft_settings(product: ProductRow, changed: dict[str, Any]) -> tuple[str, in
         raise InvalidInput(*problems)
     assert after.chain is not None  # missing_for_mint requires it
     return after.chain, after.max_items
+
+
+async def list_holdings(
+    database: Database, principal: Principal, *, query: UserPageLookup
+) -> ItemList:
+    """The items the user owns now, of every product of the project, oldest first."""
+    return await database.read(
+        repository.read_holdings, principal.project_id, query.ref(), query.paging()
+    )

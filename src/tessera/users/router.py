@@ -3,12 +3,10 @@ from fastapi import Body
 from tessera.auth.dependencies import CallerDep, project_router
 from tessera.db import SessionDep, reads_only
 from tessera.errors import responses
-from tessera.products.schemas import ItemList
 from tessera.users import service
 from tessera.users.repository import Profile, UserPage
 from tessera.users.schemas import (
     ActivationRead,
-    BalancesQuery,
     ReputationAdjust,
     ReputationHistory,
     ReputationRead,
@@ -21,7 +19,6 @@ from tessera.users.schemas import (
     UserRead,
     UsersCreated,
 )
-from tessera.wallets.schemas import WalletBalance
 
 router = project_router("/users", tags=["users"])
 
@@ -91,19 +88,6 @@ async def user_activation_status(
 
 
 @router.post(
-    "/balances", response_model=list[WalletBalance], responses=responses(400, 401, 404, 409, 503)
-)
-@reads_only
-async def get_wallet_balances(
-    caller: CallerDep, session: SessionDep, body: BalancesQuery
-) -> list[WalletBalance]:
-    """Native balances of the user's wallets on ``chain`` (default: the first configured)."""
-    return await service.wallet_balances(
-        session, caller.principal, chains=caller.chains, query=body
-    )
-
-
-@router.post(
     "/reputation",
     status_code=201,
     response_model=ReputationRead,
@@ -114,14 +98,6 @@ async def adjust_reputation(caller: CallerDep, body: ReputationAdjust) -> Reputa
     return ReputationRead.model_validate(
         await service.adjust_reputation(caller.database, caller.principal, body=body)
     )
-
-
-@router.post("/items", response_model=ItemList, responses=responses(400, 401, 404))
-@reads_only
-async def list_user_items(caller: CallerDep, body: UserPageLookup) -> ItemList:
-    """The items a user owns now, of every product, oldest first (``page`` from 1, ``limit``
-    1-100, default 20)."""
-    return await service.list_holdings(caller.database, caller.principal, query=body)
 
 
 @router.post(

@@ -10,18 +10,14 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from tessera.auth.principal import Principal
 from tessera.chain.keys import new_custodial_key
-from tessera.chain.registry import Chains
 from tessera.changes.outbox import EventType, record
 from tessera.crypto import SecretBox
 from tessera.db import Database, Transaction
 from tessera.errors import EmailTaken, InvalidInput, ReferenceIdTaken, UserNotFound
 from tessera.models import User
 from tessera.models.base import new_id, utcnow
-from tessera.products import repository as products
-from tessera.products.schemas import ItemList
 from tessera.users import repository
 from tessera.users.schemas import (
-    BalancesQuery,
     ReputationAdjust,
     ReputationHistory,
     UserCreate,
@@ -31,8 +27,6 @@ from tessera.users.schemas import (
     UserRead,
     UserRef,
 )
-from tessera.wallets.schemas import WalletBalance
-from tessera.wallets.service import read_balances
 
 MAX_BATCH = 1500
 
@@ -220,23 +214,6 @@ async def adjust_reputation(
         entry = await repository.add_reputation(tx, user, delta=body.delta, reason=body.reason)
         await tx.commit()
     return entry
-
-
-async def wallet_balances(
-    session: AsyncSession, principal: Principal, *, chains: Chains, query: BalancesQuery
-) -> list[WalletBalance]:
-    """Native balances of the user's wallets on ``chain`` (default: the first configured)."""
-    user = await repository.get_user(session, principal.project_id, query.ref(), with_wallets=True)
-    return await read_balances(chains, query.chain, user.wallets)
-
-
-async def list_holdings(
-    database: Database, principal: Principal, *, query: UserPageLookup
-) -> ItemList:
-    """The items the user owns now, of every product of the project, oldest first."""
-    return await database.read(
-        products.read_holdings, principal.project_id, query.ref(), query.paging()
-    )
 
 
 async def reputation_history(

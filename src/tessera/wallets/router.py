@@ -5,11 +5,14 @@ import uuid
 from fastapi import Response
 
 from tessera.auth.dependencies import CallerDep, project_router
+from tessera.db import SessionDep, reads_only
 from tessera.errors import concrete_paths_own_their_methods, responses
+from tessera.users.schemas import BalancesQuery
 from tessera.wallets import service
 from tessera.wallets.schemas import (
     ReceivingWalletRequest,
     UserWallets,
+    WalletBalance,
     WalletChallengeRead,
     WalletChallengeRequest,
     WalletLinkRequest,
@@ -52,3 +55,18 @@ async def unlink_wallet(caller: CallerDep, wallet_id: uuid.UUID) -> Response:
     """Unlink a user-controlled wallet, unless NFTs of the project sit in it."""
     await service.unlink_wallet(caller.database, caller.principal, wallet_id=wallet_id)
     return Response(status_code=204)
+
+
+# Under /users, as the contract has it, but here: the balances are the wallets'.
+balances_router = project_router("/users", tags=["users"])
+
+
+@balances_router.post(
+    "/balances", response_model=list[WalletBalance], responses=responses(400, 401, 404, 409, 503)
+)
+@reads_only
+async def get_wallet_balances(
+    caller: CallerDep, session: SessionDep, body: BalancesQuery
+) -> list[WalletBalance]:
+    """Native balances of the user's wallets on ``chain`` (default: the first configured)."""
+    return await service.user_balances(session, caller.principal, chains=caller.chains, query=body)

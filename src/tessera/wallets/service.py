@@ -6,6 +6,7 @@ import uuid
 from collections.abc import Sequence
 
 from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from tessera.auth.principal import Principal
 from tessera.chain.gateway import ChainGateway
@@ -21,7 +22,8 @@ from tessera.config import CHAINS, Chain
 from tessera.db import Database
 from tessera.errors import ChallengeUnusable, WalletInUse, WalletNotFound, WalletTaken
 from tessera.models.base import CustodialKeyMixin, utcnow
-from tessera.users.repository import get_user_row
+from tessera.users.repository import get_user, get_user_row
+from tessera.users.schemas import BalancesQuery
 from tessera.wallets import repository
 from tessera.wallets.schemas import (
     AssetBalance,
@@ -32,6 +34,14 @@ from tessera.wallets.schemas import (
     WalletChallengeRequest,
     WalletLinkRequest,
 )
+
+
+async def user_balances(
+    session: AsyncSession, principal: Principal, *, chains: Chains, query: BalancesQuery
+) -> list[WalletBalance]:
+    """Native balances of the user's wallets on ``chain`` (default: the first configured)."""
+    user = await get_user(session, principal.project_id, query.ref(), with_wallets=True)
+    return await read_balances(chains, query.chain, user.wallets)
 
 
 async def read_balances(
