@@ -156,7 +156,7 @@ class TestFormats:
 
         class Stuck(io.StringIO):
             def write(self, text: str) -> int:
-                release.wait(10)
+                release.wait(30)
                 return super().write(text)
 
         monkeypatch.setattr(sys, "stderr", Stuck())
@@ -169,7 +169,7 @@ class TestFormats:
         began = time.monotonic()
         for n in range(50):
             logs.log_request({"request_id": f"r{n}"})
-        assert time.monotonic() - began < 0.5
+        assert time.monotonic() - began < 5  # not the 30 s the stuck stderr holds a write
         assert _dropped() - dropped == 45  # five wait
         release.set()
         handler.close()

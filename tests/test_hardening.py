@@ -196,7 +196,7 @@ class TestSlowChainHoldsNoWriteSlot:
         started = time.monotonic()
         created = await client.post("/v1/users/create", headers=tenant.w, json=[user_body()])
         assert created.status_code == 201
-        assert time.monotonic() - started < 2
+        assert time.monotonic() - started < 5  # the chain answers only once told to
         answered.set()
         response = await minting
         assert response.status_code == 503 and set(response.json()) == {"message"}

@@ -47,10 +47,12 @@ def _statement_builders(tree: ast.AST) -> list[str]:
     return found
 
 
-@pytest.mark.parametrize("path", _modules(), ids=lambda p: str(p.relative_to(SRC)))
+@pytest.mark.parametrize(
+    "path",
+    [p for p in _modules() if not _may_build_statements(p)],
+    ids=lambda p: str(p.relative_to(SRC)),
+)
 def test_statements_are_built_in_repositories_and_the_db_package(path: Path):
-    if _may_build_statements(path):
-        return
     assert _statement_builders(ast.parse(path.read_text())) == []
 
 
@@ -59,10 +61,12 @@ def test_the_check_finds_a_statement_where_there_is_one():
     assert _statement_builders(tree) == ["line 2: select", "line 2: func.count"]
 
 
-@pytest.mark.parametrize("path", _modules(), ids=lambda p: str(p.relative_to(SRC)))
+@pytest.mark.parametrize(
+    "path",
+    [p for p in _modules() if p.relative_to(SRC).parts[0] not in {"db", "models"}],
+    ids=lambda p: str(p.relative_to(SRC)),
+)
 def test_only_the_db_package_asks_which_backend_it_runs_on(path: Path):
-    if path.relative_to(SRC).parts[0] in {"db", "models"}:
-        return
     asked = [
         f"line {node.lineno}: {node.attr}"
         for node in ast.walk(ast.parse(path.read_text()))

@@ -13,7 +13,7 @@ from tessera.metrics import counts, service
 from tessera.metrics.repository import add_counts
 from tessera.models import JobStatus
 from tessera.models.base import utcnow
-from tests.test_metrics import add_job, labels, samples, scrape
+from tests.metrics.test_metrics import add_job, labels, samples, scrape
 
 WESTEND = "WestendAssetHub"  # SS58 prefix 42 in the tests' settings
 ASSET_HUB = "AssetHub"  # prefix 0

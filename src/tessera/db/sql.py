@@ -115,7 +115,7 @@ class NotIndexed(FunctionElement[Any]):
 
     For ``project_id = ? AND id IN (...)``: without statistics SQLite takes the project's index
     for the more selective side and reads every row of the project to find the few ids, where
-    the primary key finds each id at once (tests/test_query_plans.py holds the plans)."""
+    the primary key finds each id at once (tests/db/test_query_plans.py holds the plans)."""
 
     name = "not_indexed"
     inherit_cache = True

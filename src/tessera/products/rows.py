@@ -147,7 +147,7 @@ def product_view(
 
 
 # ``ProductView`` is ``ProductReadRow``'s fields and the event, and ``ProductEventRow`` starts
-# with them (tests/test_row_types.py holds both): a view is made from the columns as they come.
+# with them (tests/db/test_row_types.py holds both): a view is made from the columns as they come.
 _SHOWN_FIELDS = ProductReadRow._fields
 _SHOWN = len(_SHOWN_FIELDS)
 

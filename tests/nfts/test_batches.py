@@ -12,7 +12,6 @@ from tessera.main import make_worker
 from tests.factories import create_users
 from tests.jobs.memory_chain import DEPOSITS, DOT, FEE, FEE_PER_PART, Crash, MemoryChain, fee
 from tests.jobs.memory_pallets import metadata_deposit
-from tests.jobs.test_reconciliation import OUTSIDER, mints
 from tests.jobs.test_worker import (
     METADATA,
     expire_leases,
@@ -30,6 +29,7 @@ from tests.jobs.test_worker import (
     until,
     until_stored,
 )
+from tests.reconciliation.test_reconciliation import OUTSIDER, mints
 
 # What minting one NFT reserves from the project wallet.
 DEPOSIT = DEPOSITS.item + metadata_deposit(METADATA)

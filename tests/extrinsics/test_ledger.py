@@ -12,8 +12,6 @@ from tessera.models import ExtrinsicStatus
 from tessera.models.base import utcnow
 from tests.changes.feed import cursor_now, marker, shown, typed
 from tests.jobs.memory_chain import Crash
-from tests.jobs.test_batches import issued, parts_landed, shown_items
-from tests.jobs.test_reconciliation import mints
 from tests.jobs.test_worker import (
     expire_leases,
     extrinsics,
@@ -24,6 +22,8 @@ from tests.jobs.test_worker import (
     state,
     until_stored,
 )
+from tests.nfts.test_batches import issued, parts_landed, shown_items
+from tests.reconciliation.test_reconciliation import mints
 
 
 def included(rows) -> bool:
