@@ -711,7 +711,7 @@ def devchain(
 @secrets_app.command("rotate")
 def secrets_rotate() -> None:
     """Re-seal every stored secret under the first key of TESSERA_SECRET_KEYS."""
-    from tessera.keyring import reseal_all
+    from tessera.keyring.service import reseal_all
 
     async def work(database: Database, settings: Settings) -> BaseModel:
         return await reseal_all(database, SecretBox(settings.key_ring))
