@@ -7,7 +7,7 @@ import time
 import pytest
 from sqlalchemy import literal_column, select
 
-from tessera.changes.feed import CURSOR_PATTERN
+from tessera.changes.schemas import CURSOR_PATTERN
 from tessera.models.base import utcnow
 from tessera.users.schemas import UserCreate
 from tessera.users.service import insert_users, new_user

@@ -5,7 +5,7 @@ import uuid
 
 from sqlalchemy import select
 
-from tessera.changes.outbox import EVENT_TYPES
+from tessera.changes.schemas import EVENT_TYPES
 from tessera.models import WebhookDelivery, WebhookEndpoint
 from tests.changes.feed import shown
 from tests.console.test_users import table_rows

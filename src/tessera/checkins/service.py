@@ -20,7 +20,8 @@ from typing import Any, Literal, cast
 
 from tessera import ticket_codes as codes
 from tessera.auth.principal import Principal
-from tessera.changes.outbox import EventType, record
+from tessera.changes.schemas import EventType
+from tessera.changes.service import record
 from tessera.checkins import repository
 from tessera.checkins.repository import ScanRow
 from tessera.checkins.schemas import (

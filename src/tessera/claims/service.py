@@ -9,7 +9,8 @@ from sqlalchemy.exc import IntegrityError
 
 from tessera import ticket_codes
 from tessera.auth.principal import Principal
-from tessera.changes.outbox import EventType, record
+from tessera.changes.schemas import EventType
+from tessera.changes.service import record
 from tessera.claims import repository
 from tessera.claims.repository import LinkRow, OfferRow
 from tessera.claims.schemas import (

@@ -8,9 +8,8 @@ from fastapi import APIRouter, Form, Query, Request
 from fastapi.responses import HTMLResponse, Response
 from pydantic import StringConstraints, ValidationError
 
-from tessera.changes import feed
-from tessera.changes.feed import Place
-from tessera.changes.outbox import EVENT_TYPES
+from tessera.changes import service as feed
+from tessera.changes.schemas import EVENT_TYPES, START, Place
 from tessera.config import Settings, SettingsDep
 from tessera.console.accounts import ConsoleUser
 from tessera.console.web import PosterDep, UserDep, back_to, page, problem, project_of
@@ -256,7 +255,7 @@ async def changes_page(
 ) -> Response:
     try:
         project = await project_of(database, user, project_id)
-        place = Place.of_cursor(after) if after else feed.START
+        place = Place.of_cursor(after) if after else START
         changes = await database.read(feed.read_page, project.id, place, CHANGES_PAGE)
     except AppError as error:
         return problem(request, error)

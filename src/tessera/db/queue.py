@@ -5,7 +5,7 @@ A claim locks the rows it takes with ``SKIP LOCKED`` on PostgreSQL, so that work
 by side take different rows instead of waiting on each other; SQLite, one writer at a time, has
 no row locks and needs none. An outbox row is final when no reader can still see a row appear
 before it: on PostgreSQL once every transaction older than the one that wrote it has ended
-(transaction ids are handed out when transactions begin, see ``tessera.changes.feed``); on
+(transaction ids are handed out when transactions begin, see ``tessera.changes.service``); on
 SQLite as soon as it is committed.
 """
 

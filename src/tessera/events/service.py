@@ -8,7 +8,8 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from tessera.auth.principal import Principal
-from tessera.changes.outbox import EventType, record
+from tessera.changes.schemas import EventType
+from tessera.changes.service import record
 from tessera.db import Database, Transaction
 from tessera.errors import (
     EventDatesOutOfOrder,

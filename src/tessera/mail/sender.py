@@ -34,7 +34,8 @@ from enum import Enum
 
 from aiosmtplib import SMTP, SMTPException, SMTPNotSupported, SMTPResponseException
 
-from tessera.changes.outbox import EventType, record
+from tessera.changes.schemas import EventType
+from tessera.changes.service import record
 from tessera.config import Settings, SmtpServer
 from tessera.db import Database
 from tessera.jobs.worker import run_rounds

@@ -11,7 +11,8 @@ chain (the job subject), so nothing else can own such an orphan.
 import uuid
 
 from tessera.chain.gateway import ChainError, ChainGateway, CreateCollection, Part
-from tessera.changes.outbox import EventType, record
+from tessera.changes.schemas import EventType
+from tessera.changes.service import record
 from tessera.db import Transaction
 from tessera.errors import ProductNotFound
 from tessera.extrinsics import repository as ledger

@@ -6,7 +6,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from tessera.chain.keys import open_seed
-from tessera.changes.outbox import EventType, record
+from tessera.changes.schemas import EventType
+from tessera.changes.service import record
 from tessera.crypto import Sealed, SecretBox
 from tessera.db import Transaction
 from tessera.extrinsics.service import Signer

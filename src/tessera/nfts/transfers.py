@@ -21,7 +21,7 @@ from typing import Any
 from tessera.chain.extrinsics import parts_of
 from tessera.chain.gateway import ChainGateway, ChainItem, Fund, Part, Transfer
 from tessera.chain.keys import CUSTODIAL
-from tessera.changes.outbox import EventType
+from tessera.changes.schemas import EventType
 from tessera.db import Transaction
 from tessera.extrinsics import repository as ledger
 from tessera.extrinsics.repository import ExtrinsicRow

@@ -7,7 +7,8 @@ from decimal import Decimal
 from sqlalchemy.exc import IntegrityError
 
 from tessera.auth.principal import Principal
-from tessera.changes.outbox import EventType, record
+from tessera.changes.schemas import EventType
+from tessera.changes.service import record
 from tessera.db import Database, Rows, Transaction, with_defaults
 from tessera.errors import (
     OrderNotFound,

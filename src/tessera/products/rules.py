@@ -21,7 +21,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from tessera.auth.principal import Principal
-from tessera.changes.outbox import EventType, record
+from tessera.changes.schemas import EventType
+from tessera.changes.service import record
 from tessera.db import Transaction
 from tessera.errors import (
     CollectionFull,

@@ -7,7 +7,8 @@ from tessera.auth.principal import Principal
 from tessera.chain.gateway import ChainGateway, Deposits
 from tessera.chain.keys import USER_CONTROLLED, ss58_address
 from tessera.chain.registry import Chains
-from tessera.changes.outbox import EventType, record
+from tessera.changes.schemas import EventType
+from tessera.changes.service import record
 from tessera.db import Database, Transaction
 from tessera.errors import (
     InsufficientCollectionBalance,

@@ -15,7 +15,8 @@ from datetime import timedelta
 from tessera.chain.gateway import ChainGateway, ChainItem, Collection
 from tessera.chain.keys import CUSTODIAL, ss58_address
 from tessera.chain.registry import Chains
-from tessera.changes.outbox import EventType, record
+from tessera.changes.schemas import EventType
+from tessera.changes.service import record
 from tessera.db import Database, Rows, Transaction
 from tessera.errors import NftsNotMinted
 from tessera.jobs.queue import JobKind, enqueue

@@ -6,7 +6,8 @@ from collections.abc import Sequence
 from datetime import timedelta
 from typing import Any
 
-from tessera.changes.outbox import EventType, record
+from tessera.changes.schemas import EventType
+from tessera.changes.service import record
 from tessera.db import Database
 from tessera.jobs.queue import JobKind, enqueue
 from tessera.jobs.repository import JobRow

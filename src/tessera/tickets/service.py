@@ -4,7 +4,8 @@ import uuid
 
 from tessera import ticket_codes as codes
 from tessera.auth.principal import Principal
-from tessera.changes.outbox import EventType, record
+from tessera.changes.schemas import EventType
+from tessera.changes.service import record
 from tessera.db import Database, Rows, Transaction
 from tessera.mail import outbox
 from tessera.mail.letters import Kind, Ticket

@@ -35,8 +35,8 @@ import httpx
 from standardwebhooks.webhooks import Webhook
 
 from tessera import __build__
-from tessera.changes import feed
-from tessera.changes.feed import ChangeRead, Place
+from tessera.changes import service as feed
+from tessera.changes.schemas import ChangeRead, Place
 from tessera.config import Settings
 from tessera.crypto import SecretBox
 from tessera.db import Database

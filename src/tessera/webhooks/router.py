@@ -4,7 +4,7 @@ from typing import Annotated
 from fastapi import FastAPI, Header, Query, Response
 
 from tessera.auth.dependencies import CallerDep, project_router
-from tessera.changes.feed import ChangeRead
+from tessera.changes.schemas import ChangeRead
 from tessera.errors import responses
 from tessera.schemas import PageParams
 from tessera.webhooks import service

@@ -5,7 +5,7 @@ from typing import TYPE_CHECKING, Self
 
 from pydantic import Field
 
-from tessera.changes.outbox import EventType
+from tessera.changes.schemas import EventType
 from tessera.models import DeliveryStatus
 from tessera.schemas import Bool, Pagination, SnakeInput, SnakeModel
 

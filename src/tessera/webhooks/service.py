@@ -6,7 +6,7 @@ import uuid
 from typing import Any
 
 from tessera.auth.principal import Principal
-from tessera.changes import feed
+from tessera.changes import service as feed
 from tessera.crypto import Sealed, SecretBox
 from tessera.db import Database, Rows
 from tessera.errors import DeliveryNotFound, WebhookNotFound

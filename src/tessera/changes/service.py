@@ -1,4 +1,7 @@
-"""Reading the outbox in commit order, a page at a time, from an opaque cursor.
+"""The change feed: ``record``, which the use-cases call in their transaction, and the
+outbox read in commit order, a page at a time, from an opaque cursor. ``record(tx, project_id,
+EventType.X, objects)`` writes one change per object, rendered as the API renders it, in the
+caller's transaction: a change exists exactly when the state it reports was committed.
 
 A change's place is ``(txid, seq)`` (see ``tessera.models.change.Change``). On PostgreSQL the
 ids of transactions are handed out when they begin, not when they commit, so a page shows only
@@ -10,74 +13,46 @@ application's long batch) holds every project's feed back until it ends. On SQLi
 transaction writes at a time: ``seq`` is commit order.
 """
 
-import json
-import re
 import uuid
-from collections.abc import Awaitable, Callable
-from datetime import datetime, timedelta
-from typing import Any, NamedTuple, Protocol
+from collections.abc import Awaitable, Callable, Sequence
+from datetime import timedelta
+
+from pydantic import BaseModel
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from tessera.changes import repository
 from tessera.changes.repository import ChangeRow
-from tessera.db import Database, Rows
-from tessera.errors import InvalidInput
-from tessera.models.base import utcnow
-from tessera.schemas import SnakeModel
-
-# A cursor is the place itself, ``<txid>.<seq>`` in decimals: any text of this pattern is a
-# cursor (18 digits stay below PostgreSQL's bigint), so the OpenAPI's pattern says all there is.
-CURSOR_PATTERN = r"^[0-9]{1,18}\.[0-9]{1,18}$"
-_CURSOR = re.compile(CURSOR_PATTERN)
+from tessera.changes.schemas import ChangeList, ChangeRead, EventType, Place
+from tessera.db import Database, Rows, Transaction
+from tessera.models import Change
+from tessera.models.base import new_id, utcnow
 
 
-class Place(NamedTuple):
-    """After which change a reader goes on: the ``(txid, seq)`` of the last one it had."""
-
-    txid: int
-    seq: int
-
-    def cursor(self) -> str:
-        return f"{self.txid}.{self.seq}"
-
-    @classmethod
-    def of_cursor(cls, cursor: str) -> "Place":
-        if not _CURSOR.fullmatch(cursor):
-            raise InvalidInput("after: not a cursor that Tessera gave")
-        txid, seq = cursor.split(".")
-        return cls(int(txid), int(seq))
-
-
-START = Place(0, 0)  # before every change
-
-
-class ChangeColumns(Protocol):
-    """What a change is rendered from: a row of ``changes`` (``ChangeRow``, or any read of its
-    columns)."""
-
-    @property
-    def id(self) -> uuid.UUID: ...
-    @property
-    def type(self) -> str: ...
-    @property
-    def created_at(self) -> datetime: ...
-    @property
-    def data(self) -> str: ...
-
-
-class ChangeRead(SnakeModel):
-    id: uuid.UUID
-    type: str
-    created_at: datetime
-    data: dict[str, Any]
-
-    @classmethod
-    def of(cls, row: ChangeColumns) -> "ChangeRead":
-        return cls(id=row.id, type=row.type, created_at=row.created_at, data=json.loads(row.data))
-
-
-class ChangeList(SnakeModel):
-    events: list[ChangeRead]
-    cursor: str
+async def record(
+    tx: Transaction | AsyncSession,
+    project_id: uuid.UUID,
+    type: EventType,
+    objects: Sequence[BaseModel],
+) -> None:
+    """A change of ``type`` for each object, in ``tx`` (a use-case's transaction, or an ORM
+    session that the caller commits)."""
+    if not objects:
+        return
+    now = utcnow()
+    rows = [
+        {
+            "id": new_id(),
+            "project_id": project_id,
+            "type": type.value,
+            "created_at": now,
+            "data": data.model_dump_json(by_alias=True),
+        }
+        for data in objects
+    ]
+    if isinstance(tx, AsyncSession):
+        await repository.insert_changes(tx, rows)
+    else:
+        tx.stage(Change, rows)  # written with the transaction's other changes, at its commit
 
 
 async def read_after(
