@@ -25,7 +25,7 @@ from tessera.errors import (
     TooManyClaims,
     validation_messages,
 )
-from tessera.mail.outbox import ticket_mail
+from tessera.mail.service import ticket_mail
 from tessera.pages import page
 from tessera.schemas import Input
 from tessera.urls import public_base

@@ -23,7 +23,7 @@ from tessera.db import DatabaseDep, get_database
 from tessera.errors import responses
 from tessera.idempotency.router import IdempotentRoute
 from tessera.idempotency.schemas import KeyScope
-from tessera.mail.outbox import ticket_mail
+from tessera.mail.service import ticket_mail
 from tessera.schemas import PageParams, known_query_only
 from tessera.urls import PublicUrlDep
 

@@ -39,10 +39,10 @@ from tessera.errors import (
     ReferenceIdTaken,
 )
 from tessera.idempotency.schemas import KeyScope
-from tessera.mail import outbox
 from tessera.mail import repository as mails
+from tessera.mail import service as outbox
 from tessera.mail.letters import Kind
-from tessera.mail.outbox import TicketMail, tickets_of
+from tessera.mail.service import TicketMail, tickets_of
 from tessera.models.base import unix_now, utcnow
 from tessera.products import rules
 from tessera.products.repository import get_product_row

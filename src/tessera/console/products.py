@@ -28,7 +28,7 @@ from tessera.console.web import PosterDep, UserDep, back_to, page, project_of
 from tessera.db import DatabaseDep
 from tessera.errors import InvalidInput, validation_messages
 from tessera.jobs.queue import FUNDS
-from tessera.mail import outbox
+from tessera.mail import service as outbox
 from tessera.models import Project
 from tessera.products import repository, service
 from tessera.products.rows import DaySold, EventChoice, ProductCounts

@@ -16,7 +16,7 @@ from tessera.legacy.schemas import (
     LegacyUser,
     LegacyUserCreate,
 )
-from tessera.mail import outbox
+from tessera.mail import service as outbox
 from tessera.products import repository as products_repository
 from tessera.products import service as products
 from tessera.products.schemas import ItemsIssue, RedeemRequest

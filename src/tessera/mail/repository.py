@@ -1,4 +1,4 @@
-"""Mail statements: the outbox written by the use-cases (``outbox``), the sender's claims and
+"""Mail statements: the outbox written by the use-cases (``service``), the sender's claims and
 outcomes (``sender``), and what the console and the metrics show. Mails are read whole, in
 their table's column order (``IdMixin``'s ``id`` comes last)."""
 

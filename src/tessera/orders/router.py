@@ -5,7 +5,7 @@ from fastapi import Query, Request
 
 from tessera.auth.dependencies import CallerDep, project_router
 from tessera.errors import responses
-from tessera.mail import outbox
+from tessera.mail import service as outbox
 from tessera.orders import service
 from tessera.orders.schemas import OrderCreate, OrderFilter, OrderList, OrderRead, OrderView
 

@@ -17,9 +17,9 @@ from tessera.errors import (
     ProductInactive,
     ProductNotFound,
 )
-from tessera.mail import outbox
+from tessera.mail import service as outbox
 from tessera.mail.letters import Kind
-from tessera.mail.outbox import TicketMail, tickets_of
+from tessera.mail.service import TicketMail, tickets_of
 from tessera.models import OrderItem, OrderStatus
 from tessera.models.base import new_id, utcnow
 from tessera.orders import repository

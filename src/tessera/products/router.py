@@ -6,7 +6,7 @@ from fastapi import Query, Request
 from tessera.auth.dependencies import CallerDep, project_router
 from tessera.db import reads_only
 from tessera.errors import responses
-from tessera.mail import outbox
+from tessera.mail import service as outbox
 from tessera.products import service
 from tessera.products.rows import ProductView, SalePage
 from tessera.products.schemas import (

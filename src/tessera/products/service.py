@@ -19,9 +19,9 @@ from tessera.errors import (
 )
 from tessera.events.repository import get_event_row
 from tessera.jobs.queue import JobKind
-from tessera.mail import outbox
+from tessera.mail import service as outbox
 from tessera.mail.letters import Kind
-from tessera.mail.outbox import TicketMail, tickets_of
+from tessera.mail.service import TicketMail, tickets_of
 from tessera.models import NftStatus
 from tessera.models.base import utcnow
 from tessera.products import repository, rules
@@ -161,7 +161,7 @@ async def issue_items(
     mail: TicketMail | None = None,
 ) -> list[Item]:
     """Give one item to each listed user (ids and/or emails), all or nothing. With ``mail``,
-    each user is emailed one link per item they got (``mail.outbox``)."""
+    each user is emailed one link per item they got (``mail.service``)."""
     if body.product_id is not None and body.product_id != product_id:
         raise InvalidInput("product_id: does not match the product in the path")
     async with database.transaction() as tx:

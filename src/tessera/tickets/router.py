@@ -4,7 +4,7 @@ from fastapi import Request
 
 from tessera.auth.dependencies import CallerDep, project_router
 from tessera.errors import responses
-from tessera.mail import outbox
+from tessera.mail import service as outbox
 from tessera.products.schemas import ItemKey
 from tessera.tickets import service
 from tessera.tickets.schemas import TicketRead

@@ -7,9 +7,9 @@ from tessera.auth.principal import Principal
 from tessera.changes.schemas import EventType
 from tessera.changes.service import record
 from tessera.db import Database, Rows, Transaction
-from tessera.mail import outbox
+from tessera.mail import service as outbox
 from tessera.mail.letters import Kind, Ticket
-from tessera.mail.outbox import HeldTicket, TicketMail
+from tessera.mail.service import HeldTicket, TicketMail
 from tessera.models.base import utcnow
 from tessera.products.repository import get_product_row
 from tessera.tickets import repository
