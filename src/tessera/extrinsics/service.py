@@ -26,7 +26,7 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from tessera.chain.extrinsics import call_name, parts_json
 from tessera.chain.gateway import (
@@ -47,6 +47,7 @@ from tessera.db import Transaction
 from tessera.errors import ChainUnavailable
 from tessera.extrinsics import repository
 from tessera.extrinsics.repository import ExtrinsicRow
+from tessera.extrinsics.schemas import Costs, Followed, Gone, Landed, Signer
 from tessera.jobs.queue import FUNDS
 from tessera.jobs.repository import JobRow
 from tessera.jobs.worker import Claim, JobContext, hold
@@ -62,39 +63,6 @@ CAPACITY_SECONDS = 600.0
 # A held-up extrinsic is submitted again after TESSERA_CHAIN_RESUBMIT_SECONDS, then after twice
 # that, and so on up to this many times that.
 MAX_PATIENCE = 8
-
-
-@dataclass(frozen=True, slots=True)
-class Signer:
-    """A custodial key that signs for a project on a chain."""
-
-    project_id: uuid.UUID
-    chain: str
-    public_key: bytes
-    seed: bytes = field(repr=False)
-
-
-@dataclass(frozen=True, slots=True)
-class Landed:
-    """An extrinsic in a final block, and what became of each of its parts."""
-
-    extrinsic: ExtrinsicRow
-    inclusion: Inclusion
-    outcome: Outcome
-
-    @property
-    def block(self) -> tuple[int, str, int]:
-        return (self.inclusion.block_number, self.inclusion.block_hash, self.inclusion.index)
-
-
-@dataclass(frozen=True, slots=True)
-class Gone:
-    """An extrinsic that will not land where it was (``reason``). ``live``: its bytes may still
-    land (its block was dropped before it was final), so it is followed again, never signed
-    anew; else they never will."""
-
-    reason: str
-    live: bool
 
 
 # The caller's writes in the transaction that records an extrinsic (what it carries).
@@ -117,16 +85,6 @@ async def capacity(context: JobContext, chain: str, signer: bytes, shape: Part) 
     other traffic (``chain_block_headroom``). Measured once every ten minutes per kind of
     part."""
     return (await costs(context, chain, signer, shape)).capacity
-
-
-@dataclass(frozen=True, slots=True)
-class Costs:
-    """What parts like one shape cost: ``capacity`` of them fit one extrinsic, whose fee is
-    about ``fee_base + fee_per_part`` per part."""
-
-    capacity: int
-    fee_base: int
-    fee_per_part: int
 
 
 async def costs(context: JobContext, chain: str, signer: bytes, shape: Part) -> Costs:
@@ -362,15 +320,6 @@ async def _submit(context: JobContext, row: ExtrinsicRow) -> ExtrinsicRow:
 
 
 # Following.
-
-
-@dataclass(frozen=True, slots=True)
-class Followed:
-    """An extrinsic to follow: its signer, its row as recorded, its parts as signed."""
-
-    signer: Signer
-    row: ExtrinsicRow
-    parts: Sequence[Part]
 
 
 @dataclass(frozen=True, slots=True)

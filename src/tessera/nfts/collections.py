@@ -17,7 +17,8 @@ from tessera.db import Transaction
 from tessera.errors import ProductNotFound
 from tessera.extrinsics import repository as ledger
 from tessera.extrinsics.repository import ExtrinsicRow
-from tessera.extrinsics.service import Gone, Landed, Signer, follow, signing
+from tessera.extrinsics.schemas import Gone, Landed, Signer
+from tessera.extrinsics.service import follow, signing
 from tessera.jobs.queue import NotReady
 from tessera.jobs.repository import JobRow
 from tessera.jobs.worker import JobContext, hold

@@ -28,7 +28,8 @@ from tessera.changes.schemas import EventType
 from tessera.db import Transaction
 from tessera.extrinsics import repository as ledger
 from tessera.extrinsics.repository import ExtrinsicRow
-from tessera.extrinsics.service import Gone, Landed, Signer, costs, follow, signing
+from tessera.extrinsics.schemas import Gone, Landed, Signer
+from tessera.extrinsics.service import costs, follow, signing
 from tessera.jobs.repository import JobRow
 from tessera.jobs.worker import Claim, Done, Failed, JobContext, JobOutcome, Wait, hold
 from tessera.metrics import counts

@@ -10,7 +10,7 @@ from tessera.changes.schemas import EventType
 from tessera.changes.service import record
 from tessera.crypto import Sealed, SecretBox
 from tessera.db import Transaction
-from tessera.extrinsics.service import Signer
+from tessera.extrinsics.schemas import Signer
 from tessera.jobs.queue import JobKind
 from tessera.jobs.repository import JobRow
 from tessera.jobs.worker import Claim, JobContext, Show, hold

@@ -25,16 +25,8 @@ from tessera.changes.schemas import EventType
 from tessera.db import Transaction
 from tessera.extrinsics import repository as ledger
 from tessera.extrinsics.repository import ExtrinsicRow
-from tessera.extrinsics.service import (
-    Followed,
-    Gone,
-    Landed,
-    Signer,
-    costs,
-    follow_all,
-    signing,
-    submit_all,
-)
+from tessera.extrinsics.schemas import Followed, Gone, Landed, Signer
+from tessera.extrinsics.service import costs, follow_all, signing, submit_all
 from tessera.jobs.repository import JobRow
 from tessera.jobs.worker import Claim, Done, Failed, JobContext, JobOutcome, Wait, hold
 from tessera.models import LIVE, NftStatus
