@@ -300,3 +300,35 @@ def test_the_package_check_finds_two_packages_that_import_each_other():
     assert _mutual({"users": {"wallets", "db"}, "wallets": {"users"}, "db": set()}) == [
         ("users", "wallets")
     ]
+
+
+# Packages with tables of their own whose modules are not yet named like the others' (the
+# list only shrinks: a package that has them all fails the check below until it is taken off).
+NOT_YET_SHAPED = {
+    "auth": {"service.py"},  # its use-cases are tokens.py and api_keys.py
+    "console": {"service.py"},  # pages over the other domains' services; accounts.py
+    "metrics": {"schemas.py"},
+    "nfts": {"schemas.py"},
+}
+
+
+def _shape_gaps() -> dict[str, set[str]]:
+    """What each package with a ``repository.py`` lacks of ``service.py`` and ``schemas.py``,
+    and of ``router.py`` where one of its modules defines routes."""
+    gaps = {}
+    serving = {path.parent for path in _serving_modules()}
+    for repository in sorted(SRC.glob("*/repository.py")):
+        package = repository.parent
+        wanted = {"service.py", "schemas.py", "repository.py"}
+        if package in serving:
+            wanted.add("router.py")
+        missing = {name for name in wanted if not (package / name).exists()}
+        if missing:
+            gaps[package.name] = missing
+    return gaps
+
+
+def test_domains_have_the_same_files():
+    """Every package with tables has ``router.py`` (where it has routes), ``service.py``,
+    ``repository.py`` and ``schemas.py``; ``NOT_YET_SHAPED`` says which do not yet."""
+    assert _shape_gaps() == NOT_YET_SHAPED

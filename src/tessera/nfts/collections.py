@@ -25,7 +25,7 @@ from tessera.jobs.worker import JobContext, hold
 from tessera.models import LIVE, NftStatus, Product
 from tessera.models.base import utcnow
 from tessera.nfts import repository
-from tessera.nfts.states import signer_of
+from tessera.nfts.service import signer_of
 from tessera.products import repository as products
 from tessera.products.rows import ProductRow
 from tessera.products.schemas import ProductRead

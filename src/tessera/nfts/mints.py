@@ -38,7 +38,7 @@ from tessera.models import LIVE, NftStatus
 from tessera.models.base import utcnow
 from tessera.nfts import repository
 from tessera.nfts.repository import JobItem
-from tessera.nfts.states import fail_alone, item_id_of, record_items, signer_of
+from tessera.nfts.service import fail_alone, item_id_of, record_items, signer_of
 from tessera.products import repository as products
 from tessera.products.rows import ProductRow
 

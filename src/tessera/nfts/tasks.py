@@ -3,7 +3,7 @@
 from tessera.jobs.queue import JobKind
 from tessera.jobs.worker import BatchHandler, JobHandler
 from tessera.nfts import collections, mints, transfers
-from tessera.nfts.states import show_items, show_products
+from tessera.nfts.service import show_items, show_products
 
 HANDLERS: dict[str, JobHandler | BatchHandler] = {
     JobKind.CREATE_COLLECTION: JobHandler(collections.create_collection, show_products),
