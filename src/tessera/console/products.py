@@ -28,7 +28,7 @@ from tessera.console.web import PosterDep, UserDep, back_to, page, project_of
 from tessera.db import DatabaseDep
 from tessera.errors import InvalidInput, validation_messages
 from tessera.jobs.queue import FUNDS
-from tessera.mail import service as outbox
+from tessera.mail.router import for_request
 from tessera.models import Project
 from tessera.products import repository, service
 from tessera.products.rows import DaySold, EventChoice, ProductCounts
@@ -389,7 +389,7 @@ async def issue_items(
         principal,
         product_id=product_id,
         body=form.issue(),
-        mail=outbox.for_request(request, principal, settings),
+        mail=for_request(request, principal, settings),
     )
     notice = f"{len(items)} item{'s' if len(items) != 1 else ''} issued."
     return back_to(f"{_products_path(project)}/{product_id}", notice)

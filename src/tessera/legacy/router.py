@@ -16,7 +16,7 @@ from tessera.legacy.schemas import (
     LegacyUser,
     LegacyUserCreate,
 )
-from tessera.mail import service as outbox
+from tessera.mail.router import for_request
 from tessera.products import repository as products_repository
 from tessera.products import service as products
 from tessera.products.schemas import ItemsIssue, RedeemRequest
@@ -57,7 +57,7 @@ async def create_product_items(
         caller.principal,
         product_id=body.product_id,
         body=ItemsIssue(users=body.users),
-        mail=outbox.for_request(request, caller.principal, caller.settings),
+        mail=for_request(request, caller.principal, caller.settings),
     )
     return LegacyItems(items=[LegacyItem.model_validate(item) for item in items])
 

@@ -15,17 +15,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import NamedTuple, Protocol
 
-from starlette.requests import Request
-
 from tessera import ticket_codes
-from tessera.auth.principal import Principal
 from tessera.config import Settings
 from tessera.db import Rows, Transaction
 from tessera.mail import letters, repository
 from tessera.mail.letters import EventFacts, Kind, Letter, Ticket
 from tessera.models import MailStatus
 from tessera.models.base import new_id, utcnow
-from tessera.urls import public_base
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,14 +40,6 @@ def ticket_mail(settings: Settings, base_url: str | None = None) -> TicketMail |
     if settings.smtp_url is None or base is None:
         return None
     return TicketMail(settings.hash_key_bytes, base.rstrip("/"))
-
-
-def for_request(request: Request, principal: Principal, settings: Settings) -> TicketMail | None:
-    """The ticket mail of a project route's change: None unless the caller's project asks for
-    ticket email and the server sends email."""
-    if not principal.ticket_emails:
-        return None
-    return ticket_mail(settings, public_base(settings, request))
 
 
 class Holder(Protocol):

@@ -5,7 +5,7 @@ from fastapi import Query, Request
 
 from tessera.auth.dependencies import CallerDep, project_router
 from tessera.errors import responses
-from tessera.mail import service as outbox
+from tessera.mail.router import for_request
 from tessera.orders import service
 from tessera.orders.schemas import OrderCreate, OrderFilter, OrderList, OrderRead, OrderView
 
@@ -22,7 +22,7 @@ async def create_order(request: Request, caller: CallerDep, body: OrderCreate) -
         caller.database,
         caller.principal,
         body=body,
-        mail=outbox.for_request(request, caller.principal, caller.settings),
+        mail=for_request(request, caller.principal, caller.settings),
     )
 
 
@@ -50,7 +50,7 @@ async def complete_order(request: Request, caller: CallerDep, id: uuid.UUID) -> 
         caller.database,
         caller.principal,
         order_id=id,
-        mail=outbox.for_request(request, caller.principal, caller.settings),
+        mail=for_request(request, caller.principal, caller.settings),
     )
 
 

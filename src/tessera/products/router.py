@@ -6,7 +6,7 @@ from fastapi import Query, Request
 from tessera.auth.dependencies import CallerDep, project_router
 from tessera.db import reads_only
 from tessera.errors import responses
-from tessera.mail import service as outbox
+from tessera.mail.router import for_request
 from tessera.products import service
 from tessera.products.rows import ProductView, SalePage
 from tessera.products.schemas import (
@@ -96,7 +96,7 @@ async def create_product_items(
         caller.principal,
         product_id=id,
         body=body,
-        mail=outbox.for_request(request, caller.principal, caller.settings),
+        mail=for_request(request, caller.principal, caller.settings),
     )
     return ItemsIssued(items=[ProductItemRead.of(item) for item in items])
 
@@ -129,7 +129,7 @@ async def transfer_product_item(
         caller.principal,
         product_id=id,
         body=body,
-        mail=outbox.for_request(request, caller.principal, caller.settings),
+        mail=for_request(request, caller.principal, caller.settings),
     )
 
 

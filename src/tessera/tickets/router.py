@@ -4,7 +4,7 @@ from fastapi import Request
 
 from tessera.auth.dependencies import CallerDep, project_router
 from tessera.errors import responses
-from tessera.mail import service as outbox
+from tessera.mail.router import for_request
 from tessera.products.schemas import ItemKey
 from tessera.tickets import service
 from tessera.tickets.schemas import TicketRead
@@ -51,5 +51,5 @@ async def reissue_ticket(
         base_url=public_base(caller.settings, request),
         product_id=id,
         item=item_id,
-        mail=outbox.for_request(request, caller.principal, caller.settings),
+        mail=for_request(request, caller.principal, caller.settings),
     )
