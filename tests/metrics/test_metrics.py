@@ -383,9 +383,9 @@ class TestSqliteWriter:
         assert await asyncio.gather(*writes) == [201, 201, 201]
         sample_pool(database)
         text = await scrape(client)
-        if BACKEND == "postgresql":  # a pool of connections, shown as such (TestDatabasePool)
-            assert samples(text, "tessera_db_writes_waiting") == {}
-            assert samples(text, "tessera_db_write_wait_seconds_count") == {}
+        if BACKEND == "postgresql":  # a pool of connections (TestDatabasePool), no writer queue
+            # (the gauge exists once any SQLite app of this process has sampled it)
+            assert samples(text, "tessera_db_writes_waiting") in ({}, {(): 0})
             return
         assert queued == {(): 3}
         assert samples(text, "tessera_db_writes_waiting") == {(): 0}
