@@ -15,7 +15,7 @@ if ! command -v pg_ctlcluster >/dev/null; then
     echo "the benchmark needs PostgreSQL ${PG_VERSION} (pg_ctlcluster not found)" >&2
     exit 1
 fi
-# Up to 96 connections at once (Tessera with 2 workers beside Tessera with 1, 32 a process, or
+# Up to 90 connections at once (Tessera with 2 workers beside Tessera with 1, 30 a process, or
 # Tessera beside the L2 limit's pool): room for 200, set before the cluster starts, as CI does.
 PG_CONF="/etc/postgresql/${PG_VERSION}/main/conf.d/tessera-ci.conf"
 if [ ! -f "${PG_CONF}" ]; then
