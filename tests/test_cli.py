@@ -223,6 +223,8 @@ class TestJobsCli:
         assert [(j["id"], j["kind"], j["attempts"], j["last_error"]) for j in listed] == [
             (str(job.id), "nft.unknown", 8, "RuntimeError: boom")
         ]
+        assert str(job.id) in [j["id"] for j in json.loads((await cli("jobs", "list")).stdout)]
+        assert json.loads((await cli("jobs", "list", "--status", "running")).stdout) == []
         retried = json.loads((await cli("jobs", "retry", str(job.id))).stdout)
         assert (retried["id"], retried["status"], retried["attempts"]) == (str(job.id), "queued", 0)
         async with database.session(write=False) as session:

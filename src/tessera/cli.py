@@ -510,9 +510,8 @@ def jobs_list(
     from tessera.jobs.service import list_jobs
 
     async def work(database: Database, _settings: Settings) -> list[JobRead]:
-        async with database.session(write=False) as session:
-            jobs = await list_jobs(session, status=status, limit=limit)
-            return [JobRead.model_validate(job) for job in jobs]
+        jobs = await list_jobs(database, status=status, limit=limit)
+        return [JobRead.model_validate(job) for job in jobs]
 
     _print(_run(work))
 

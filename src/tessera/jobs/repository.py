@@ -6,7 +6,6 @@ from datetime import datetime
 from typing import Any, NamedTuple
 
 from sqlalchemy import and_, bindparam, case, delete, exists, func, or_, select, update
-from sqlalchemy.ext.asyncio import AsyncSession
 
 from tessera.db import Rows, Transaction, skip_locked, table_of
 from tessera.models import Job, JobStatus, Project, WorkerHeartbeat
@@ -221,11 +220,14 @@ class _Id(NamedTuple):
     id: uuid.UUID
 
 
-async def newest(session: AsyncSession, *, status: JobStatus | None, limit: int) -> list[Job]:
-    statement = select(Job).order_by(Job.created_at.desc()).limit(limit)
-    if status is not None:
-        statement = statement.where(Job.status == status)
-    return list(await session.scalars(statement))
+_NEWEST = select(*_JOBS.c).order_by(_JOBS.c.created_at.desc()).limit(bindparam("limit"))
+_NEWEST_OF_STATUS = _NEWEST.where(_JOBS.c.status == bindparam("status"))
+
+
+async def newest(rows: Rows, *, status: JobStatus | None, limit: int) -> list[JobRow]:
+    if status is None:
+        return await rows.all(_NEWEST, JobRow, limit=limit)
+    return await rows.all(_NEWEST_OF_STATUS, JobRow, status=status, limit=limit)
 
 
 # The console's job queue page (tessera.console.jobs).

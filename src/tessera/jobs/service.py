@@ -2,21 +2,20 @@
 
 import uuid
 
-from sqlalchemy.ext.asyncio import AsyncSession
-
+from tessera.db import Database
 from tessera.errors import JobNotFailed, JobNotFound
 from tessera.jobs import repository
 from tessera.jobs.repository import JobRow
 from tessera.jobs.worker import Handlers, JobContext
-from tessera.models import Job, JobStatus
+from tessera.models import JobStatus
 from tessera.models.base import utcnow
 
 
 async def list_jobs(
-    session: AsyncSession, *, status: JobStatus | None = None, limit: int = 50
-) -> list[Job]:
+    database: Database, *, status: JobStatus | None = None, limit: int = 50
+) -> list[JobRow]:
     """The newest jobs first, optionally of one status."""
-    return await repository.newest(session, status=status, limit=limit)
+    return await database.read(repository.newest, status=status, limit=limit)
 
 
 async def retry_job(context: JobContext, handlers: Handlers, *, job_id: uuid.UUID) -> JobRow:

@@ -22,9 +22,7 @@ from sqlalchemy import (
     select,
     update,
 )
-from sqlalchemy.ext.asyncio import AsyncSession
 
-from tessera.chain.keys import CUSTODIAL
 from tessera.db import (
     AnySelect,
     NotIndexed,
@@ -625,23 +623,6 @@ async def read_item_transfers(
 _PRODUCT_PROJECT = select(_PRODUCTS.c.project_id).where(_PRODUCTS.c.id == bindparam("id"))
 _JOBS = table_of(Job)
 _JOB_ERROR = select(_JOBS.c.last_error).where(_JOBS.c.id == bindparam("id"))
-_RECORDED_COLLECTIONS = select(Product.nft_collection_id).where(
-    Product.project_id == bindparam("project_id"),
-    Product.chain == bindparam("chain"),
-    Product.nft_collection_id.is_not(None),
-)
-_RECEIVING_WALLET_ID = select(User.receiving_wallet_id).where(User.id == bindparam("id"))
-_FIRST_CUSTODIAL = (
-    select(UserWallet)
-    .where(UserWallet.user_id == bindparam("user_id"), UserWallet.custody == CUSTODIAL)
-    .order_by(UserWallet.created_at)
-    .limit(1)
-)
-_WALLET_BY_KEY = select(UserWallet).where(
-    UserWallet.project_id == bindparam("project_id"),
-    UserWallet.public_key == bindparam("public_key"),
-)
-_CUSTODIAL_BY_KEY = _WALLET_BY_KEY.where(UserWallet.custody == CUSTODIAL)
 _UPDATES: dict[tuple[type[Product] | type[ProductItem], tuple[str, ...]], Update] = {}
 
 
@@ -678,43 +659,6 @@ async def write_columns(
 ) -> None:
     """Write ``values`` (columns by name) on the product's or item's row ``row_id``."""
     await tx.execute(_update(model, tuple(sorted(values))), row_id=row_id, **values)
-
-
-async def recorded_collections(
-    session: AsyncSession, project_id: uuid.UUID, chain: str | None
-) -> set[int]:
-    """The NFT collections the project's products record on ``chain``."""
-    found = await session.scalars(_RECORDED_COLLECTIONS, {"project_id": project_id, "chain": chain})
-    return {collection_id for collection_id in found if collection_id is not None}
-
-
-async def receiving_wallet(session: AsyncSession, user_id: uuid.UUID) -> UserWallet:
-    """Where the user's NFTs go: the wallet they chose, else their first custodial wallet."""
-    chosen = await session.scalar(_RECEIVING_WALLET_ID, {"id": user_id})
-    wallet = await session.get(UserWallet, chosen) if chosen is not None else None
-    if wallet is None:
-        wallet = await session.scalar(_FIRST_CUSTODIAL, {"user_id": user_id})
-    if wallet is None:
-        raise RuntimeError(f"user {user_id} has no wallet")
-    return wallet
-
-
-async def wallet_by_key(
-    session: AsyncSession, project_id: uuid.UUID, public_key: bytes
-) -> UserWallet | None:
-    """The project's user wallet of ``public_key`` (custodial or held by its user), or None."""
-    return await session.scalar(
-        _WALLET_BY_KEY, {"project_id": project_id, "public_key": public_key}
-    )
-
-
-async def custodial_wallet(
-    session: AsyncSession, project_id: uuid.UUID, public_key: bytes
-) -> UserWallet | None:
-    """The project's custodial user wallet of ``public_key``, or None."""
-    return await session.scalar(
-        _CUSTODIAL_BY_KEY, {"project_id": project_id, "public_key": public_key}
-    )
 
 
 _PRODUCT_TOTAL = (

@@ -32,11 +32,10 @@ async def follow(context: JobContext, job: JobRow) -> None:
     the NFT has moved again since the repair was planned (the next check sees where)."""
     item_id = uuid.UUID(job.payload["product_item_id"])
     owner = bytes.fromhex(job.payload["owner"])
-    async with context.database.session(write=False) as session:
-        item = await session.get(ProductItem, item_id)
-        if item is None:
-            return
-        project_id, product_id = item.project_id, item.product_id
+    item = await context.database.read(products.item_row, item_id)
+    if item is None:
+        return
+    project_id, product_id = item.project_id, item.product_id
     product = await context.database.read(products.get_product_row, project_id, product_id)
     collection_id, nft_id = product.nft_collection_id, item.item_id
     if collection_id is None:
