@@ -220,14 +220,14 @@ class _Id(NamedTuple):
     id: uuid.UUID
 
 
-_NEWEST = select(*_JOBS.c).order_by(_JOBS.c.created_at.desc()).limit(bindparam("limit"))
-_NEWEST_OF_STATUS = _NEWEST.where(_JOBS.c.status == bindparam("status"))
+_LATEST = select(*_JOBS.c).order_by(_JOBS.c.created_at.desc()).limit(bindparam("limit"))
+_LATEST_OF_STATUS = _LATEST.where(_JOBS.c.status == bindparam("status"))
 
 
 async def newest(rows: Rows, *, status: JobStatus | None, limit: int) -> list[JobRow]:
     if status is None:
-        return await rows.all(_NEWEST, JobRow, limit=limit)
-    return await rows.all(_NEWEST_OF_STATUS, JobRow, status=status, limit=limit)
+        return await rows.all(_LATEST, JobRow, limit=limit)
+    return await rows.all(_LATEST_OF_STATUS, JobRow, status=status, limit=limit)
 
 
 # The console's job queue page (tessera.console.jobs).
