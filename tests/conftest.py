@@ -29,6 +29,7 @@ from tessera.config import Settings
 from tessera.db import Database
 from tessera.main import create_app
 from tessera.models import Base, SigningKey
+from tests import orm
 from tests.factories import Tenant, make_tenant
 from tests.serving import recreate_postgres_database
 
@@ -147,7 +148,7 @@ async def clean_slate(request: pytest.FixtureRequest) -> AsyncIterator[None]:
         return
     database: Database = request.getfixturevalue("database")
     yield
-    async with database.session() as session:
+    async with orm.session(database) as session:
         for table in reversed(Base.metadata.sorted_tables):
             # Signing keys are the issuer's process-wide state, not project data.
             if table.name != SigningKey.__tablename__:

@@ -12,6 +12,7 @@ from substrateinterface import Keypair, KeypairType
 
 from tessera.auth.api_keys import create_api_key
 from tessera.projects.service import create_project
+from tests import orm
 
 _seq = itertools.count(1)
 
@@ -38,11 +39,11 @@ class Tenant:
 async def make_tenant(app: FastAPI, *, name: str = "Acme") -> Tenant:
     settings = app.state.settings
     hash_key = settings.hash_key.get_secret_value().encode()
-    async with app.state.database.session() as session:
+    async with orm.session(app.state.database) as session:
         created = await create_project(
             session, name=name, box=app.state.box, hash_key=hash_key, ss58_prefix=42
         )
-    async with app.state.database.session() as session:
+    async with orm.session(app.state.database) as session:
         read = await create_api_key(
             session, project_id=created.project_id, permission="read", hash_key=hash_key
         )
@@ -165,7 +166,7 @@ async def items_of(database: Any, product_id: str) -> list[Any]:
 
     from tessera.models import ProductItem
 
-    async with database.session(write=False) as session:
+    async with orm.session(database, write=False) as session:
         return list(
             await session.scalars(
                 select(ProductItem)
@@ -181,7 +182,7 @@ async def row_counts(database: Any) -> dict[str, int]:
 
     from tessera.models import Base, SigningKey
 
-    async with database.session(write=False) as session:
+    async with orm.session(database, write=False) as session:
         return {
             table.name: await session.scalar(select(func.count()).select_from(table)) or 0
             for table in Base.metadata.sorted_tables

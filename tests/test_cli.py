@@ -11,6 +11,7 @@ from pathlib import Path
 import jwt
 import pytest
 
+from tests import orm
 from tests.conftest import OIDC_AUDIENCE, OIDC_ISSUER
 from tests.factories import create_product, create_user
 
@@ -227,7 +228,7 @@ class TestJobsCli:
         assert json.loads((await cli("jobs", "list", "--status", "running")).stdout) == []
         retried = json.loads((await cli("jobs", "retry", str(job.id))).stdout)
         assert (retried["id"], retried["status"], retried["attempts"]) == (str(job.id), "queued", 0)
-        async with database.session(write=False) as session:
+        async with orm.session(database, write=False) as session:
             again = await session.scalar(select(Job).where(Job.id == job.id))
         assert (again.status, again.attempts, again.last_error) == ("queued", 0, None)
         missing = await cli("jobs", "retry", "00000000-0000-0000-0000-000000000000", ok=False)
@@ -305,7 +306,7 @@ class TestSecretsRotation:
             assert (counts["user_wallets"], counts["project_wallets"]) == (3, 1)
             assert counts["webhook_secrets"] == 1
             only_new = SecretBox({"k2": parse_key_ring(ring)["k2"]})
-            async with database.session(write=False) as session:
+            async with orm.session(database, write=False) as session:
                 rows = [
                     *await session.scalars(select(UserWallet)),
                     *await session.scalars(select(ProjectWallet)),
@@ -318,7 +319,7 @@ class TestSecretsRotation:
                     secret=Sealed(row.secret_key_id, row.secret_blob),
                 )
                 assert len(seed) == 32
-            async with database.session(write=False) as session:
+            async with orm.session(database, write=False) as session:
                 endpoint = await session.scalar(select(WebhookEndpoint))
             assert endpoint.secret_key_id == "k2"
             assert open_secret(only_new, endpoint) == hook.json()["secret"]

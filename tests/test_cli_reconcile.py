@@ -24,6 +24,7 @@ from tessera.jobs.worker import JobContext
 from tessera.main import make_worker
 from tessera.models import Job, JobStatus, Product, Reconciliation
 from tessera.models.base import utcnow
+from tests import orm
 from tests.factories import create_product, product_body
 from tests.jobs.memory_chain import DOT, MemoryChain
 from tests.serving import BIN, settings_env
@@ -99,7 +100,7 @@ async def nft_product(client, tenant, memory: MemoryChain) -> dict:
 
 async def waited_since(database, product_id: str, seconds: float) -> None:
     """The product's collection job has waited ``seconds`` (longer than the stuck figure)."""
-    async with database.session() as session:
+    async with orm.session(database) as session:
         since = utcnow() - timedelta(seconds=seconds)
         await session.execute(
             update(Product).where(Product.id == uuid.UUID(product_id)).values(updated_at=since)
@@ -108,7 +109,7 @@ async def waited_since(database, product_id: str, seconds: float) -> None:
 
 
 async def collection_jobs(database, product_id: str) -> list[Job]:
-    async with database.session(write=False) as session:
+    async with orm.session(database, write=False) as session:
         jobs = await session.scalars(select(Job).where(Job.kind == "nft.create_collection"))
         return [job for job in jobs if product_id in job.payload.values()]
 
@@ -135,7 +136,7 @@ class TestReconcile:
         assert f"Reconciliation of project {tenant.project_id}" in done.stdout
         assert table_rows(done.stdout) == {first["id"]: ["0 | none"], second["id"]: ["0 | none"]}
         assert "no finding in 2 product(s)" in done.stdout
-        async with database.session(write=False) as session:
+        async with orm.session(database, write=False) as session:
             recorded = set(await session.scalars(select(Reconciliation.product_id)))
         assert recorded == {uuid.UUID(first["id"]), uuid.UUID(second["id"])}
 

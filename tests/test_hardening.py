@@ -6,6 +6,7 @@ import time
 import uuid
 from typing import get_args
 
+import asyncpg
 import jwt
 import pytest
 from fastapi.routing import APIRoute, iter_route_contexts
@@ -13,6 +14,7 @@ from pydantic import BaseModel
 
 from tessera.errors import ChainUnavailable
 from tessera.schemas import Input
+from tests import orm
 from tests.conftest import BACKEND
 from tests.factories import (
     create_event,
@@ -137,7 +139,7 @@ class TestUnparsableBodies:
 
 class TestCredentialsOfMissingProjects:
     async def test_a_valid_token_for_no_project_is_401(self, client, tenant, app):
-        async with app.state.database.session() as session:
+        async with orm.session(app.state.database) as session:
             kid, private = await app.state.authenticator.issuer._signing_key(session)
             await session.commit()
         claims = {
@@ -293,8 +295,8 @@ class TestEveryRequestSchemaRefusesNul:
 @pytest.mark.skipif(BACKEND != "postgresql", reason="PostgreSQL's pooled connections")
 class TestDroppedConnections:
     async def test_reads_recover_once_the_server_dropped_the_pool(self, client, tenant, database):
-        """A restart (here: every backend of both pools terminated) fails at most one read;
-        the pools are replaced, and the next reads work."""
+        """A restart (here: every backend of the pool terminated) fails at most one read;
+        the pool's connections are replaced, and the next reads work."""
         user = await create_user(client, tenant)
         for _ in range(5):  # fill the pool with connections that read
             await asyncio.gather(
@@ -303,13 +305,16 @@ class TestDroppedConnections:
                     for _ in range(8)
                 )
             )
-        async with database.engine.connect() as connection:
-            raw = (await connection.get_raw_connection()).driver_connection
-            await raw.execute(
+        killer = await asyncpg.connect(
+            database.url.set(drivername="postgresql").render_as_string(False)
+        )
+        try:
+            await killer.execute(
                 "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
                 " WHERE datname = current_database() AND pid <> pg_backend_pid()"
             )
-            await connection.invalidate()  # it saw the others go; do not reuse it either
+        finally:
+            await killer.close()
         statuses = []
         for _ in range(6):
             response = await client.post(

@@ -11,13 +11,14 @@ from fastapi.routing import APIRoute, iter_route_contexts
 from sqlalchemy import func, select
 
 from tessera.models import Order, Product, User
+from tests import orm
 from tests.factories import create_product, create_user, product_body, user_body
 
 MUFI_OPENAPI = Path(__file__).resolve().parent / "fixtures" / "mufi-openapi.yaml"
 
 
 async def _count(database, model) -> int:
-    async with database.session(write=False) as session:
+    async with orm.session(database, write=False) as session:
         return await session.scalar(select(func.count()).select_from(model)) or 0
 
 

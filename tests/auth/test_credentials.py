@@ -11,6 +11,7 @@ from sqlalchemy import event, select, update
 from tessera.auth.api_keys import create_api_key, revoke_api_key
 from tessera.models import ApiKey, SigningKey
 from tessera.models.base import utcnow
+from tests import orm
 from tests.conftest import OIDC_AUDIENCE, OIDC_ISSUER
 from tests.factories import create_user
 
@@ -60,7 +61,7 @@ class TestApiKeys:
         ).status_code == 401
 
     async def test_only_a_keyed_hash_is_stored(self, tenant, database):
-        async with database.session(write=False) as session:
+        async with orm.session(database, write=False) as session:
             rows = list(await session.scalars(select(ApiKey)))
         stored = " ".join(f"{r.prefix} {r.key_hash}" for r in rows)
         secret = tenant.write_key.split("_", 2)[2]  # tsk_<prefix>_<secret>; "_" may be in it
@@ -71,7 +72,7 @@ class TestApiKeys:
         self, client, tenant, database, app, sent_as
     ):
         # Revoked straight in the database, as another process (the CLI) would.
-        async with database.session() as session:
+        async with orm.session(database) as session:
             issued = await create_api_key(
                 session,
                 project_id=tenant.project_id,
@@ -83,13 +84,13 @@ class TestApiKeys:
             {"x-api-key": issued.api_key} if sent_as == "x-api-key" else _bearer(issued.api_key)
         )
         assert (await client.get("/v1/users/count", headers=headers)).status_code == 200
-        async with database.session() as session:
+        async with orm.session(database) as session:
             await revoke_api_key(session, project_id=tenant.project_id, key_id=issued.row.id)
             await session.commit()
         await _refused_within(client, headers, seconds=2.0)
 
     async def test_expired_key_is_401_within_two_seconds(self, client, tenant, database, app):
-        async with database.session() as session:
+        async with orm.session(database) as session:
             issued = await create_api_key(
                 session,
                 project_id=tenant.project_id,
@@ -100,7 +101,7 @@ class TestApiKeys:
             await session.commit()
         headers = {"x-api-key": issued.api_key}
         assert (await client.get("/v1/users/count", headers=headers)).status_code == 200
-        async with database.session() as session:
+        async with orm.session(database) as session:
             await session.execute(
                 update(ApiKey)
                 .where(ApiKey.id == issued.row.id)
@@ -110,7 +111,7 @@ class TestApiKeys:
         await _refused_within(client, headers, seconds=2.0)
 
     async def test_a_key_is_not_trusted_past_its_expiry(self, client, tenant, database, app):
-        async with database.session() as session:
+        async with orm.session(database) as session:
             issued = await create_api_key(
                 session,
                 project_id=tenant.project_id,
@@ -175,9 +176,9 @@ class TestApiKeys:
 
     async def test_last_use_is_recorded(self, client, tenant, database, app):
         await client.get("/v1/users/count", headers=tenant.r)
-        async with database.session() as session:
+        async with orm.session(database) as session:
             await app.state.authenticator.usage.flush(session)
-        async with database.session(write=False) as session:
+        async with orm.session(database, write=False) as session:
             used = {
                 r.permission: r.last_used_at
                 for r in await session.scalars(
@@ -281,7 +282,7 @@ class TestOwnTokens:
         old = (await _token(client, tenant))["access_token"]
         old_kid = jwt.get_unverified_header(old)["kid"]
         rotation = app.state.settings.signing_key_rotation_seconds
-        async with database.session() as session:  # age every key past the rotation period
+        async with orm.session(database) as session:  # age every key past the rotation period
             await session.execute(
                 update(SigningKey).values(created_at=utcnow() - timedelta(seconds=rotation + 5))
             )
@@ -311,7 +312,7 @@ class TestOwnTokens:
             algorithm="HS256",
             headers={"kid": jwt.get_unverified_header(token)["kid"]},
         )
-        async with app.state.database.session() as session:
+        async with orm.session(app.state.database) as session:
             kid, private = await app.state.authenticator.issuer._signing_key(session)
         expired = jwt.encode(
             jwt.decode(token, options={"verify_signature": False}) | {"exp": int(time.time()) - 5},
@@ -341,7 +342,7 @@ class TestExternalOidc:
     async def _bind(self, database, tenant, subject="svc-1", permission="write"):
         from tessera.auth.tokens import bind_identity
 
-        async with database.session() as session:
+        async with orm.session(database) as session:
             await bind_identity(
                 session,
                 project_id=tenant.project_id,

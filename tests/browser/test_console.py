@@ -37,6 +37,7 @@ from tessera.jobs.queue import JobKind, enqueue
 from tessera.models import OrderItem, Product, ProductItem
 from tessera.models.base import utcnow
 from tessera.reconciliation.repository import LastCheck, write_check
+from tests import orm
 from tests.browser.test_claim_page import Person, serious_violations
 from tests.conftest import BACKEND
 from tests.serving import ROOT, fresh_database, serve, settings_env, tessera
@@ -238,7 +239,7 @@ async def date_sales(server: Server, dated: dict[str, str]) -> None:
     and the chart in docs/console.md must not change with the calendar."""
     database = Database(server.database_url)
     try:
-        async with database.session() as session:
+        async with orm.session(database) as session:
             for order_id, day in dated.items():
                 noon = datetime.fromisoformat(f"{day}T12:00").replace(tzinfo=UTC)
                 await session.execute(
@@ -256,7 +257,7 @@ async def drifted(server: Server, product_id: str, findings: list[dict[str, Any]
     ``findings``: written straight into the server's database (the server has no chain)."""
     database = Database(server.database_url)
     try:
-        async with database.session() as session:
+        async with orm.session(database) as session:
             product = uuid.UUID(product_id)
             await session.execute(
                 update(Product)

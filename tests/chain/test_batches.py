@@ -18,6 +18,7 @@ from tessera.chain.gateway import Head
 from tessera.jobs.worker import JobContext
 from tessera.main import make_worker
 from tessera.models import Extrinsic
+from tests import orm
 from tests.chain.conftest import DOT
 from tests.chain.test_nft import funded, get_product, nft_product, public_key
 from tests.conftest import BACKEND
@@ -59,7 +60,7 @@ async def until(probe, what: str, within: float):
 
 
 async def ledger(database) -> list[Extrinsic]:
-    async with database.session(write=False) as session:
+    async with orm.session(database, write=False) as session:
         return list(await session.scalars(select(Extrinsic).order_by(Extrinsic.created_at)))
 
 

@@ -10,6 +10,7 @@ from substrateinterface import Keypair, KeypairType
 
 from tessera.chain.gateway import Mint, Transfer
 from tessera.models import ProductItem
+from tests import orm
 from tests.chain.conftest import DOT, land
 from tests.chain.test_nft import NFT, funded, get_product, nft_product, public_key
 from tests.factories import create_users, issue_items
@@ -70,7 +71,7 @@ async def test_drift_found_repaired_by_the_worker_and_clean_again(
     }
     assert await worker.run_until_idle() == 2  # nft.follow, nft.mint (its metadata again)
     assert gateway.item_metadata(collection_id, 2) == NFT["metadata_uri"]
-    async with database.session(write=False) as session:
+    async with orm.session(database, write=False) as session:
         first = await session.scalar(
             select(ProductItem).where(
                 ProductItem.product_id == uuid.UUID(product["id"]), ProductItem.item_id == 1

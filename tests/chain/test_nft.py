@@ -11,6 +11,7 @@ from substrateinterface import SubstrateInterface
 
 from tessera.main import make_worker
 from tessera.models import Extrinsic, Job
+from tests import orm
 from tests.chain.conftest import DOT
 from tests.factories import (
     create_claim_link,
@@ -247,7 +248,7 @@ async def landed(probe, within: float = 15.0):
 
 
 async def _expire_leases(database) -> None:
-    async with database.session() as session:
+    async with orm.session(database) as session:
         await session.execute(
             update(Job).where(Job.status == "running").values(lease_until=Job.created_at)
         )
@@ -255,7 +256,7 @@ async def _expire_leases(database) -> None:
 
 
 async def _extrinsics(database) -> list[Extrinsic]:
-    async with database.session(write=False) as session:
+    async with orm.session(database, write=False) as session:
         return list(await session.scalars(select(Extrinsic).order_by(Extrinsic.created_at)))
 
 
@@ -304,7 +305,7 @@ class TestCrashSafety:
         assert gateway.collection(owned[0]).items == 1  # not minted twice
         assert gateway.item_owner(owned[0], 1) == public_key(ada["wallets"][0]["address"])
         assert gateway.item_metadata(owned[0], 1) == NFT["metadata_uri"]
-        async with database.session(write=False) as session:
+        async with orm.session(database, write=False) as session:
             jobs = list(await session.scalars(select(Job).order_by(Job.created_at)))
         assert [(j.kind, j.status, j.attempts) for j in jobs] == [
             ("nft.create_collection", "succeeded", 2),
@@ -372,7 +373,7 @@ class TestFunds:
         listed = await chain_client.get(f"/v1/products/{product['id']}/items", headers=tenant.r)
         shown = {i["item_id"]: i["nft"] for i in listed.json()["items"]}
         assert shown[waiting[0].item_id]["reason"] == reason
-        async with database.session(write=False) as session:
+        async with orm.session(database, write=False) as session:
             jobs = list(await session.scalars(select(Job).where(Job.kind == "nft.mint")))
         held = [job for job in jobs if job.status == "queued"]
         assert len(held) == len(waiting)
@@ -397,7 +398,7 @@ class TestFunds:
 
 
 async def _due_now(database) -> None:
-    async with database.session() as session:
+    async with orm.session(database) as session:
         await session.execute(
             update(Job).where(Job.status == "queued").values(run_after=Job.created_at)
         )

@@ -15,6 +15,7 @@ from substrateinterface import Keypair, KeypairType, SubstrateInterface
 
 from tessera.chain.keys import ss58_address
 from tessera.models import Extrinsic, Job, JobStatus
+from tests import orm
 from tests.chain import test_nft as nft
 from tests.chain.conftest import DOT
 from tests.changes.feed import of_type
@@ -166,7 +167,7 @@ async def item_rows(database, product: dict) -> list[tuple[Any, ...]]:
 
 
 async def job_rows(database) -> list[tuple[str, str, JobStatus, int]]:
-    async with database.session(write=False) as session:
+    async with orm.session(database, write=False) as session:
         jobs = await session.scalars(select(Job).order_by(Job.created_at, Job.id))
         return [(str(j.id), j.kind, j.status, j.attempts) for j in jobs]
 
@@ -514,7 +515,7 @@ class TestCrashSafety:
         first = worker_process()
 
         async def signed() -> Extrinsic | None:
-            async with database.session(write=False) as session:
+            async with orm.session(database, write=False) as session:
                 return await session.scalar(
                     select(Extrinsic).where(
                         Extrinsic.project_id == tenant.project_id,
@@ -541,7 +542,7 @@ class TestCrashSafety:
         # batch that was recorded: it is final, and no other was signed.
         attempts = {j[0]: j[3] for j in await job_rows(database) if j[0] in job_ids}
         assert attempts == dict.fromkeys(job_ids, 2)
-        async with database.session(write=False) as session:
+        async with orm.session(database, write=False) as session:
             batches = list(
                 await session.scalars(
                     select(Extrinsic).where(

@@ -29,6 +29,7 @@ from scalecodec.utils.ss58 import ss58_decode
 from sqlalchemy import select
 
 from tessera.models import Extrinsic, Job, JobStatus, Product, ProductItem, WorkerHeartbeat
+from tests import orm
 from tests.conftest import BACKEND
 from tests.factories import create_users, issue_items, items_of, product_body
 from tests.serving import BIN, settings_env
@@ -143,7 +144,7 @@ async def until(probe: Callable[[], Awaitable[T]], what: str, workers: Workers, 
 
 
 async def project_jobs(database, project_id: uuid.UUID) -> list[Job]:
-    async with database.session(write=False) as session:
+    async with orm.session(database, write=False) as session:
         return list(
             await session.scalars(
                 select(Job).where(Job.project_id == project_id).order_by(Job.created_at)
@@ -152,14 +153,14 @@ async def project_jobs(database, project_id: uuid.UUID) -> list[Job]:
 
 
 async def job_row(database, job_id: uuid.UUID) -> Job:
-    async with database.session(write=False) as session:
+    async with orm.session(database, write=False) as session:
         found = await session.get(Job, job_id)
     assert found is not None
     return found
 
 
 async def product_row(database, product_id: str) -> Product:
-    async with database.session(write=False) as session:
+    async with orm.session(database, write=False) as session:
         found = await session.get(Product, uuid.UUID(product_id))
     assert found is not None
     return found
@@ -171,7 +172,7 @@ def state(job: Job) -> tuple[str, int]:
 
 async def beating(database, process: subprocess.Popen[bytes]) -> bool:
     """Whether the worker process has written its heartbeat (its loop runs)."""
-    async with database.session(write=False) as session:
+    async with orm.session(database, write=False) as session:
         pid = await session.scalar(
             select(WorkerHeartbeat.pid).where(WorkerHeartbeat.pid == process.pid)
         )
@@ -179,7 +180,7 @@ async def beating(database, process: subprocess.Popen[bytes]) -> bool:
 
 
 async def _extrinsic_rows(database, project_id: uuid.UUID) -> list[Extrinsic]:
-    async with database.session(write=False) as session:
+    async with orm.session(database, write=False) as session:
         return list(
             await session.scalars(
                 select(Extrinsic)
@@ -194,7 +195,7 @@ async def mint_in_flight(database, project_id: uuid.UUID) -> tuple[Extrinsic, uu
     for extrinsic in await _extrinsic_rows(database, project_id):
         if extrinsic.call != "Nfts.mint" or extrinsic.status not in ("signed", "submitted"):
             continue
-        async with database.session(write=False) as session:
+        async with orm.session(database, write=False) as session:
             item = await session.scalar(
                 select(ProductItem).where(ProductItem.nft_extrinsic_id == extrinsic.id).limit(1)
             )

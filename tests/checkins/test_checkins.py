@@ -11,6 +11,7 @@ from sqlalchemy import update
 
 from tessera.models import Checkin
 from tessera.models.base import utcnow
+from tests import orm
 from tests.changes.feed import of_type
 from tests.factories import (
     create_event,
@@ -300,7 +301,7 @@ class TestAnnul:
     async def test_after_the_window_it_is_409(self, client, tenant, database):
         _, _, _, shown = await admission(client, tenant)
         await scan(client, tenant, shown["secret"], "old")
-        async with database.session() as session:
+        async with orm.session(database) as session:
             await session.execute(
                 update(Checkin).values(created_at=utcnow() - timedelta(seconds=901))
             )

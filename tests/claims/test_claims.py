@@ -9,6 +9,7 @@ from sqlalchemy import func, select, update
 
 from tessera.claims.limiter import ClaimLimiter
 from tessera.models import Claim, ClaimLink, IdempotencyKey, Product, Project
+from tests import orm
 from tests.claims.conftest import claimable, from_address
 from tests.factories import (
     create_claim_link,
@@ -21,7 +22,7 @@ from tests.factories import (
 
 
 async def expire(database, link_id: str) -> None:
-    async with database.session() as session:
+    async with orm.session(database) as session:
         await session.execute(
             update(ClaimLink)
             .where(ClaimLink.id == uuid.UUID(link_id))
@@ -31,7 +32,7 @@ async def expire(database, link_id: str) -> None:
 
 
 async def set_product(database, product_id: str, **values) -> None:
-    async with database.session() as session:
+    async with orm.session(database) as session:
         await session.execute(
             update(Product).where(Product.id == uuid.UUID(product_id)).values(**values)
         )
@@ -214,7 +215,7 @@ class TestClaim:
     async def test_the_activation_rule_applies_to_people_it_did_not_create(
         self, client, tenant, limiter, database
     ):
-        async with database.session() as session:
+        async with orm.session(database) as session:
             await session.execute(
                 update(Project)
                 .where(Project.id == tenant.project_id)
@@ -261,7 +262,7 @@ class TestConcurrentClaims:
             r.json()["product_item"]["item_id"] for r in responses if r.status_code == 201
         )
         assert item_ids == list(range(1, 11))
-        async with database.session(write=False) as session:
+        async with orm.session(database, write=False) as session:
             claims = await session.scalar(select(func.count()).select_from(Claim))
             counted = await session.scalar(select(ClaimLink.claims))
             issued = await session.scalar(select(Product.issued_count))
@@ -412,5 +413,5 @@ class TestIdempotencyKeys:
 
 
 async def records(database) -> list[IdempotencyKey]:
-    async with database.session(write=False) as session:
+    async with orm.session(database, write=False) as session:
         return list(await session.scalars(select(IdempotencyKey)))

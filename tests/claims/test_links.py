@@ -7,6 +7,7 @@ import pytest
 from sqlalchemy import select
 
 from tessera.models import ClaimLink
+from tests import orm
 from tests.claims.conftest import claimable
 from tests.factories import create_claim_link, create_product
 
@@ -94,7 +95,7 @@ class TestCreateClaimLink:
             "reference_id": None,
             "revoked_at": None,
         }
-        async with database.session(write=False) as session:
+        async with orm.session(database, write=False) as session:
             row = await session.scalar(select(ClaimLink))
         assert token not in {row.token_hash, row.token_hint} and len(row.token_hash) == 64
 

@@ -6,6 +6,7 @@ from sqlalchemy import select, update
 
 from tessera.console.accounts import COOKIE, MAX_FAILURES
 from tessera.models import ConsoleSession, Operator, Project
+from tests import orm
 from tests.console.conftest import OPERATOR_EMAIL, OPERATOR_PASSWORD
 
 
@@ -68,7 +69,7 @@ class TestSignIn:
                 "/console/login", data={"email": OPERATOR_EMAIL, "password": OPERATOR_PASSWORD}
             )
             assert locked.status_code == 401
-            async with database.session() as session:  # the lock passes
+            async with orm.session(database) as session:  # the lock passes
                 await session.execute(update(Operator).values(locked_until=None))
                 await session.commit()
             again = await http.post(
@@ -81,7 +82,7 @@ class TestSignIn:
         signed_out = await operator.post("/console/logout")
         assert signed_out.status_code == 303
         assert signed_out.headers["location"].startswith("/console/login")
-        async with database.session(write=False) as session:
+        async with orm.session(database, write=False) as session:
             assert (await session.scalars(select(ConsoleSession))).all() == []
         import httpx
 
@@ -111,7 +112,7 @@ class TestCsrf:
         )
         missing = await operator.http.post("/console/projects", data={"name": "Forged"})
         assert forged.status_code == missing.status_code == 403
-        async with database.session(write=False) as session:
+        async with orm.session(database, write=False) as session:
             names = (await session.scalars(select(Project.name))).all()
         assert "Forged" not in names
 
@@ -189,7 +190,7 @@ class TestScope:
         from tessera.models import ApiKey
         from tessera.models.base import utcnow
 
-        async with database.session() as session:
+        async with orm.session(database) as session:
             await session.execute(
                 update(ApiKey)
                 .where(ApiKey.project_id == tenant.project_id, ApiKey.permission == "write")

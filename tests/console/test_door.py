@@ -18,6 +18,7 @@ from sqlalchemy import select, update
 
 from tessera.models import Checkin, ProductItem
 from tessera.models.base import utcnow
+from tests import orm
 from tests.factories import (
     create_event,
     create_product,
@@ -124,7 +125,7 @@ async def reputation(client, tenant, user: dict) -> int:
 
 
 async def checkins(database) -> list[Checkin]:
-    async with database.session(write=False) as session:
+    async with orm.session(database, write=False) as session:
         return list((await session.scalars(select(Checkin).order_by(Checkin.created_at))).all())
 
 
@@ -226,7 +227,7 @@ class TestScan:
         self, operator, tenant, client, database
     ):
         event, product, user, secret = await admission(client, tenant)
-        async with database.session() as session:
+        async with orm.session(database) as session:
             await session.execute(
                 update(ProductItem)
                 .where(ProductItem.product_id == uuid.UUID(product["id"]))
@@ -455,7 +456,7 @@ class TestUndo:
         checked = await scan(operator, path, secret)
         [nonce] = UNDO.findall(checked.text)
         window = app.state.settings.checkin_annul_seconds
-        async with database.session() as session:
+        async with orm.session(database) as session:
             await session.execute(
                 update(Checkin).values(created_at=utcnow() - timedelta(seconds=window + 1))
             )

@@ -8,6 +8,7 @@ from sqlalchemy import select
 
 from tessera.jobs.queue import FUNDS, JobKind, enqueue
 from tessera.models import Job, NftStatus, ProductItem
+from tests import orm
 from tests.console.test_users import table_rows
 from tests.factories import create_product, create_user, issue_items
 
@@ -35,7 +36,7 @@ async def failed_job(database, project_id, **overrides):
 
 
 async def job_row(database, job_id):
-    async with database.session(write=False) as session:
+    async with orm.session(database, write=False) as session:
         return await session.scalar(select(Job).where(Job.id == job_id))
 
 
@@ -158,7 +159,7 @@ class TestRetry:
         assert retried.headers["location"] == "/console/jobs?notice=Job%20queued%20again."
         again = await job_row(database, job.id)
         assert (again.status, again.attempts, again.last_error) == ("queued", 0, None)
-        async with database.session(write=False) as session:
+        async with orm.session(database, write=False) as session:
             item = await session.get(ProductItem, uuid.UUID(item_id))
         assert item.nft_status == NftStatus.QUEUED  # the handler shows it on the item
         shown = await operator.get(retried.headers["location"])

@@ -15,6 +15,7 @@ from sqlalchemy import update
 
 from tessera.console.products import chart_of
 from tessera.models import OrderItem, ProductItem
+from tests import orm
 from tests.factories import (
     create_event,
     create_order,
@@ -496,7 +497,7 @@ class TestSales:
             "2025-03-03 12:00:00",
             "2025-03-04 08:30:00",
         ]
-        async with database.session() as session:
+        async with orm.session(database) as session:
             for order, moment in zip(orders, when, strict=True):
                 await session.execute(
                     update(OrderItem)
@@ -560,7 +561,7 @@ class TestItems:
         first, second = await create_users(client, tenant, 2)
         items = await issue_items(client, tenant, product["id"], first["id"], second["id"])
         await redeem(client, tenant, product["id"], items[1]["id"])
-        async with database.session() as session:  # as the worker leaves them
+        async with orm.session(database) as session:  # as the worker leaves them
             await session.execute(
                 update(ProductItem)
                 .where(ProductItem.id == uuid.UUID(items[0]["id"]))

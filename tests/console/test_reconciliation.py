@@ -14,6 +14,7 @@ from sqlalchemy import select
 from tessera.chain.keys import ss58_address
 from tessera.jobs.queue import JobKind
 from tessera.models import Job, Reconciliation
+from tests import orm
 from tests.console.test_products import (
     METADATA,
     api_items,
@@ -109,7 +110,7 @@ def facts_of(page: str) -> str:
 
 async def jobs_of(database, ids: list[str]) -> dict[str, tuple[str, str, str]]:
     """The jobs of these ids: kind, subject, status."""
-    async with database.session(write=False) as session:
+    async with orm.session(database, write=False) as session:
         found = await session.scalars(select(Job).where(Job.id.in_([uuid.UUID(i) for i in ids])))
         return {str(job.id): (job.kind, job.subject, job.status) for job in found}
 
@@ -337,7 +338,7 @@ class TestChainDown:
         await check_now(owner, made.path)
         chain.unreachable = True
         before = await row_counts(database)
-        async with database.session(write=False) as session:
+        async with orm.session(database, write=False) as session:
             recorded = await session.get(Reconciliation, uuid.UUID(made.product["id"]))
             assert recorded is not None
             checked_at = recorded.checked_at
@@ -351,7 +352,7 @@ class TestChainDown:
         assert f"<h1>{heading}</h1>" in shown.text
         assert f"<li>{UNAVAILABLE}</li>" in shown.text
         assert await row_counts(database) == before
-        async with database.session(write=False) as session:
+        async with orm.session(database, write=False) as session:
             recorded = await session.get(Reconciliation, uuid.UUID(made.product["id"]))
             assert recorded is not None and recorded.checked_at == checked_at
         # The page still shows the last check that ran.

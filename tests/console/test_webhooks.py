@@ -7,6 +7,7 @@ from sqlalchemy import select
 
 from tessera.changes.schemas import EVENT_TYPES
 from tessera.models import WebhookDelivery, WebhookEndpoint
+from tests import orm
 from tests.changes.feed import shown
 from tests.console.test_users import table_rows
 from tests.factories import create_user, create_users, row_counts
@@ -19,7 +20,7 @@ def hooks_path(tenant) -> str:
 
 
 async def endpoints(database):
-    async with database.session(write=False) as session:
+    async with orm.session(database, write=False) as session:
         return list(await session.scalars(select(WebhookEndpoint)))
 
 
@@ -32,7 +33,7 @@ async def add(console, tenant, url=HOOK, event_types=()):
 
 
 async def a_delivery(database, endpoint_id, **overrides):
-    async with database.session() as session:
+    async with orm.session(database) as session:
         row = WebhookDelivery(
             endpoint_id=endpoint_id,
             change_id=uuid.uuid4(),
@@ -135,7 +136,7 @@ class TestDeliveries:
         ]
         replayed = await operator.post(f"{path}/deliveries/{delivery.id}/replay")
         assert replayed.status_code == 303 and replayed.headers["location"].startswith(path)
-        async with database.session(write=False) as session:
+        async with orm.session(database, write=False) as session:
             rows = list(
                 await session.scalars(
                     select(WebhookDelivery).where(WebhookDelivery.id != delivery.id)

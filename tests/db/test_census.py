@@ -247,7 +247,7 @@ def _runs_here(item: Statement) -> bool:
 async def test_the_statement_runs(database, item):
     if not _runs_here(item):
         pytest.skip(POSTGRESQL_ONLY[item.id])
-    params = parameters(item, database.engine.dialect)
+    params = parameters(item, database.dialect)
     async with database.transaction() as tx:  # rolled back: never committed
         # The one row a statement may need: a project, whose id each ``project_id`` takes
         # (a row inserted for a project refers to it).

@@ -32,6 +32,7 @@ from tessera.config import Settings
 from tessera.db import Database
 from tessera.main import create_app
 from tessera.models import Base
+from tests import orm
 from tests.conftest import BACKEND
 from tests.factories import Tenant, make_tenant
 
@@ -154,7 +155,7 @@ async def table_rows(database: Database, table: Table, project_id: uuid.UUID) ->
     statement = select(table)
     if "project_id" in table.c:
         statement = statement.where(table.c.project_id == project_id)
-    async with database.session(write=False) as session:
+    async with orm.session(database, write=False) as session:
         return [dict(row._mapping) for row in await session.execute(statement)]
 
 

@@ -31,6 +31,7 @@ from tessera.jobs.worker import JobContext, Worker
 from tessera.main import create_app, make_worker
 from tessera.models import WorkerHeartbeat
 from tessera.models.base import utcnow
+from tests import orm
 from tests.conftest import BACKEND, _worker
 from tests.jobs.memory_chain import MemoryChain
 from tests.serving import drop_postgres_database, fresh_database
@@ -79,7 +80,7 @@ async def serving(
 
 
 async def heartbeats(database: Database) -> list[str]:
-    async with database.session(write=False) as session:
+    async with orm.session(database, write=False) as session:
         return list(await session.scalars(select(WorkerHeartbeat.worker_id)))
 
 
@@ -160,7 +161,7 @@ class TestReadiness:
         worker = worker_of(app, database)
         await worker.heartbeat.beat()
         limit = 3 * settings.worker_heartbeat_seconds  # 15 s
-        async with database.session() as session:
+        async with orm.session(database) as session:
             await session.execute(
                 update(WorkerHeartbeat).values(beat_at=utcnow() - timedelta(seconds=limit + 1))
             )
@@ -216,7 +217,7 @@ class TestReadiness:
                 }
                 assert body["checks"]["database"] == OK
 
-                async with other.state.database.session() as session:
+                async with orm.session(other.state.database) as session:
                     await session.execute(text("UPDATE alembic_version SET version_num = '9999'"))
                     await session.commit()
                 response = await http.get("/v1/health/ready")
@@ -225,7 +226,7 @@ class TestReadiness:
                     "detail": f"at 9999, a revision this code does not know (its head is {HEAD})",
                 }
 
-                async with other.state.database.session() as session:
+                async with orm.session(other.state.database) as session:
                     await session.execute(text("DELETE FROM alembic_version"))
                     await session.commit()
                 response = await http.get("/v1/health/ready")
@@ -265,10 +266,10 @@ class TestWorkerHeartbeat:
         while await heartbeats(database) != [worker.worker_id]:
             assert time.monotonic() < deadline, "no heartbeat"
             await asyncio.sleep(0.01)
-        async with database.session(write=False) as session:
+        async with orm.session(database, write=False) as session:
             first = await session.scalar(select(WorkerHeartbeat.beat_at))
         await asyncio.sleep(0.2)
-        async with database.session(write=False) as session:
+        async with orm.session(database, write=False) as session:
             row = await session.scalar(select(WorkerHeartbeat))
         assert row.beat_at > first
         assert (row.host, row.pid) == (socket.gethostname(), os.getpid())
@@ -279,7 +280,7 @@ class TestWorkerHeartbeat:
     async def test_rows_of_workers_silent_for_an_hour_are_deleted(self, app, database):
         dead, live = worker_of(app, database), worker_of(app, database)
         await dead.heartbeat.beat()
-        async with database.session() as session:
+        async with orm.session(database) as session:
             await session.execute(
                 update(WorkerHeartbeat).values(beat_at=utcnow() - timedelta(hours=1, seconds=1))
             )

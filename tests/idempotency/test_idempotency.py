@@ -17,6 +17,7 @@ from tessera.jobs.worker import JobContext
 from tessera.main import make_worker
 from tessera.models import IdempotencyKey, User
 from tessera.models.base import utcnow
+from tests import orm
 from tests.conftest import BACKEND
 from tests.factories import (
     create_event,
@@ -34,12 +35,12 @@ def keyed(tenant, key: str) -> dict[str, str]:
 
 
 async def count(database, model) -> int:
-    async with database.session(write=False) as session:
+    async with orm.session(database, write=False) as session:
         return await session.scalar(select(func.count()).select_from(model)) or 0
 
 
 async def records(database) -> list[IdempotencyKey]:
-    async with database.session(write=False) as session:
+    async with orm.session(database, write=False) as session:
         return list(await session.scalars(select(IdempotencyKey)))
 
 
@@ -336,7 +337,7 @@ async def _record(
 ) -> None:
     """A key as an earlier request left it (by default, for a request of another body)."""
     now = utcnow()
-    async with database.session() as session:
+    async with orm.session(database) as session:
         session.add(
             IdempotencyKey(
                 id=uuid.uuid4(),

@@ -30,6 +30,7 @@ from tessera.models import (
     UserWallet,
 )
 from tessera.models.base import utcnow
+from tests import orm
 from tests.changes.feed import cursor_now, marker, shown, typed
 from tests.factories import (
     create_order,
@@ -72,7 +73,7 @@ async def funded(client, tenant, chain, amount: int = 100 * DOT) -> bytes:
 
 async def seed_of(app, key: bytes) -> bytes:
     """A custodial wallet's seed, to act on the chain as its owner outside Tessera."""
-    async with app.state.database.session(write=False) as session:
+    async with orm.session(app.state.database, write=False) as session:
         wallet = await session.scalar(select(ProjectWallet).where(ProjectWallet.public_key == key))
         if wallet is None:
             wallet = await session.scalar(select(UserWallet).where(UserWallet.public_key == key))
@@ -163,7 +164,7 @@ async def add_job(
 
 
 async def jobs(database) -> list[Job]:
-    async with database.session(write=False) as session:
+    async with orm.session(database, write=False) as session:
         return list(await session.scalars(select(Job).order_by(Job.created_at)))
 
 
@@ -177,13 +178,13 @@ def state(job: Job) -> tuple[str, int, str | None]:
 
 
 async def row(database, model, row_id: str | uuid.UUID):
-    async with database.session(write=False) as session:
+    async with orm.session(database, write=False) as session:
         return await session.get(model, uuid.UUID(str(row_id)))
 
 
 async def expire_leases(database) -> None:
     """Every running job's worker is dead: its lease has passed."""
-    async with database.session() as session:
+    async with orm.session(database) as session:
         await session.execute(
             update(Job).where(Job.status == JobStatus.RUNNING).values(lease_until=Job.created_at)
         )
@@ -192,7 +193,7 @@ async def expire_leases(database) -> None:
 
 async def skip_waits(database) -> None:
     """Every queued job is due now (no waiting out a backoff)."""
-    async with database.session() as session:
+    async with orm.session(database) as session:
         await session.execute(
             update(Job).where(Job.status == JobStatus.QUEUED).values(run_after=Job.created_at)
         )
@@ -209,7 +210,7 @@ async def nothing_shown(context, jobs, status) -> None:
 
 async def extrinsics(database) -> list[Extrinsic]:
     """The ledger, in the order it was written."""
-    async with database.session(write=False) as session:
+    async with orm.session(database, write=False) as session:
         return list(await session.scalars(select(Extrinsic).order_by(Extrinsic.created_at)))
 
 
@@ -287,7 +288,7 @@ class TestClaim:
         assert state(rows[waiting.id]) == ("queued", 0, None)
         assert state(rows[running.id]) == ("running", 1, None)
 
-        async with database.session() as session:
+        async with orm.session(database) as session:
             await session.execute(
                 update(Job).where(Job.id == running.id).values(status=JobStatus.SUCCEEDED)
             )

@@ -12,11 +12,12 @@ from tessera.config import parse_key_ring
 from tessera.crypto import Sealed, SecretBox
 from tessera.keyring import service
 from tessera.models import ProjectWallet, UserWallet
+from tests import orm
 from tests.factories import create_users
 
 
 async def wallets(database) -> list[UserWallet | ProjectWallet]:
-    async with database.session(write=False) as session:
+    async with orm.session(database, write=False) as session:
         return [
             *await session.scalars(select(UserWallet)),
             *await session.scalars(select(ProjectWallet)),

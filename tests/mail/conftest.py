@@ -40,6 +40,7 @@ from tessera.mail.sender import Postman
 from tessera.main import create_app
 from tessera.models import Mail
 from tessera.projects.service import set_project_rules
+from tests import orm
 from tests.factories import Tenant
 
 MAIL_FROM = "Tessera Tickets <tickets@tessera.test>"
@@ -349,7 +350,7 @@ async def send_until(
 async def emails_on(app: FastAPI, tenant: Tenant, on: bool = True) -> None:
     """The project's ticket email switched (as `tessera project set --ticket-emails` does),
     and seen at once (the credential cache would see it within 2 s)."""
-    async with app.state.database.session() as session:
+    async with orm.session(app.state.database) as session:
         await set_project_rules(session, project_id=tenant.project_id, ticket_emails=on)
     app.state.authenticator.cache.clear()
 
@@ -366,6 +367,6 @@ async def tenant(mail_app: FastAPI) -> Tenant:
 
 async def mails(database: Database) -> list[Mail]:
     """Every mail in the outbox, oldest first."""
-    async with database.session(write=False) as session:
+    async with orm.session(database, write=False) as session:
         found = await session.scalars(select(Mail).order_by(Mail.created_at, Mail.id))
         return list(found)

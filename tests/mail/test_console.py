@@ -2,6 +2,7 @@
 project's mails with their status and last error, never their links."""
 
 from tessera.models import Project
+from tests import orm
 from tests.console.conftest import owner_console
 from tests.factories import create_product, create_user, issue_items, make_tenant
 from tests.mail.conftest import TICKET_LINK, emails_on, mails, send_until
@@ -50,7 +51,7 @@ class TestProjectPage:
         assert response.status_code == 404
         assert (await console.get(f"/console/projects/{other.project_id}/mail")).status_code == 404
         await console.http.aclose()
-        async with mail_app.state.database.session(write=False) as session:
+        async with orm.session(mail_app.state.database, write=False) as session:
             project = await session.get(Project, other.project_id)
             assert project is not None and project.ticket_emails is False
 
@@ -63,7 +64,7 @@ class TestProjectPage:
         )
         assert response.status_code == 403
         await console.http.aclose()
-        async with mail_app.state.database.session(write=False) as session:
+        async with orm.session(mail_app.state.database, write=False) as session:
             project = await session.get(Project, tenant.project_id)
             assert project is not None and project.ticket_emails is False
 

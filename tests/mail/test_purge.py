@@ -9,6 +9,7 @@ from sqlalchemy import select
 from tessera.mail.sender import KEPT_FOR, purge_chore
 from tessera.models import Mail, MailStatus
 from tessera.models.base import utcnow
+from tests import orm
 
 
 async def add_mail(database, project_id: uuid.UUID, status: MailStatus, age: timedelta) -> str:
@@ -41,7 +42,7 @@ async def test_the_chore_forgets_the_mails_sent_or_failed_past_the_kept_time(dat
     interval, purge = purge_chore()
     assert interval == 3600.0
     assert await purge(database) == 2
-    async with database.session(write=False) as session:
+    async with orm.session(database, write=False) as session:
         left = sorted(await session.scalars(select(Mail.subject)))
     assert left == sorted(kept)
     assert await purge(database) == 0

@@ -22,6 +22,7 @@ from tessera.mail.sender import Postman, retry_delay
 from tessera.main import make_worker
 from tessera.models import Mail
 from tessera.models.base import utcnow
+from tests import orm
 from tests.changes.feed import shown
 from tests.factories import create_product, create_user, create_users, issue_items
 from tests.mail.conftest import (
@@ -143,7 +144,7 @@ class TestRetries:
     async def test_given_up_after_3_days(self, client, mail_app, tenant, smtp, postman):
         await one_mail(client, tenant)
         database = mail_app.state.database
-        async with database.session() as session:
+        async with orm.session(database) as session:
             three_days_ago = utcnow() - timedelta(days=3, seconds=1)
             await session.execute(update(Mail).values(created_at=three_days_ago))
             await session.commit()

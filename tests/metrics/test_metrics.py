@@ -23,6 +23,7 @@ from tessera.metrics.service import wallet_balance_chore
 from tessera.models import JobStatus, ProjectWallet
 from tessera.models.base import utcnow
 from tessera.reconciliation.repository import LastCheck, write_check
+from tests import orm
 from tests.conftest import BACKEND
 from tests.factories import create_product, user_body
 from tests.jobs.memory_chain import DOT, MemoryChain
@@ -222,7 +223,7 @@ class TestWebhooks:
             assert created.status_code == 201, created.text
             ids.append(created.json()["id"])
         now = utcnow()
-        async with database.session() as session:
+        async with orm.session(database) as session:
             await session.execute(
                 update(WebhookEndpoint)
                 .where(WebhookEndpoint.id == uuid.UUID(ids[1]))
@@ -451,7 +452,7 @@ class TestWalletBalances:
 
 
 async def _public_key(database, project_id) -> bytes:
-    async with database.session(write=False) as session:
+    async with orm.session(database, write=False) as session:
         return await session.scalar(
             select(ProjectWallet.public_key).where(ProjectWallet.project_id == project_id)
         )

@@ -12,6 +12,7 @@ from sqlalchemy import delete, update
 from tessera.chain.gateway import Collection, CreateCollection, Fund, Mint, Transfer
 from tessera.models import Job, JobStatus, Product, ProductItem, UserWallet
 from tessera.models.base import utcnow
+from tests import orm
 from tests.factories import create_event, create_users, issue_items, link_receiving
 from tests.jobs.memory_chain import DEPOSITS, DOT, FEE, Crash, fee, signer_of
 from tests.jobs.memory_pallets import metadata_deposit
@@ -259,7 +260,7 @@ class TestCreateCollection:
         product = await nft_product(client, tenant)
         assert await worker.run_until_idle() == 1
         # The worker died after recording the collection, before recording its job.
-        async with database.session() as session:
+        async with orm.session(database) as session:
             await session.execute(
                 update(Job).values(status=JobStatus.RUNNING, last_error=None, lease_until=utcnow())
             )
@@ -465,7 +466,7 @@ class TestMint:
         product = await nft_product(client, tenant)
         [ada] = await create_users(client, tenant, 1)
         [item] = await issue_items(client, tenant, product["id"], ada["id"])
-        async with database.session() as session:
+        async with orm.session(database) as session:
             await session.execute(
                 delete(ProductItem).where(ProductItem.id == uuid.UUID(item["id"]))
             )
@@ -481,7 +482,7 @@ class TestMint:
         product = await nft_product(client, tenant)
         [ada] = await create_users(client, tenant, 1)
         [item] = await issue_items(client, tenant, product["id"], ada["id"])
-        async with database.session() as session:
+        async with orm.session(database) as session:
             await session.execute(
                 delete(UserWallet).where(UserWallet.user_id == uuid.UUID(ada["id"]))
             )

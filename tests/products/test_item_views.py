@@ -6,6 +6,7 @@ import pytest
 from sqlalchemy import select
 
 from tessera.models import ItemTransfer
+from tests import orm
 from tests.factories import create_product, create_users, issue_items, transfer_item
 from tests.products.test_items import owner
 
@@ -129,7 +130,7 @@ class TestListProductItems:
 
 
 async def _transfer_ids(database, item_id: str) -> list[str]:
-    async with database.session(write=False) as session:
+    async with orm.session(database, write=False) as session:
         found = await session.scalars(
             select(ItemTransfer.id)
             .where(ItemTransfer.item_id == uuid.UUID(item_id))

@@ -4,6 +4,7 @@ import pytest
 from sqlalchemy import select, update
 
 from tessera.models import ItemTransfer, Product
+from tests import orm
 from tests.factories import create_product, create_users, issue_items
 from tests.products.test_items import owner
 
@@ -65,7 +66,7 @@ class TestTransfer:
             "new_owner": owner(recipient),
             "transferred_at": body["transferred_at"],
         }
-        async with database.session(write=False) as session:
+        async with orm.session(database, write=False) as session:
             history = list(await session.scalars(select(ItemTransfer)))
         assert [(str(h.from_user_id), str(h.to_user_id), h.transferred_at) for h in history] == [
             (sender["id"], recipient["id"], body["transferred_at"])
@@ -141,7 +142,7 @@ class TestTransfer:
 
     async def test_inactive_product_cannot_be_transferred_in(self, client, tenant, database):
         created, item, sender, recipient = await _setup(client, tenant)
-        async with database.session() as session:
+        async with orm.session(database) as session:
             await session.execute(update(Product).values(active=False))
             await session.commit()
         response = await client.post(

@@ -11,6 +11,7 @@ from sqlalchemy import select, update
 
 from tessera.chain.registry import Chains
 from tessera.models import Job, Product, Redemption
+from tests import orm
 from tests.factories import (
     create_event,
     create_product,
@@ -83,14 +84,14 @@ async def redeem(client, tenant, product_id: str, item_id: str):
 
 
 async def stored(database, product_id: str) -> Product:
-    async with database.session(write=False) as session:
+    async with orm.session(database, write=False) as session:
         product = await session.get(Product, uuid.UUID(product_id))
         assert product is not None
         return product
 
 
 async def collection_jobs(database) -> list[Job]:
-    async with database.session(write=False) as session:
+    async with orm.session(database, write=False) as session:
         return list(await session.scalars(select(Job).where(Job.kind == "nft.create_collection")))
 
 
@@ -397,7 +398,7 @@ class TestNftSettings:
     async def test_are_fixed_once_the_collection_exists(self, client, tenant, chain, database):
         await fund(client, tenant, chain)
         product = await self.nft_product(client, tenant)
-        async with database.session() as session:  # as the worker leaves it
+        async with orm.session(database) as session:  # as the worker leaves it
             await session.execute(
                 update(Product)
                 .where(Product.id == uuid.UUID(product["id"]))
@@ -593,6 +594,6 @@ class TestConcurrentUpdates:
             [row] = await items_of(database, product["id"])
             quantity = (await stored(database, product["id"])).redemption_quantity
             assert row.redemption_count == 4 and quantity == 5
-        async with database.session(write=False) as session:
+        async with orm.session(database, write=False) as session:
             redemptions = list(await session.scalars(select(Redemption)))
         assert len(redemptions) == 40

@@ -14,6 +14,7 @@ from tessera.jobs.worker import Worker
 from tessera.models import Job, Product, ProductItem, Reconciliation
 from tessera.models.base import utcnow
 from tessera.reconciliation.tasks import reconcile_chore
+from tests import orm
 from tests.changes.feed import of_type
 from tests.factories import create_product, create_users, issue_items, link_receiving, row_counts
 from tests.jobs.memory_chain import DEPOSITS, DOT, MemoryChain
@@ -71,13 +72,13 @@ def drop(chain: MemoryChain, nft: int, collection: int = 0) -> None:
 
 
 async def jobs(database) -> list[Job]:
-    async with database.session(write=False) as session:
+    async with orm.session(database, write=False) as session:
         return list(await session.scalars(select(Job).order_by(Job.created_at)))
 
 
 async def age(database, model, **values) -> None:
     """Every row of ``model`` last changed an hour ago (stuck past the 900 s figure)."""
-    async with database.session() as session:
+    async with orm.session(database) as session:
         await session.execute(update(model).values(updated_at=utcnow() - timedelta(hours=1)))
         await session.commit()
 
@@ -361,7 +362,7 @@ class TestRecorded:
         drop(chain, 2)
         await check(client, tenant, product)
         assert len(await of_type(client, tenant, "nft.drift_found")) == 2
-        async with database.session(write=False) as session:
+        async with orm.session(database, write=False) as session:
             [row] = list(await session.scalars(select(Reconciliation)))
         assert (row.items_checked, len(row.findings)) == (3, 2)
 
@@ -371,7 +372,7 @@ class TestRecorded:
         product, _ = await minted(client, tenant, chain, worker)
         other, _ = await minted(client, tenant, chain, worker, count=1)
         old, other_id = utcnow() - timedelta(days=2), uuid.UUID(other["id"])
-        async with database.session() as session:  # no NFT activity for two days
+        async with orm.session(database) as session:  # no NFT activity for two days
             await session.execute(
                 update(Product).where(Product.id == other_id).values(updated_at=old)
             )
@@ -386,7 +387,7 @@ class TestRecorded:
         assert await queue_checks(database) == 0  # queued already
         assert await worker.run_until_idle() == 1
         assert await queue_checks(database) == 0  # checked within the hour
-        async with database.session(write=False) as session:
+        async with orm.session(database, write=False) as session:
             [row] = list(await session.scalars(select(Reconciliation)))
         assert str(row.product_id) == product["id"]
         assert [f["kind"] for f in row.findings] == ["missing_on_chain"]

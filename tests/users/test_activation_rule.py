@@ -6,6 +6,7 @@ import pytest
 from sqlalchemy import update
 
 from tessera.models import Project
+from tests import orm
 from tests.factories import (
     create_event,
     create_order,
@@ -23,7 +24,7 @@ def _refusal(email: str, action: str) -> dict[str, str]:
 
 
 async def _require_activation(app, database, tenant, on: bool = True) -> None:
-    async with database.session() as session:
+    async with orm.session(database) as session:
         await session.execute(
             update(Project).where(Project.id == tenant.project_id).values(require_activation=on)
         )

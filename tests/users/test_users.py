@@ -9,6 +9,7 @@ from sqlalchemy import func, select
 from tessera.chain.keys import open_seed
 from tessera.crypto import Sealed
 from tessera.models import User, UserWallet
+from tests import orm
 from tests.factories import create_user, create_users, row_counts, user_body
 
 USER_KEYS = {"id", "isActivated", "activatedOn", "firstName", "lastName", "email", "referenceId"}
@@ -41,7 +42,7 @@ class TestCreateUsers:
         assert (wallet["type"], wallet["custody"]) == ("Polkadot", "custodial")
         # The address is the SS58 (prefix 42) of a real sr25519 key whose sealed seed we hold.
         public_key = bytes.fromhex(ss58_decode(wallet["address"], valid_ss58_format=42))
-        async with database.session(write=False) as session:
+        async with orm.session(database, write=False) as session:
             row = await session.scalar(
                 select(UserWallet).where(UserWallet.id == uuid.UUID(wallet["id"]))
             )
@@ -303,7 +304,7 @@ class TestCountAndActivation:
         )
         assert {response.status_code for response in responses} == {200}
         assert (await client.get("/v1/users/count", headers=tenant.r)).json() == {"count": 8}
-        async with database.session(write=False) as session:
+        async with orm.session(database, write=False) as session:
             active = await session.scalar(
                 select(func.count()).where(User.project_id == tenant.project_id, User.is_activated)
             )
@@ -423,7 +424,7 @@ class TestReadOnlyPosts:
         from tessera.models import User
 
         user = await create_user(client, tenant)
-        async with database.session() as writer:  # on SQLite: the single write slot
+        async with orm.session(database) as writer:  # on SQLite: the single write slot
             await writer.execute(
                 update(User).where(User.id == uuid.UUID(user["id"])).values(first_name="Held")
             )

@@ -8,6 +8,7 @@ from sqlalchemy import update
 from substrateinterface import Keypair, KeypairType
 
 from tessera.models import ProductItem, WalletChallenge
+from tests import orm
 from tests.factories import (
     challenge,
     create_product,
@@ -82,7 +83,7 @@ class TestLinking:
     async def test_an_expired_challenge_is_refused(self, client, database, tenant):
         user = await create_user(client, tenant)
         issued = await challenge(client, tenant, user, SR25519)
-        async with database.session() as session:
+        async with orm.session(database) as session:
             await session.execute(update(WalletChallenge).values(expires_at=1))
             await session.commit()
         response = await link(client, tenant, user, SR25519, issued["message"])
@@ -170,7 +171,7 @@ class TestReceivingAndUnlinking:
         # An NFT sits in the wallet (the worker records where it minted: tests/chain).
         product = await create_product(client, tenant, is_transferable=True)
         [item] = await issue_items(client, tenant, product["id"], user["id"])
-        async with database.session() as session:
+        async with orm.session(database) as session:
             await session.execute(
                 update(ProductItem)
                 .where(ProductItem.id == uuid.UUID(item["id"]))

@@ -10,6 +10,7 @@ import pytest
 from sqlalchemy import text
 from standardwebhooks.webhooks import Webhook, WebhookVerificationError
 
+from tests import orm
 from tests.conftest import BACKEND
 from tests.factories import create_product, create_user, create_users, issue_items, row_counts
 from tests.webhooks.conftest import (
@@ -185,7 +186,7 @@ class TestDelivery:
         # On PostgreSQL a new endpoint starts below the oldest transaction still running:
         # a change committed before the endpoint, by a transaction younger than that one,
         # must not reach it either ("it receives the changes committed from now on").
-        async with database.session() as older:
+        async with orm.session(database) as older:
             await older.execute(text("SELECT pg_current_xact_id()"))
             await create_user(client, tenant)
             hook = await create_webhook(client, tenant, receiver.url)

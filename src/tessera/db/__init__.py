@@ -1,4 +1,5 @@
-"""The data layer: engine and pools, reads, write transactions, and the backends' differences.
+"""The data layer: one pool per process, reads, write transactions, and the backends'
+differences.
 
 SQLite is a single-writer database. Write transactions therefore start with ``BEGIN IMMEDIATE``
 (so a transaction never fails half-way when it upgrades from a read to a write lock) and, inside
@@ -10,10 +11,10 @@ PostgreSQL runs READ COMMITTED; use-cases that check-then-write lock the row the
 ``SELECT ... FOR NO KEY UPDATE`` (see ``lock_for_update``), which SQLite's whole-database write lock
 already provides.
 
-- ``database``: ``Database``, its engines and ORM sessions, ``read`` and ``transaction``;
+- ``database``: ``Database``, its connections, ``read`` and ``transaction``;
 - ``rows``: what reads and writes are given (``Rows``, ``Transaction``), typed rows;
 - ``compiled``: Core statements compiled once per backend, their arguments, their rows;
-- ``pool``: the PostgreSQL driver's pool of the hot connections;
+- ``pool``: the PostgreSQL driver's pool, the process's only one;
 - ``sqlite``: SQLite's connections and its ``BEGIN IMMEDIATE`` writer;
 - ``sql``: backend-specific SQL (row locks, advisory locks, functions spelt per backend);
 - ``requests``: FastAPI dependencies and the requests that only read.
@@ -24,9 +25,7 @@ from tessera.db.database import Database
 from tessera.db.pool import DISCONNECTED, ConnectionPool
 from tessera.db.requests import (
     DatabaseDep,
-    SessionDep,
     get_database,
-    get_session,
     is_read_only,
     reads_only,
     writes,
@@ -36,7 +35,6 @@ from tessera.db.sql import (
     AnySelect,
     NotIndexed,
     UtcDay,
-    get_in_project,
     lock_for_share,
     lock_for_update,
     serialize,
@@ -53,12 +51,9 @@ __all__ = [
     "DatabaseDep",
     "NotIndexed",
     "Rows",
-    "SessionDep",
     "Transaction",
     "UtcDay",
     "get_database",
-    "get_in_project",
-    "get_session",
     "is_read_only",
     "lock_for_share",
     "lock_for_update",

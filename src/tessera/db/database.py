@@ -1,4 +1,5 @@
-"""The database: its engines, sessions and driver connections."""
+"""The database of a process: its one pool of driver connections (PostgreSQL) or its two
+SQLite connections, its reads and write transactions, its compiled statements."""
 
 import asyncio
 import sqlite3
@@ -17,25 +18,17 @@ import asyncpg
 from sqlalchemy import (
     Executable,
 )
-from sqlalchemy.engine import make_url
-from sqlalchemy.exc import DBAPIError
-from sqlalchemy.exc import TimeoutError as SQLAlchemyTimeout
-from sqlalchemy.ext.asyncio import (
-    AsyncSession,
-    async_sessionmaker,
-    create_async_engine,
-)
+from sqlalchemy.engine import URL, Dialect, make_url
 
 from tessera.config import Settings
 from tessera.db.compiled import MAX_COMPILED, Compiled
-from tessera.db.pool import DISCONNECTED, REFUSED, ConnectionPool, json_codecs
+from tessera.db.pool import DISCONNECTED, ConnectionPool, json_codecs
 from tessera.db.rows import Rows, Transaction
 from tessera.db.sqlite import (
     SQLITE_BUSY_TIMEOUT_MS,
     begin_immediate,
     sqlite_commit,
     sqlite_connection,
-    sqlite_engine,
 )
 from tessera.errors import DatabaseUnavailable
 
@@ -45,19 +38,13 @@ P = ParamSpec("P")
 POOL_RECYCLE_SECONDS = 3600.0
 
 
-def unavailable(exc: BaseException) -> bool:
-    """Whether ``exc`` says the database refused a connection, lost it or gave none in time
-    (rather than refusing a statement). The asyncpg dialect raises asyncpg's own error from its
-    adapter's: ``orig.__cause__``."""
-    if isinstance(exc, (SQLAlchemyTimeout, *REFUSED)):
-        return True
-    if not isinstance(exc, DBAPIError):
-        return False
-    if exc.connection_invalidated:
-        return True
-    if isinstance(exc.orig, sqlite3.OperationalError):
-        return "locked" in str(exc.orig)  # another process's write lock held past the timeout
-    return exc.orig is not None and isinstance(exc.orig.__cause__, REFUSED)
+def dialect_of(url: URL) -> Dialect:
+    """The dialect the statements are compiled for: that of the driver that runs them, sqlite3
+    (whichever driver a SQLite URL names: ``sqlite+aiosqlite`` is the migrations') or asyncpg."""
+    if url.get_backend_name() == "sqlite":
+        url = url.set(drivername="sqlite")
+    dialect = url.get_dialect()
+    return dialect(dbapi=dialect.import_dbapi())
 
 
 class Database:
@@ -80,41 +67,22 @@ class Database:
         self.on_write_wait = on_write_wait
         self.writes_waiting = 0
         self.is_sqlite = self.url.get_backend_name() == "sqlite"
-        if self.is_sqlite:
-            busy_ms = round(pool_timeout * 1000)
-            self.engine = sqlite_engine(self.url, begin="BEGIN", busy_timeout_ms=busy_ms)
-            self.write_engine = sqlite_engine(
-                self.url, begin="BEGIN IMMEDIATE", busy_timeout_ms=busy_ms
-            )
-            self._write_lock: asyncio.Lock | None = asyncio.Lock()
-            self._sqlite_reader: sqlite3.Connection | None = sqlite_connection(
-                self.url, busy_timeout_ms=SQLITE_BUSY_TIMEOUT_MS
-            )
-            self._sqlite_writer: sqlite3.Connection | None = sqlite_connection(
-                self.url, busy_timeout_ms=0
-            )
-        else:
-            # The ORM sessions' pool (the use-cases that are not hot, the credential checks on
-            # a cache miss, the worker, the console), pinged before each use, as they are
-            # not hot: a server restart goes unnoticed. The hot reads and writes have a pool of
-            # their own, of the driver itself (``ConnectionPool``).
-            self.engine = create_async_engine(
-                url,
-                pool_size=max(2, pool_size // 4),
-                max_overflow=max_overflow,
-                pool_recycle=POOL_RECYCLE_SECONDS,
-                pool_pre_ping=True,
-                pool_timeout=pool_timeout,
-                connect_args={"timeout": pool_timeout},
-            )
-            self.write_engine = self.engine
-            self._write_lock = None
-            self._sqlite_reader = self._sqlite_writer = None
+        self.dialect = dialect_of(self.url)
         self.pool_size = pool_size
         self._exclusive_slots = asyncio.Semaphore(max(1, pool_size // 2))
-        # The hot reads' and writes' connections (PostgreSQL); opened as they are needed.
+        # SQLite: one connection reads (WAL: beside the writer), one writes, in turn.
+        self._write_lock: asyncio.Lock | None = None
+        self._sqlite_reader: sqlite3.Connection | None = None
+        self._sqlite_writer: sqlite3.Connection | None = None
+        # PostgreSQL: the process's one pool, of the driver itself; opened as it is needed.
         self.pool: ConnectionPool | None = None
-        if not self.is_sqlite:
+        if self.is_sqlite:
+            self._write_lock = asyncio.Lock()
+            self._sqlite_reader = sqlite_connection(
+                self.url, busy_timeout_ms=SQLITE_BUSY_TIMEOUT_MS
+            )
+            self._sqlite_writer = sqlite_connection(self.url, busy_timeout_ms=0)
+        else:
             self.pool = ConnectionPool(
                 self.url.set(drivername="postgresql").render_as_string(hide_password=False),
                 size=pool_size,
@@ -123,8 +91,6 @@ class Database:
                 timeout=pool_timeout,
                 init=json_codecs,
             )
-        self._readers = async_sessionmaker(self.engine, expire_on_commit=False)
-        self._writers = async_sessionmaker(self.write_engine, expire_on_commit=False)
         self._compiled: dict[tuple[Executable, tuple[tuple[str, int], ...]], Compiled] = {}
         # One lock per hot row being waited for (``Transaction.one_waiter``), gone once unused.
         self._waiters: weakref.WeakValueDictionary[Hashable, asyncio.Lock] = (
@@ -174,9 +140,9 @@ class Database:
 
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator["Transaction"]:
-        """A write transaction on the raw driver, for the hot write use-cases: they read and
-        write with Core statements (``Transaction``), commit with ``commit()``, and anything
-        uncommitted rolls back. The same guarantees as ``session()``: on SQLite one writer at a
+        """A write transaction on the raw driver, for every use-case that writes: it reads and
+        writes with Core statements (``Transaction``), commits with ``commit()``, and anything
+        uncommitted rolls back. On SQLite one writer at a
         time (the in-process lock, then ``BEGIN IMMEDIATE``, waiting for another process's
         write lock without blocking the loop); on PostgreSQL READ COMMITTED with the row locks
         the use-case takes (``lock_for_update``).
@@ -249,7 +215,7 @@ class Database:
 
     @property
     def dialect_name(self) -> str:
-        return self.engine.dialect.name
+        return str(self.dialect.name)
 
     def waiter_lock(self, key: Hashable) -> asyncio.Lock:
         """The lock of this process's waiters for the row named ``key``."""
@@ -288,48 +254,12 @@ class Database:
         if compiled is None:
             if len(self._compiled) >= MAX_COMPILED:
                 self._compiled.clear()
-            compiled = self._compiled[key] = Compiled.of(statement, sizes, self.engine.dialect)
+            compiled = self._compiled[key] = Compiled.of(statement, sizes, self.dialect)
         return compiled
-
-    @asynccontextmanager
-    async def session(self, *, write: bool = True) -> AsyncIterator[AsyncSession]:
-        """A session for one use-case; the use-case commits, anything uncommitted rolls back.
-        A connection refused, lost or not given in time fails it with ``DatabaseUnavailable``.
-        """
-        try:
-            if not write:
-                async with self._readers() as session:
-                    await self._connected(session)
-                    yield session
-            elif self._write_lock is None:
-                async with self._writers() as session:
-                    await self._connected(session)
-                    yield session
-            else:
-                await self._writers_turn()
-                try:
-                    async with self._writers() as session:
-                        yield session
-                finally:
-                    self._release_writer()
-        except (SQLAlchemyTimeout, DBAPIError, *REFUSED) as exc:
-            if not unavailable(exc):
-                raise
-            raise DatabaseUnavailable() from exc
-
-    async def _connected(self, session: AsyncSession) -> None:
-        """On PostgreSQL, the session's connection taken now, to time the pool's wait."""
-        if self.on_pool_wait is not None and not self.is_sqlite:
-            began = time.perf_counter()
-            await session.connection()
-            self.on_pool_wait(time.perf_counter() - began)
 
     async def dispose(self) -> None:
         if self.pool is not None:
             await self.pool.close()
-        await self.engine.dispose()
-        if self.write_engine is not self.engine:
-            await self.write_engine.dispose()
         for connection in (self._sqlite_reader, self._sqlite_writer):
             if connection is not None:
                 connection.close()

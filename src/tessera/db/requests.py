@@ -1,11 +1,10 @@
 """The database in a request: FastAPI dependencies, and which requests only read."""
 
 import inspect
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from typing import Annotated, Any, TypeVar
 
 from fastapi import Depends, Request
-from sqlalchemy.ext.asyncio import AsyncSession
 
 from tessera.db.database import Database
 
@@ -18,8 +17,8 @@ READ_ONLY_ENDPOINTS: set[Callable[..., Any]] = set()
 
 
 def reads_only(endpoint: EndpointT) -> EndpointT:
-    """Mark a POST route that only reads (a lookup with a body): it gets a read session, so on
-    SQLite it does not queue behind writers."""
+    """Mark a POST route that only reads (a lookup with a body): a read credential may call it,
+    and the rate limits count it as a read."""
     READ_ONLY_ENDPOINTS.add(endpoint)
     return endpoint
 
@@ -35,15 +34,6 @@ def writes(request: Request) -> bool:
         return False
     endpoint = request.scope.get("endpoint")
     return endpoint is None or not is_read_only(endpoint)
-
-
-async def get_session(request: Request) -> AsyncIterator[AsyncSession]:
-    database: Database = request.app.state.database
-    async with database.session(write=writes(request)) as session:
-        yield session
-
-
-SessionDep = Annotated[AsyncSession, Depends(get_session)]
 
 
 async def get_database(request: Request) -> Database:

@@ -1,25 +1,17 @@
 """Backend-specific SQL: row locks, advisory locks, functions each backend spells its way."""
 
-import uuid
-from collections.abc import Sequence
 from typing import Any, TypeVar
 
 from sqlalchemy import BigInteger, ColumnElement, Select, String, bindparam, func, select
-from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.ext.compiler import compiles
-from sqlalchemy.orm import DeclarativeBase
-from sqlalchemy.orm.interfaces import ORMOption
 from sqlalchemy.sql.compiler import SQLCompiler
 from sqlalchemy.sql.functions import FunctionElement
 
 from tessera.db.rows import Transaction
-from tessera.errors import NotFound
 
 AnySelect = Select[*tuple[Any, ...]]
 
 SelectT = TypeVar("SelectT", bound=AnySelect)
-
-ModelT = TypeVar("ModelT", bound=DeclarativeBase)
 
 
 def lock_for_update(statement: SelectT) -> SelectT:
@@ -40,35 +32,6 @@ def lock_for_share(statement: SelectT) -> SelectT:
     transaction ends, without serialising the transactions that read it.
     """
     return statement.with_for_update(read=True)
-
-
-async def get_in_project(
-    session: AsyncSession,
-    model: type[ModelT],
-    project_id: uuid.UUID,
-    *criteria: ColumnElement[bool],
-    not_found: type[NotFound],
-    lock: bool = False,
-    options: Sequence[ORMOption] = (),
-) -> ModelT:
-    """The one row of ``model`` in the caller's project that matches ``criteria``, else
-    ``not_found`` (another project's row is "not found" too, never "forbidden").
-
-    ``lock`` takes the row lock of ``lock_for_update`` and reloads the row, so that the checks
-    that follow see its committed state.
-    """
-    statement = select(model).where(model.__table__.c.project_id == project_id, *criteria)
-    if options:
-        statement = statement.options(*options)
-    if lock:
-        statement = lock_for_update(statement).execution_options(populate_existing=True)
-    row = await session.scalar(statement)
-    if row is None:
-        raise not_found
-    return row
-
-
-# POST routes that only read (lookups with a body), marked with @reads_only.
 
 
 def skip_locked(statement: SelectT) -> SelectT:

@@ -1,4 +1,4 @@
-"""SQLite connections: the loop's own for reads and writes, the ORM's through aiosqlite."""
+"""SQLite connections: the loop's own, one for reads and one for the writer."""
 
 import asyncio
 import sqlite3
@@ -9,14 +9,7 @@ from collections.abc import (
 )
 from typing import Any
 
-from sqlalchemy import (
-    event,
-)
 from sqlalchemy.engine import URL
-from sqlalchemy.ext.asyncio import (
-    AsyncEngine,
-    create_async_engine,
-)
 
 from tessera.errors import DatabaseUnavailable
 
@@ -71,22 +64,3 @@ def sqlite_pragmas(dbapi_connection: Any, *, busy_timeout_ms: int) -> None:
     cursor.execute("PRAGMA synchronous=NORMAL")
     cursor.execute(f"PRAGMA busy_timeout={busy_timeout_ms}")
     cursor.close()
-
-
-def sqlite_engine(url: URL, *, begin: str, busy_timeout_ms: int) -> AsyncEngine:
-    """The ORM sessions' engine on SQLite: aiosqlite, each connection on a thread of its own,
-    where SQLite may wait for another process's write lock (``busy_timeout``) without holding
-    the event loop. The driver controls no transaction: the "begin" event says how to BEGIN
-    (SQLAlchemy's documented recipe for SQLite's transactions)."""
-    engine = create_async_engine(url)
-
-    @event.listens_for(engine.sync_engine, "connect")
-    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
-        dbapi_connection.isolation_level = None
-        sqlite_pragmas(dbapi_connection, busy_timeout_ms=busy_timeout_ms)
-
-    @event.listens_for(engine.sync_engine, "begin")
-    def _begin(connection: Any) -> None:
-        connection.exec_driver_sql(begin)
-
-    return engine
