@@ -233,8 +233,7 @@ async def fill(database, settings, principal, user_ids: list[str]) -> dict:
             reference_id=f"bench-event-{n}",
             description="Seeded by bench/seed.py",
         )
-        async with database.session() as session:
-            event_ids.append((await events.create_event(session, principal, body=body)).id)
+        event_ids.append((await events.create_event(database, principal, body=body)).id)
 
     async def product(**fields) -> uuid.UUID:
         created = await products.create_product(

@@ -70,19 +70,18 @@ async def fill(
         box=box,
         ss58_prefix=settings.ss58_prefix,
     )
-    async with database.session() as session:
-        festival = await events.create_event(
-            session,
-            principal,
-            body=EventCreate(
-                name="Demo Festival",
-                start_date=now + 86400,
-                end_date=now + 3 * 86400,
-                location="Main Hall",
-                address="1 Demo Street",
-                reference_id=f"festival-{tag}",
-            ),
-        )
+    festival = await events.create_event(
+        database,
+        principal,
+        body=EventCreate(
+            name="Demo Festival",
+            start_date=now + 86400,
+            end_date=now + 3 * 86400,
+            location="Main Hall",
+            address="1 Demo Street",
+            reference_id=f"festival-{tag}",
+        ),
+    )
     admission = await products.create_product(
         database,
         principal,

@@ -33,7 +33,8 @@ from tessera.console.web import PosterDep, UserDep, back_to, page, problem, proj
 from tessera.db import Database, DatabaseDep, Rows
 from tessera.errors import AppError, CheckinNotFound
 from tessera.events import repository as events
-from tessera.models import Event, Project
+from tessera.events.repository import EventRow
+from tessera.models import Project
 from tessera.models.base import utcnow
 from tessera.schemas import Input, normalize_email
 from tessera.tickets.repository import ticket_item
@@ -177,7 +178,7 @@ def _lines(scans: list[DoorScan], window: timedelta) -> list[Line]:
     return lines
 
 
-def _door_path(project: Project, event: Event) -> str:
+def _door_path(project: Project, event: EventRow) -> str:
     return f"/console/projects/{project.id}/events/{event.id}/door"
 
 
@@ -186,10 +187,9 @@ async def _door_event(
     user: ConsoleUser,
     project_id: uuid.UUID,
     event_id: uuid.UUID,
-) -> tuple[Project, Event]:
+) -> tuple[Project, EventRow]:
     project = await project_of(database, user, project_id)
-    async with database.session(write=False) as session:
-        event = await events.get_event(session, project.id, event_id)
+    event = await database.read(events.get_event_row, project.id, event_id)
     return project, event
 
 
@@ -198,7 +198,7 @@ async def _door(
     database: Database,
     settings: Settings,
     project: Project,
-    event: Event,
+    event: EventRow,
     result: Result | None,
     status: int,
 ) -> Response:

@@ -20,8 +20,9 @@ from tessera.console.web import PosterDep, UserDep, back_to, page, problem, proj
 from tessera.db import DatabaseDep
 from tessera.errors import AppError, InvalidInput, validation_messages
 from tessera.events import repository, service
+from tessera.events.repository import EventRow
 from tessera.events.schemas import EventCreate, EventUpdate
-from tessera.models import Event, Project
+from tessera.models import Project
 from tessera.schemas import MAX_PAGE, Input, PageParams
 
 router = APIRouter(prefix="/console", include_in_schema=False)
@@ -130,7 +131,7 @@ def _refused(request: Request, error: AppError, heading: str) -> Response:
     return problem(request, error, heading)
 
 
-def _update_body(event: Event, form: EventForm) -> EventUpdate | None:
+def _update_body(event: EventRow, form: EventForm) -> EventUpdate | None:
     """The fields the form changes (None when it changes none)."""
     values, problems = _values(form)
     changed = {k: v for k, v in values.items() if v != getattr(event, k)}
@@ -139,7 +140,7 @@ def _update_body(event: Event, form: EventForm) -> EventUpdate | None:
     return _validated(EventUpdate, {"id": event.id} | changed, problems)
 
 
-def _form_of(event: Event) -> dict[str, str]:
+def _form_of(event: EventRow) -> dict[str, str]:
     """The edit form's values: what is stored, as the form shows it."""
     return {
         "name": event.name,
@@ -171,9 +172,8 @@ async def events_page(
         return problem(request, error, "Not found")
     # Out of bounds means the nearest page.
     paging = PageParams(page=max(1, min(page_number, MAX_PAGE)), limit=PAGE_SIZE)
-    async with database.session(write=False) as session:
-        found, total = await service.list_events(session, user.principal(project), paging=paging)
-        attendance = await repository.count_attendance(session, [event.id for event in found])
+    found, total = await service.list_events(database, user.principal(project), paging=paging)
+    attendance = await database.read(repository.count_attendance, [event.id for event in found])
     return page(
         request,
         "events.html",
@@ -198,8 +198,7 @@ async def create_event(
     try:
         project = await project_of(database, user, project_id)
         body = _create_body(form)
-        async with database.session() as session:
-            event = await service.create_event(session, user.principal(project), body=body)
+        event = await service.create_event(database, user.principal(project), body=body)
     except AppError as error:
         return _refused(request, error, "The event was not created")
     return back_to(_events_path(project, event.id), "Event created.")
@@ -215,10 +214,9 @@ async def event_page(
 ) -> Response:
     try:
         project = await project_of(database, user, project_id)
-        async with database.session(write=False) as session:
-            event, attendees = await service.list_attendees(
-                session, user.principal(project), event_id=event_id
-            )
+        event, attendees = await service.list_attendees(
+            database, user.principal(project), event_id=event_id
+        )
     except AppError as error:
         return problem(request, error, "Not found")
     return page(
@@ -239,11 +237,10 @@ async def update_event(
 ) -> Response:
     try:
         project = await project_of(database, user, project_id)
-        async with database.session() as session:
-            event = await repository.get_event(session, project.id, event_id)
-            body = _update_body(event, form)
-            if body is not None:
-                await service.update_event(session, user.principal(project), body=body)
+        event = await database.read(repository.get_event_row, project.id, event_id)
+        body = _update_body(event, form)
+        if body is not None:
+            await service.update_event(database, user.principal(project), body=body)
     except AppError as error:
         return _refused(request, error, "The event was not saved")
     notice = "Nothing changed." if body is None else "Event saved."

@@ -6,14 +6,12 @@ from datetime import datetime
 from typing import Any, NamedTuple
 
 from sqlalchemy import bindparam, delete, exists, func, or_, select, update
-from sqlalchemy.ext.asyncio import AsyncSession
-from sqlalchemy.orm import joinedload
 
-from tessera.db import Rows, Transaction, get_in_project, lock_for_update, table_of
+from tessera.db import Rows, Transaction, lock_for_update, table_of
 from tessera.errors import EventNotFound
-from tessera.models import Attendee, Event, OrderItem, Product
+from tessera.models import Attendee, Event, OrderItem, Product, User
 from tessera.schemas import PageParams
-from tessera.users.repository import UserRow
+from tessera.users.repository import USER_FIELDS, UserBaseRow, UserRow
 
 
 class EventRow(NamedTuple):
@@ -43,6 +41,51 @@ class AttendeeRow(NamedTuple):
     id: uuid.UUID
     created_at: datetime
     updated_at: datetime
+
+
+class AttendeeUserRow(NamedTuple):
+    """An attendee and its user (``USER_FIELDS``, each ``user_``): ``_ATTENDEES_OF``'s rows."""
+
+    id: uuid.UUID
+    created_at: datetime
+    updated_at: datetime
+    event_id: uuid.UUID
+    registered_at: int | None
+    checked_in_at: int | None
+    user_id: uuid.UUID
+    user_is_activated: bool
+    user_activated_on: datetime | None
+    user_first_name: str | None
+    user_last_name: str | None
+    user_email: str
+    user_reference_id: str | None
+
+
+class ListedAttendee(NamedTuple):
+    """An attendee with its user: ``AttendeeRead``'s fields."""
+
+    id: uuid.UUID
+    created_at: datetime
+    updated_at: datetime
+    event_id: uuid.UUID
+    user: UserBaseRow
+    registered_at: int | None
+    checked_in_at: int | None
+
+
+class EventAttendees(NamedTuple):
+    """An event and its attendees: ``AttendeeList``'s fields."""
+
+    event: EventRow
+    attendees: list[ListedAttendee]
+
+
+class AttendanceRow(NamedTuple):
+    """An event's attendees and check-ins (``_ATTENDANCE``)."""
+
+    event_id: uuid.UUID
+    registered: int
+    checked_in: int
 
 
 class RegisteredAttendee(NamedTuple):
@@ -80,13 +123,72 @@ _CHECKED_IN = (
     .where(_ATTENDEES.c.id == bindparam("id"))
     .values(checked_in_at=bindparam("checked_in_at"), updated_at=bindparam("updated_at"))
 )
-# Built once (see users.repository): the event by one column of the project's events.
+# Built once (see users.repository): the event by one column of the project's events, and
+# the same with its row locked (for a change that checks what is stored).
 _EVENT_BY = {
     column: select(_EVENTS).where(
         _EVENTS.c.project_id == bindparam("project_id"), _EVENTS.c[column] == bindparam("value")
     )
     for column in ("id", "reference_id")
 }
+_EVENT_LOCKED = {column: lock_for_update(statement) for column, statement in _EVENT_BY.items()}
+_EDITABLE = ("name", "description", "start_date", "end_date", "location", "address")
+_UPDATE_EVENT = (
+    update(_EVENTS)
+    .where(_EVENTS.c.id == bindparam("id"))
+    .values({column: bindparam(column) for column in (*_EDITABLE, "reference_id", "updated_at")})
+)
+# Another event of the project with the reference id: any (key False), or other than ``but``.
+_REFERENCE_OF = select(_EVENTS.c.id).where(
+    _EVENTS.c.project_id == bindparam("project_id"),
+    _EVENTS.c.reference_id == bindparam("reference_id"),
+)
+_REFERENCE_TAKEN = {
+    False: _REFERENCE_OF,
+    True: _REFERENCE_OF.where(_EVENTS.c.id != bindparam("but")),
+}
+_EVENT_TOTAL = select(func.count()).where(_EVENTS.c.project_id == bindparam("project_id"))
+_EVENT_PAGE = (
+    select(_EVENTS)
+    .where(_EVENTS.c.project_id == bindparam("project_id"))
+    .order_by(_EVENTS.c.created_at, _EVENTS.c.id)
+    .limit(bindparam("limit"))
+    .offset(bindparam("offset"))
+)
+_ATTENDANCE = (
+    select(
+        _ATTENDEES.c.event_id,
+        func.count().label("registered"),
+        func.count(_ATTENDEES.c.checked_in_at).label("checked_in"),
+    )
+    .where(_ATTENDEES.c.event_id.in_(bindparam("event_ids", expanding=True)))
+    .group_by(_ATTENDEES.c.event_id)
+)
+_PRODUCTS, _LINES, _USERS = table_of(Product), table_of(OrderItem), table_of(User)
+_IN_USE = select(
+    exists().where(
+        _PRODUCTS.c.event_id == bindparam("event_id"),
+        or_(_PRODUCTS.c.issued_count > 0, exists().where(_LINES.c.product_id == _PRODUCTS.c.id)),
+    )
+)
+_DELETE_ATTENDEES = delete(_ATTENDEES).where(_ATTENDEES.c.event_id == bindparam("event_id"))
+_DELETE_PRODUCTS = delete(_PRODUCTS).where(_PRODUCTS.c.event_id == bindparam("event_id"))
+_DELETE_EVENT = delete(_EVENTS).where(_EVENTS.c.id == bindparam("id"))
+_ATTENDEES_OF = (
+    select(
+        _ATTENDEES.c.id,
+        _ATTENDEES.c.created_at,
+        _ATTENDEES.c.updated_at,
+        _ATTENDEES.c.event_id,
+        _ATTENDEES.c.registered_at,
+        _ATTENDEES.c.checked_in_at,
+        *(column.label(f"user_{column.key}") for column in USER_FIELDS),
+    )
+    .join_from(_ATTENDEES, _USERS, _USERS.c.id == _ATTENDEES.c.user_id)
+    .where(_ATTENDEES.c.event_id == bindparam("event_id"))
+    .order_by(_ATTENDEES.c.created_at, _ATTENDEES.c.id)
+)
+_USER_AT = AttendeeUserRow._fields.index("user_id")  # where its user starts
 
 
 def _id_then_reference(id_or_reference: str) -> Iterator[tuple[str, object]]:
@@ -99,115 +201,115 @@ def _id_then_reference(id_or_reference: str) -> Iterator[tuple[str, object]]:
     yield "reference_id", id_or_reference
 
 
-async def get_event(session: AsyncSession, project_id: uuid.UUID, event_id: uuid.UUID) -> Event:
-    return await get_in_project(
-        session, Event, project_id, Event.id == event_id, not_found=EventNotFound
-    )
-
-
-async def get_event_by_id_or_reference(
-    session: AsyncSession, project_id: uuid.UUID, id_or_reference: str
-) -> Event:
-    for column, value in _id_then_reference(id_or_reference):
-        event = await session.scalar(
-            select(Event).where(Event.project_id == project_id, getattr(Event, column) == value)
-        )
-        if event is not None:
-            return event
-    raise EventNotFound
-
-
-async def get_event_row(rows: Rows, project_id: uuid.UUID, event_id: uuid.UUID) -> EventRow:
-    """The project's event as a row (404 otherwise)."""
-    row = await rows.first(_EVENT_BY["id"], EventRow, project_id=project_id, value=event_id)
+async def get_event_row(
+    rows: Rows, project_id: uuid.UUID, event_id: uuid.UUID, *, lock: bool = False
+) -> EventRow:
+    """The project's event as a row (404 otherwise); with ``lock``, its row locked until the
+    transaction ends."""
+    statement = (_EVENT_LOCKED if lock else _EVENT_BY)["id"]
+    row = await rows.first(statement, EventRow, project_id=project_id, value=event_id)
     if row is None:
         raise EventNotFound
     return row
 
 
-async def read_event(rows: Rows, project_id: uuid.UUID, id_or_reference: str) -> EventRow | None:
-    """The event's row by id or reference (a read for ``Database.read``), or None."""
+async def read_event(
+    rows: Rows, project_id: uuid.UUID, id_or_reference: str, *, lock: bool = False
+) -> EventRow | None:
+    """The event's row by id or reference (a read for ``Database.read``), or None; with
+    ``lock``, its row locked until the transaction ends."""
+    statements = _EVENT_LOCKED if lock else _EVENT_BY
     for column, value in _id_then_reference(id_or_reference):
-        row = await rows.first(_EVENT_BY[column], EventRow, project_id=project_id, value=value)
+        row = await rows.first(statements[column], EventRow, project_id=project_id, value=value)
         if row is not None:
             return row
     return None
 
 
+async def get_event_by_id_or_reference(
+    rows: Rows, project_id: uuid.UUID, id_or_reference: str, *, lock: bool = False
+) -> EventRow:
+    """As ``read_event``, but 404 when the project has no such event."""
+    row = await read_event(rows, project_id, id_or_reference, lock=lock)
+    if row is None:
+        raise EventNotFound
+    return row
+
+
 async def reference_taken(
-    session: AsyncSession, project_id: uuid.UUID, reference_id: str, *, but: uuid.UUID | None
+    rows: Rows, project_id: uuid.UUID, reference_id: str, *, but: uuid.UUID | None
 ) -> bool:
     """Whether another event of the project (than ``but``) has the ``reference_id``."""
-    statement = select(Event.id).where(
-        Event.project_id == project_id, Event.reference_id == reference_id
-    )
+    values = {"project_id": project_id, "reference_id": reference_id}
     if but is not None:
-        statement = statement.where(Event.id != but)
-    return await session.scalar(statement) is not None
+        values["but"] = but
+    return await rows.scalar(_REFERENCE_TAKEN[but is not None], **values) is not None
 
 
-async def list_events(
-    session: AsyncSession, project_id: uuid.UUID, paging: PageParams
-) -> tuple[list[Event], int]:
-    """A page of the project's events, oldest first, and their total."""
-    project = Event.project_id == project_id
-    total = await session.scalar(select(func.count()).select_from(Event).where(project))
-    events = await session.scalars(
-        select(Event)
-        .where(project)
-        .order_by(Event.created_at, Event.id)
-        .limit(paging.limit)
-        .offset(paging.offset)
+async def add_event(tx: Transaction, event: dict[str, Any]) -> EventRow:
+    """Write a new event; a reference id the project uses already raises IntegrityError."""
+    [row] = await tx.insert(Event, [event], EventRow)
+    return row
+
+
+async def update_event(tx: Transaction, event: EventRow) -> None:
+    """Write ``event``'s editable fields and ``updated_at``; a reference id the project uses
+    already raises IntegrityError."""
+    await tx.execute(_UPDATE_EVENT, **event._asdict())
+
+
+async def read_events(
+    rows: Rows, project_id: uuid.UUID, paging: PageParams
+) -> tuple[list[EventRow], int]:
+    """A page of the project's events, oldest first, and their total (a read for
+    ``Database.read``)."""
+    total = await rows.scalar(_EVENT_TOTAL, project_id=project_id)
+    events = await rows.all(
+        _EVENT_PAGE, EventRow, project_id=project_id, limit=paging.limit, offset=paging.offset
     )
-    return list(events), total or 0
+    return events, total or 0
 
 
 async def count_attendance(
-    session: AsyncSession, event_ids: list[uuid.UUID]
+    rows: Rows, event_ids: list[uuid.UUID]
 ) -> dict[uuid.UUID, tuple[int, int]]:
     """Attendees and check-ins per event, in one grouped count."""
     if not event_ids:
         return {}
-    rows = await session.execute(
-        select(Attendee.event_id, func.count(), func.count(Attendee.checked_in_at))
-        .where(Attendee.event_id.in_(event_ids))
-        .group_by(Attendee.event_id)
-    )
-    return {event_id: (registered, checked_in) for event_id, registered, checked_in in rows}
+    found = await rows.all(_ATTENDANCE, AttendanceRow, event_ids=event_ids)
+    return {row.event_id: (row.registered, row.checked_in) for row in found}
 
 
-async def event_in_use(session: AsyncSession, event_id: uuid.UUID) -> bool:
+async def event_in_use(rows: Rows, event_id: uuid.UUID) -> bool:
     """Whether a product of the event has issued items or sales."""
-    in_use = await session.scalar(
-        select(
-            exists().where(
-                Product.event_id == event_id,
-                or_(
-                    Product.issued_count > 0,
-                    exists().where(OrderItem.product_id == Product.id),
-                ),
-            )
-        )
-    )
-    return bool(in_use)
+    return bool(await rows.scalar(_IN_USE, event_id=event_id))
 
 
-async def delete_event(session: AsyncSession, event_id: uuid.UUID) -> None:
+async def delete_event(tx: Transaction, event_id: uuid.UUID) -> None:
     """Delete the event with its attendees and its products."""
-    await session.execute(delete(Attendee).where(Attendee.event_id == event_id))
-    await session.execute(delete(Product).where(Product.event_id == event_id))
-    await session.execute(delete(Event).where(Event.id == event_id))
+    await tx.execute(_DELETE_ATTENDEES, event_id=event_id)
+    await tx.execute(_DELETE_PRODUCTS, event_id=event_id)
+    await tx.execute(_DELETE_EVENT, id=event_id)
 
 
-async def attendees_of(session: AsyncSession, event_id: uuid.UUID) -> list[Attendee]:
-    """The event's attendees with their users, oldest registration record first."""
-    attendees = await session.scalars(
-        select(Attendee)
-        .where(Attendee.event_id == event_id)
-        .options(joinedload(Attendee.user))
-        .order_by(Attendee.created_at, Attendee.id)
-    )
-    return list(attendees)
+async def read_attendees(rows: Rows, project_id: uuid.UUID, event_id: uuid.UUID) -> EventAttendees:
+    """The project's event (404 otherwise) and its attendees with their users, oldest
+    registration record first (a read for ``Database.read``)."""
+    event = await get_event_row(rows, project_id, event_id)
+    found = await rows.all(_ATTENDEES_OF, AttendeeUserRow, event_id=event.id)
+    attendees = [
+        ListedAttendee(
+            row.id,
+            row.created_at,
+            row.updated_at,
+            row.event_id,
+            UserBaseRow._make(row[_USER_AT:]),
+            row.registered_at,
+            row.checked_in_at,
+        )
+        for row in found
+    ]
+    return EventAttendees(event, attendees)
 
 
 async def add_attendee(tx: Transaction, attendee: dict[str, Any]) -> AttendeeRow | None:

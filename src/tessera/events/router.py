@@ -4,13 +4,11 @@ from typing import Annotated
 from fastapi import Path, Query, Response
 
 from tessera.auth.dependencies import CallerDep, project_router
-from tessera.db import SessionDep
 from tessera.errors import responses
 from tessera.events import service
-from tessera.events.repository import EventRow
+from tessera.events.repository import EventAttendees, EventRow
 from tessera.events.schemas import (
     AttendeeList,
-    AttendeeRead,
     AttendeeRegister,
     AttendeeRegistered,
     EventCreate,
@@ -26,27 +24,21 @@ router = project_router("/events", tags=["events"])
 @router.post(
     "/create", status_code=201, response_model=EventRead, responses=responses(400, 401, 403, 409)
 )
-async def create_event(caller: CallerDep, session: SessionDep, body: EventCreate) -> EventRead:
+async def create_event(caller: CallerDep, body: EventCreate) -> EventRow:
     """Create an event (dates in Unix seconds; ``reference_id`` unique in the project)."""
-    return EventRead.model_validate(
-        await service.create_event(session, caller.principal, body=body)
-    )
+    return await service.create_event(caller.database, caller.principal, body=body)
 
 
 @router.put("/update", response_model=EventRead, responses=responses(400, 401, 403, 404, 409))
-async def update_event(caller: CallerDep, session: SessionDep, body: EventUpdate) -> EventRead:
+async def update_event(caller: CallerDep, body: EventUpdate) -> EventRow:
     """Update the given fields of the event named by ``id`` or ``reference_id``."""
-    return EventRead.model_validate(
-        await service.update_event(session, caller.principal, body=body)
-    )
+    return await service.update_event(caller.database, caller.principal, body=body)
 
 
 @router.get("", response_model=EventList, responses=responses(400, 401))
-async def list_events(
-    caller: CallerDep, session: SessionDep, paging: Annotated[PageParams, Query()]
-) -> EventList:
+async def list_events(caller: CallerDep, paging: Annotated[PageParams, Query()]) -> EventList:
     """The project's events, oldest first (``page`` from 1, ``limit`` 1-100, default 20)."""
-    events, total = await service.list_events(session, caller.principal, paging=paging)
+    events, total = await service.list_events(caller.database, caller.principal, paging=paging)
     return EventList(
         events=[EventRead.model_validate(e) for e in events],
         pagination=Pagination(page=paging.page, limit=paging.limit, total=total),
@@ -67,15 +59,9 @@ async def register_event_attendee(caller: CallerDep, body: AttendeeRegister) -> 
 @router.get(
     "/{event_id}/attendees", response_model=AttendeeList, responses=responses(400, 401, 404)
 )
-async def fetch_event_attendees(
-    caller: CallerDep, session: SessionDep, event_id: uuid.UUID
-) -> AttendeeList:
+async def fetch_event_attendees(caller: CallerDep, event_id: uuid.UUID) -> EventAttendees:
     """The event and every attendee registered to it (oldest registration record first)."""
-    event, attendees = await service.list_attendees(session, caller.principal, event_id=event_id)
-    return AttendeeList(
-        event=EventRead.model_validate(event),
-        attendees=[AttendeeRead.model_validate(a) for a in attendees],
-    )
+    return await service.list_attendees(caller.database, caller.principal, event_id=event_id)
 
 
 @router.get("/{IdOrReferenceId}", response_model=EventRead, responses=responses(400, 401, 404))
@@ -92,9 +78,8 @@ async def get_event(
 @router.delete("/{IdOrReferenceId}", status_code=204, responses=responses(400, 401, 403, 404, 409))
 async def delete_event(
     caller: CallerDep,
-    session: SessionDep,
     id_or_reference: Annotated[str, Path(alias="IdOrReferenceId", min_length=1, max_length=255)],
 ) -> Response:
     """Delete an event, its attendees and its unused products (409 while items or sales exist)."""
-    await service.delete_event(session, caller.principal, id_or_reference=id_or_reference)
+    await service.delete_event(caller.database, caller.principal, id_or_reference=id_or_reference)
     return Response(status_code=204)

@@ -3,14 +3,14 @@
 import uuid
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.ext.asyncio import AsyncSession
 
 from tessera.auth.principal import Principal
 from tessera.changes.schemas import EventType
 from tessera.changes.service import record
-from tessera.db import Database, Transaction
+from tessera.db import Database, Rows, Transaction
 from tessera.errors import (
     EventDatesOutOfOrder,
     EventInUse,
@@ -25,7 +25,6 @@ from tessera.events.schemas import (
     EventCreate,
     EventUpdate,
 )
-from tessera.models import Attendee, Event
 from tessera.models.base import utcnow
 from tessera.schemas import PageParams
 from tessera.users.repository import UserRow, add_reputation, get_user_row
@@ -35,20 +34,12 @@ FIRST_CHECK_IN_REPUTATION = 1
 
 
 async def _reject_taken_reference(
-    session: AsyncSession, project_id: uuid.UUID, reference_id: str | None, *, but: uuid.UUID | None
+    rows: Rows, project_id: uuid.UUID, reference_id: str | None, *, but: uuid.UUID | None
 ) -> None:
     if reference_id is None:
         return
-    if await repository.reference_taken(session, project_id, reference_id, but=but):
+    if await repository.reference_taken(rows, project_id, reference_id, but=but):
         raise ReferenceIdTaken(f"reference_id already used by another event: {reference_id!r}")
-
-
-async def _commit_event(session: AsyncSession, event: Event) -> Event:
-    try:
-        await session.commit()
-    except IntegrityError as exc:  # a concurrent request took the reference id
-        raise ReferenceIdTaken(f"reference_id already used: {event.reference_id!r}") from exc
-    return event
 
 
 def _require_dates_in_order(start_date: int, end_date: int) -> None:
@@ -56,43 +47,58 @@ def _require_dates_in_order(start_date: int, end_date: int) -> None:
         raise InvalidInput("end_date: must not be before start_date")
 
 
-async def create_event(session: AsyncSession, principal: Principal, *, body: EventCreate) -> Event:
+async def create_event(
+    database: Database, principal: Principal, *, body: EventCreate
+) -> repository.EventRow:
     """Create an event; ``end_date`` may not be before ``start_date``; ``reference_id`` is
     unique within the project."""
     _require_dates_in_order(body.start_date, body.end_date)
-    await _reject_taken_reference(session, principal.project_id, body.reference_id, but=None)
-    event = Event(project_id=principal.project_id, **body.model_dump())
-    session.add(event)
-    return await _commit_event(session, event)
-
-
-async def update_event(session: AsyncSession, principal: Principal, *, body: EventUpdate) -> Event:
-    """Change the given fields of an event named by ``id`` or ``reference_id``."""
-    if body.id is not None:
-        event = await repository.get_event(session, principal.project_id, body.id)
-    else:
-        event = await repository.get_event_by_id_or_reference(
-            session, principal.project_id, str(body.reference_id)
-        )
-    changes = body.changes()
-    if body.start_date is not None and body.end_date is not None:
-        _require_dates_in_order(body.start_date, body.end_date)
-    else:
-        # One date sent: out of order with the other, stored one, is a conflict with state.
-        start = event.start_date if body.start_date is None else body.start_date
-        end = event.end_date if body.end_date is None else body.end_date
-        if end < start:
-            raise EventDatesOutOfOrder(
-                f"the event would end ({end}) before it starts ({start}): send both dates"
+    async with database.transaction() as tx:
+        await _reject_taken_reference(tx, principal.project_id, body.reference_id, but=None)
+        try:
+            event = await repository.add_event(
+                tx, {"project_id": principal.project_id, **body.model_dump()}
             )
-    if "reference_id" in changes:
-        await _reject_taken_reference(
-            session, principal.project_id, body.reference_id, but=event.id
-        )
-    for field, value in changes.items():
-        setattr(event, field, value)
-    event.updated_at = utcnow()
-    return await _commit_event(session, event)
+        except IntegrityError as exc:  # a concurrent request took the reference id
+            raise ReferenceIdTaken(f"reference_id already used: {body.reference_id!r}") from exc
+        await tx.commit()
+    return event
+
+
+async def update_event(
+    database: Database, principal: Principal, *, body: EventUpdate
+) -> repository.EventRow:
+    """Change the given fields of an event named by ``id`` or ``reference_id`` (its row locked:
+    a date sent alone is checked against the other one as stored)."""
+    project_id = principal.project_id
+    async with database.transaction() as tx:
+        if body.id is not None:
+            event = await repository.get_event_row(tx, project_id, body.id, lock=True)
+        else:
+            event = await repository.get_event_by_id_or_reference(
+                tx, project_id, str(body.reference_id), lock=True
+            )
+        changes = body.changes()
+        if body.start_date is not None and body.end_date is not None:
+            _require_dates_in_order(body.start_date, body.end_date)
+        else:
+            # One date sent: out of order with the other, stored one, is a conflict with state.
+            start = event.start_date if body.start_date is None else body.start_date
+            end = event.end_date if body.end_date is None else body.end_date
+            if end < start:
+                raise EventDatesOutOfOrder(
+                    f"the event would end ({end}) before it starts ({start}): send both dates"
+                )
+        if "reference_id" in changes:
+            await _reject_taken_reference(tx, project_id, body.reference_id, but=event.id)
+        written: dict[str, Any] = changes | {"updated_at": utcnow()}
+        updated = event._replace(**written)
+        try:
+            await repository.update_event(tx, updated)
+        except IntegrityError as exc:  # a concurrent request took the reference id
+            raise ReferenceIdTaken(f"reference_id already used: {updated.reference_id!r}") from exc
+        await tx.commit()
+    return updated
 
 
 async def get_event(
@@ -106,32 +112,33 @@ async def get_event(
 
 
 async def list_events(
-    session: AsyncSession, principal: Principal, *, paging: PageParams
-) -> tuple[list[Event], int]:
-    return await repository.list_events(session, principal.project_id, paging)
+    database: Database, principal: Principal, *, paging: PageParams
+) -> tuple[list[repository.EventRow], int]:
+    """A page of the project's events, oldest first, and their total."""
+    return await database.read(repository.read_events, principal.project_id, paging)
 
 
-async def delete_event(
-    session: AsyncSession, principal: Principal, *, id_or_reference: str
-) -> None:
+async def delete_event(database: Database, principal: Principal, *, id_or_reference: str) -> None:
     """Delete an event with its attendees and its unused products.
 
     Refused (409, nothing deleted) while a product of the event has issued items or sales.
     """
-    event = await repository.get_event_by_id_or_reference(
-        session, principal.project_id, id_or_reference
-    )
-    if await repository.event_in_use(session, event.id):
-        raise EventInUse
-    await repository.delete_event(session, event.id)
-    await session.commit()
+    async with database.transaction() as tx:
+        event = await repository.get_event_by_id_or_reference(
+            tx, principal.project_id, id_or_reference
+        )
+        if await repository.event_in_use(tx, event.id):
+            raise EventInUse
+        await repository.delete_event(tx, event.id)
+        await tx.commit()
 
 
 async def list_attendees(
-    session: AsyncSession, principal: Principal, *, event_id: uuid.UUID
-) -> tuple[Event, list[Attendee]]:
-    event = await repository.get_event(session, principal.project_id, event_id)
-    return event, await repository.attendees_of(session, event.id)
+    database: Database, principal: Principal, *, event_id: uuid.UUID
+) -> repository.EventAttendees:
+    """The project's event and its attendees with their users, as ``AttendeeList`` reads
+    them."""
+    return await database.read(repository.read_attendees, principal.project_id, event_id)
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,9 +5,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, NamedTuple
 
-from sqlalchemy import ColumnElement, Select, bindparam, func, select, update
-from sqlalchemy.ext.asyncio import AsyncSession
-from sqlalchemy.orm import selectinload
+from sqlalchemy import Select, bindparam, func, select, update
 
 from tessera.db import NotIndexed, Rows, Transaction, table_of
 from tessera.errors import ReputationWouldBeNegative, UserNotFound
@@ -17,16 +15,6 @@ from tessera.schemas import PageParams, Pagination
 from tessera.users.schemas import ReputationHistory, UserRef
 
 COLUMNS = {"email": User.email, "reference_id": User.reference_id, "id": User.id}
-
-
-def named_by(ref: UserRef) -> ColumnElement[bool]:
-    return COLUMNS[ref.field] == ref.value
-
-
-def users_of(project_id: uuid.UUID, ref: UserRef | None = None) -> Select[User]:
-    """The project's users, or the one ``ref`` names."""
-    statement = select(User).where(User.project_id == project_id)
-    return statement if ref is None else statement.where(named_by(ref))
 
 
 USER_FIELDS = (
@@ -237,44 +225,6 @@ async def count_created(
     return count - created + 1
 
 
-async def activate(session: AsyncSession, user: User) -> bool:
-    """Activate the user once (the first ``activated_on`` stays) and count it; False when it
-    was already active."""
-    activated = await session.scalar(
-        update(User)
-        .where(User.id == user.id, User.is_activated.is_(False))
-        .values(is_activated=True, activated_on=utcnow())
-        .returning(User.id)
-        .execution_options(synchronize_session=False)
-    )
-    if activated is None:
-        return False
-    await session.execute(
-        update(Project)
-        .where(Project.id == user.project_id)
-        .values(active_user_count=Project.active_user_count + 1)
-    )
-    return True
-
-
-async def find_user(
-    session: AsyncSession, project_id: uuid.UUID, ref: UserRef, *, with_wallets: bool = False
-) -> User | None:
-    statement = users_of(project_id, ref)
-    if with_wallets:
-        statement = statement.options(selectinload(User.wallets))
-    return await session.scalar(statement)
-
-
-async def get_user(
-    session: AsyncSession, project_id: uuid.UUID, ref: UserRef, *, with_wallets: bool = False
-) -> User:
-    user = await find_user(session, project_id, ref, with_wallets=with_wallets)
-    if user is None:
-        raise UserNotFound
-    return user
-
-
 class UserRow(NamedTuple):
     """A user's whole row (``users``)."""
 
@@ -325,6 +275,28 @@ async def get_user_row(rows: Rows, project_id: uuid.UUID, ref: UserRef) -> UserR
     if user is None:
         raise UserNotFound
     return user
+
+
+_ACTIVATE = (
+    update(_ROWS)
+    .where(_ROWS.c.id == bindparam("id"), _ROWS.c.is_activated.is_(False))
+    .values(is_activated=True, activated_on=bindparam("now"), updated_at=bindparam("now"))
+    .returning(_ROWS.c.activated_on)
+)
+_COUNT_ACTIVATED = (
+    update(_PROJECTS)
+    .where(_PROJECTS.c.id == bindparam("id"))
+    .values(active_user_count=_PROJECTS.c.active_user_count + 1, updated_at=bindparam("now"))
+)
+
+
+async def activate(tx: Transaction, user: UserRow, now: datetime) -> datetime | None:
+    """Activate the user once (the first ``activated_on`` stays) and count it; its
+    ``activated_on`` as written, or None when it was already active."""
+    activated_on: datetime | None = await tx.scalar(_ACTIVATE, id=user.id, now=now)
+    if activated_on is not None:
+        await tx.execute(_COUNT_ACTIVATED, id=user.project_id, now=now)
+    return activated_on
 
 
 async def users_by(

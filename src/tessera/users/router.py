@@ -1,7 +1,7 @@
 from fastapi import Body
 
 from tessera.auth.dependencies import CallerDep, project_router
-from tessera.db import SessionDep, reads_only
+from tessera.db import reads_only
 from tessera.errors import responses
 from tessera.users import service
 from tessera.users.repository import Profile, UserPage
@@ -69,21 +69,19 @@ async def count_users(caller: CallerDep) -> UserCount:
 
 
 @router.post("/activate", response_model=ActivationRead, responses=responses(400, 401, 403, 404))
-async def activate_user(caller: CallerDep, session: SessionDep, body: UserLookup) -> ActivationRead:
+async def activate_user(caller: CallerDep, body: UserLookup) -> ActivationRead:
     """Activate a user (idempotent: the first activation time is kept)."""
     return ActivationRead.model_validate(
-        await service.activate_user(session, caller.principal, lookup=body)
+        await service.activate_user(caller.database, caller.principal, lookup=body)
     )
 
 
 @router.post("/activation", response_model=ActivationRead, responses=responses(400, 401, 404))
 @reads_only
-async def user_activation_status(
-    caller: CallerDep, session: SessionDep, body: UserLookup
-) -> ActivationRead:
+async def user_activation_status(caller: CallerDep, body: UserLookup) -> ActivationRead:
     """Whether a user is activated, and since when."""
     return ActivationRead.model_validate(
-        await service.activation_status(session, caller.principal, lookup=body)
+        await service.activation_status(caller.database, caller.principal, lookup=body)
     )
 
 

@@ -6,7 +6,6 @@ from datetime import datetime, timedelta
 from typing import Any, NamedTuple
 
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.ext.asyncio import AsyncSession
 
 from tessera.auth.principal import Principal
 from tessera.chain.keys import new_custodial_key
@@ -15,7 +14,6 @@ from tessera.changes.service import record
 from tessera.crypto import SecretBox
 from tessera.db import Database, Transaction
 from tessera.errors import EmailTaken, InvalidInput, ReferenceIdTaken, UserNotFound
-from tessera.models import User
 from tessera.models.base import new_id, utcnow
 from tessera.users import repository
 from tessera.users.schemas import (
@@ -189,21 +187,30 @@ async def count_active_users(database: Database, principal: Principal) -> int:
     return await database.read(repository.count_active_users, principal.project_id)
 
 
-async def activate_user(session: AsyncSession, principal: Principal, *, lookup: UserLookup) -> User:
+async def activate_user(
+    database: Database, principal: Principal, *, lookup: UserLookup
+) -> repository.UserRow:
     """Activate a user; activating an active user keeps its original ``activatedOn``."""
-    user = await repository.get_user(session, principal.project_id, lookup.ref(), with_wallets=True)
-    if not user.is_activated and await repository.activate(session, user):
-        await session.refresh(user, ["is_activated", "activated_on"])
-        changed = UserRead.model_validate(user)
-        await record(session, principal.project_id, EventType.USER_ACTIVATED, [changed])
-        await session.commit()
-    return user
+    project_id = principal.project_id
+    async with database.transaction() as tx:
+        user = await repository.get_user_row(tx, project_id, lookup.ref())
+        if user.is_activated:
+            return user
+        now = utcnow()
+        activated_on = await repository.activate(tx, user, now)
+        if activated_on is None:  # activated meanwhile by another request
+            return await repository.get_user_row(tx, project_id, lookup.ref())
+        changed = await repository.read_profile(tx, project_id, UserRef("id", user.id))
+        await record(tx, project_id, EventType.USER_ACTIVATED, [UserRead.model_validate(changed)])
+        await tx.commit()
+    return user._replace(is_activated=True, activated_on=activated_on, updated_at=activated_on)
 
 
 async def activation_status(
-    session: AsyncSession, principal: Principal, *, lookup: UserLookup
-) -> User:
-    return await repository.get_user(session, principal.project_id, lookup.ref())
+    database: Database, principal: Principal, *, lookup: UserLookup
+) -> repository.UserRow:
+    """Whether the user is activated, and since when."""
+    return await database.read(repository.get_user_row, principal.project_id, lookup.ref())
 
 
 async def adjust_reputation(

@@ -10,7 +10,7 @@ from sqlalchemy import bindparam, delete, func, select, update
 from tessera.chain.keys import CUSTODIAL
 from tessera.db import Rows, Transaction, table_of
 from tessera.models import ProductItem, User, UserWallet, WalletChallenge
-from tessera.users.repository import Wallet, WalletRow, read_profile
+from tessera.users.repository import Wallet, WalletRow, get_user_row, read_profile
 from tessera.users.schemas import UserRef
 
 _WALLETS, _CHALLENGES, _USERS = table_of(UserWallet), table_of(WalletChallenge), table_of(User)
@@ -49,6 +49,11 @@ _NO_LONGER_RECEIVING = (
 _NFTS_IN = select(func.count()).where(_ITEMS.c.nft_wallet_id == bindparam("wallet_id"))
 _UNLINK = delete(_WALLETS).where(_WALLETS.c.id == bindparam("id"))
 _RECEIVING_OF = select(_USERS.c.receiving_wallet_id).where(_USERS.c.id == bindparam("id"))
+_WALLETS_OF = (
+    select(_WALLETS)
+    .where(_WALLETS.c.user_id == bindparam("user_id"))
+    .order_by(_WALLETS.c.created_at)
+)
 
 
 class ChallengeRow(NamedTuple):
@@ -139,3 +144,10 @@ async def read_user_wallets(
     chosen: uuid.UUID | None = await rows.scalar(_RECEIVING_OF, id=user_id)
     receiving = chosen or next(w.id for w in profile.wallets if w.custody == CUSTODIAL)
     return UserWithWallets._make((*profile, receiving))
+
+
+async def read_wallets_of(rows: Rows, project_id: uuid.UUID, ref: UserRef) -> list[WalletRow]:
+    """The wallets of the user ``ref`` names, oldest first (a read for ``Database.read``; 404
+    when the project has no such user)."""
+    user = await get_user_row(rows, project_id, ref)
+    return await rows.all(_WALLETS_OF, WalletRow, user_id=user.id)

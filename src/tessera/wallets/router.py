@@ -5,7 +5,7 @@ import uuid
 from fastapi import Response
 
 from tessera.auth.dependencies import CallerDep, project_router
-from tessera.db import SessionDep, reads_only
+from tessera.db import reads_only
 from tessera.errors import concrete_paths_own_their_methods, responses
 from tessera.users.schemas import BalancesQuery
 from tessera.wallets import service
@@ -65,8 +65,8 @@ balances_router = project_router("/users", tags=["users"])
     "/balances", response_model=list[WalletBalance], responses=responses(400, 401, 404, 409, 503)
 )
 @reads_only
-async def get_wallet_balances(
-    caller: CallerDep, session: SessionDep, body: BalancesQuery
-) -> list[WalletBalance]:
+async def get_wallet_balances(caller: CallerDep, body: BalancesQuery) -> list[WalletBalance]:
     """Native balances of the user's wallets on ``chain`` (default: the first configured)."""
-    return await service.user_balances(session, caller.principal, chains=caller.chains, query=body)
+    return await service.user_balances(
+        caller.database, caller.principal, chains=caller.chains, query=body
+    )

@@ -4,9 +4,9 @@ import secrets
 import time
 import uuid
 from collections.abc import Sequence
+from typing import Protocol
 
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.ext.asyncio import AsyncSession
 
 from tessera.auth.principal import Principal
 from tessera.chain.gateway import ChainGateway
@@ -21,8 +21,8 @@ from tessera.chain.registry import Chains
 from tessera.config import CHAINS, Chain
 from tessera.db import Database
 from tessera.errors import ChallengeUnusable, WalletInUse, WalletNotFound, WalletTaken
-from tessera.models.base import CustodialKeyMixin, utcnow
-from tessera.users.repository import get_user, get_user_row
+from tessera.models.base import utcnow
+from tessera.users.repository import get_user_row
 from tessera.users.schemas import BalancesQuery
 from tessera.wallets import repository
 from tessera.wallets.schemas import (
@@ -36,16 +36,26 @@ from tessera.wallets.schemas import (
 )
 
 
+class KeyedWallet(Protocol):
+    """A wallet as ``read_balances`` reads it (a user's or the project's)."""
+
+    @property
+    def type(self) -> str: ...
+
+    @property
+    def public_key(self) -> bytes: ...
+
+
 async def user_balances(
-    session: AsyncSession, principal: Principal, *, chains: Chains, query: BalancesQuery
+    database: Database, principal: Principal, *, chains: Chains, query: BalancesQuery
 ) -> list[WalletBalance]:
     """Native balances of the user's wallets on ``chain`` (default: the first configured)."""
-    user = await get_user(session, principal.project_id, query.ref(), with_wallets=True)
-    return await read_balances(chains, query.chain, user.wallets)
+    wallets = await database.read(repository.read_wallets_of, principal.project_id, query.ref())
+    return await read_balances(chains, query.chain, wallets)
 
 
 async def read_balances(
-    chains: Chains, chain_name: Chain | None, wallets: Sequence[CustodialKeyMixin]
+    chains: Chains, chain_name: Chain | None, wallets: Sequence[KeyedWallet]
 ) -> list[WalletBalance]:
     """One entry per wallet on ``chain_name`` (default: the first configured chain): its free
     native balance and the part of it that is frozen. 409 for a chain without an RPC URL, 503
