@@ -117,22 +117,20 @@ async def new_project(
 ) -> tuple[ProjectCreated, ApiKeyCreated]:
     """A project (its wallet, its write key) and a read key of it, through Tessera's own code."""
     hash_key = settings.hash_key.get_secret_value().encode()
-    async with database.session() as session:
-        project = await create_project(
-            session,
-            name=name,
-            box=SecretBox(settings.key_ring),
-            hash_key=hash_key,
-            ss58_prefix=settings.ss58_prefix,
-        )
-    async with database.session() as session:
-        read_key = await issue_api_key(
-            session,
-            project_id=project.project_id,
-            permission="read",
-            hash_key=hash_key,
-            name=f"{name}-read",
-        )
+    project = await create_project(
+        database,
+        name=name,
+        box=SecretBox(settings.key_ring),
+        hash_key=hash_key,
+        ss58_prefix=settings.ss58_prefix,
+    )
+    read_key = await issue_api_key(
+        database,
+        project_id=project.project_id,
+        permission="read",
+        hash_key=hash_key,
+        name=f"{name}-read",
+    )
     return project, read_key
 
 

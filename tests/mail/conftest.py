@@ -349,8 +349,7 @@ async def send_until(
 async def emails_on(app: FastAPI, tenant: Tenant, on: bool = True) -> None:
     """The project's ticket email switched (as `tessera project set --ticket-emails` does),
     and seen at once (the credential cache would see it within 2 s)."""
-    async with app.state.database.session() as session:
-        await set_project_rules(session, project_id=tenant.project_id, ticket_emails=on)
+    await set_project_rules(app.state.database, project_id=tenant.project_id, ticket_emails=on)
     app.state.authenticator.cache.clear()
 
 
