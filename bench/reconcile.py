@@ -19,17 +19,18 @@ import tempfile
 import time
 import uuid
 from pathlib import Path
+from typing import NamedTuple
 
 import httpx
 from bench import seed
-from sqlalchemy import select, update
+from sqlalchemy import bindparam, select, update
 
 from tessera import migrations
 from tessera.auth.principal import Principal
 from tessera.chain import devchain as dc
 from tessera.chain.keys import ss58_address
 from tessera.config import Settings
-from tessera.db import Database
+from tessera.db import Database, Rows
 from tessera.jobs.worker import JobContext
 from tessera.main import create_app, make_worker
 from tessera.models import (
@@ -90,13 +91,64 @@ async def measure(devchain: dc.Devchain, url: str, items: int, pool) -> list[flo
     return seconds
 
 
+class _Wallet(NamedTuple):
+    address: str
+    public_key: bytes
+
+
+class _Holder(NamedTuple):
+    item: uuid.UUID
+    number: int
+    wallet: uuid.UUID
+    public_key: bytes
+
+
+class _Collection(NamedTuple):
+    nft_collection_id: int | None
+
+
+_WALLET = select(ProjectWallet.address, ProjectWallet.public_key).where(
+    ProjectWallet.project_id == bindparam("project_id")
+)
+_COLLECTION = select(Product.nft_collection_id).where(Product.id == bindparam("id"))
+_HOLDERS = (
+    select(
+        ProductItem.id.label("item"),
+        ProductItem.item_id.label("number"),
+        UserWallet.id.label("wallet"),
+        UserWallet.public_key,
+    )
+    .join(UserWallet, UserWallet.user_id == ProductItem.owner_id)
+    .where(ProductItem.product_id == bindparam("product_id"))
+)
+_ITEMS = ProductItem.__table__
+_MINTED = (
+    update(_ITEMS)
+    .where(_ITEMS.c.id == bindparam("item"))
+    .values(nft_status=NftStatus.MINTED, nft_wallet_id=bindparam("wallet"))
+)
+_MINTS_DONE = (
+    update(Job.__table__)
+    .where(Job.__table__.c.kind == "nft.mint")
+    .values(status=JobStatus.SUCCEEDED)
+)
+
+
+async def _project_wallet(rows: Rows, project_id: uuid.UUID) -> _Wallet:
+    wallet = await rows.first(_WALLET, _Wallet, project_id=project_id)
+    assert wallet is not None
+    return wallet
+
+
+async def _collection_of(rows: Rows, product_id: uuid.UUID) -> int | None:
+    found = await rows.first(_COLLECTION, _Collection, id=product_id)
+    return None if found is None else found.nft_collection_id
+
+
 async def _product(devchain, database, settings, principal) -> tuple[bytes, int, uuid.UUID]:
     """A mint_nft product whose collection the worker created on chain (the project wallet
     funded first): the wallet's key, the collection and the product."""
-    async with database.session(write=False) as session:
-        wallet = await session.scalar(
-            select(ProjectWallet).where(ProjectWallet.project_id == principal.project_id)
-        )
+    wallet = await database.read(_project_wallet, principal.project_id)
     devchain.fund(wallet.address, 10_000 * DOT)
     app = create_app(settings)
     async with app.router.lifespan_context(app):
@@ -114,34 +166,20 @@ async def _product(devchain, database, settings, principal) -> tuple[bytes, int,
         )
         worker = make_worker(JobContext(state.database, state.box, state.chains), settings)
         assert await worker.run_until_idle() == 1
-    async with database.session(write=False) as session:
-        product = await session.get(Product, created.id)
-    assert product is not None and product.nft_collection_id is not None
-    return wallet.public_key, product.nft_collection_id, created.id
+    collection_id = await database.read(_collection_of, created.id)
+    assert collection_id is not None
+    return wallet.public_key, collection_id, created.id
 
 
 async def _minted(database: Database, product_id: uuid.UUID) -> dict[int, bytes]:
     """The product's items recorded as minted to their owners' wallets (their mint jobs done):
     each item's number and its owner's public key."""
-    async with database.session() as session:
-        rows = (
-            await session.execute(
-                select(ProductItem.id, ProductItem.item_id, UserWallet.id, UserWallet.public_key)
-                .join(UserWallet, UserWallet.user_id == ProductItem.owner_id)
-                .where(ProductItem.product_id == product_id)
-            )
-        ).all()
-        for item_id, _, wallet_id, _ in rows:
-            await session.execute(
-                update(ProductItem)
-                .where(ProductItem.id == item_id)
-                .values(nft_status=NftStatus.MINTED, nft_wallet_id=wallet_id)
-            )
-        await session.execute(
-            update(Job).where(Job.kind == "nft.mint").values(status=JobStatus.SUCCEEDED)
-        )
-        await session.commit()
-    return {number: key for _, number, _, key in rows}
+    async with database.transaction() as tx:
+        rows = await tx.all(_HOLDERS, _Holder, product_id=product_id)
+        await tx.execute_many(_MINTED, [{"item": r.item, "wallet": r.wallet} for r in rows])
+        await tx.execute(_MINTS_DONE)
+        await tx.commit()
+    return {row.number: row.public_key for row in rows}
 
 
 def _write_nfts(

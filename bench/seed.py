@@ -14,6 +14,7 @@ line, read by bench/request.lua) into the results folder.
 """
 
 import asyncio
+import inspect
 import json
 import multiprocessing
 import os
@@ -24,7 +25,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import asyncpg
-from sqlalchemy import insert, update
+from sqlalchemy import bindparam, update
 
 from tessera import migrations
 from tessera.auth.principal import Principal
@@ -112,27 +113,37 @@ def _keys(count: int) -> list[dict]:
 # -- the seeding itself -----------------------------------------------------------------------
 
 
+async def in_tree(use_case, database: Database, *args, **kwargs):
+    """``use_case`` of the tree under test, given the database; in a tree from before the one
+    data layer (an A/B run against an older baseline), an ORM session of it, which the use-case
+    commits."""
+    if "session" not in inspect.signature(use_case).parameters:
+        return await use_case(database, *args, **kwargs)
+    async with database.session() as session:
+        return await use_case(session, *args, **kwargs)
+
+
 async def new_project(
     database: Database, settings: Settings, name: str
 ) -> tuple[ProjectCreated, ApiKeyCreated]:
     """A project (its wallet, its write key) and a read key of it, through Tessera's own code."""
     hash_key = settings.hash_key.get_secret_value().encode()
-    async with database.session() as session:
-        project = await create_project(
-            session,
-            name=name,
-            box=SecretBox(settings.key_ring),
-            hash_key=hash_key,
-            ss58_prefix=settings.ss58_prefix,
-        )
-    async with database.session() as session:
-        read_key = await issue_api_key(
-            session,
-            project_id=project.project_id,
-            permission="read",
-            hash_key=hash_key,
-            name=f"{name}-read",
-        )
+    project = await in_tree(
+        create_project,
+        database,
+        name=name,
+        box=SecretBox(settings.key_ring),
+        hash_key=hash_key,
+        ss58_prefix=settings.ss58_prefix,
+    )
+    read_key = await in_tree(
+        issue_api_key,
+        database,
+        project_id=project.project_id,
+        permission="read",
+        hash_key=hash_key,
+        name=f"{name}-read",
+    )
     return project, read_key
 
 
@@ -201,20 +212,22 @@ async def insert_users(database, project_id: uuid.UUID, users: int, pool) -> lis
                 }
             )
             ids.append(str(user_id))
-        async with database.session() as session:
-            await session.execute(insert(User.__table__), user_rows)
-            await session.execute(insert(UserWallet.__table__), wallet_rows)
-            await session.commit()
+        async with database.transaction() as tx:
+            await tx.insert(User, user_rows)
+            await tx.insert(UserWallet, wallet_rows)
+            await tx.commit()
         if len(ids) % 100_000 == 0:
             print(f"   {len(ids)} users", flush=True)
     if "user_count" in Project.__table__.c:  # Tessera keeps per-project counters since 0005
-        async with database.session() as session:
-            await session.execute(
-                update(Project.__table__)
-                .where(Project.__table__.c.id == project_id)
-                .values(user_count=users, active_user_count=activated)
-            )
-            await session.commit()
+        projects = Project.__table__
+        counters = (
+            update(projects)
+            .where(projects.c.id == bindparam("project"))
+            .values(user_count=bindparam("users"), active_user_count=bindparam("active"))
+        )
+        async with database.transaction() as tx:
+            await tx.execute(counters, project=project_id, users=users, active=activated)
+            await tx.commit()
     return ids
 
 
@@ -233,7 +246,7 @@ async def fill(database, settings, principal, user_ids: list[str]) -> dict:
             reference_id=f"bench-event-{n}",
             description="Seeded by bench/seed.py",
         )
-        event_ids.append((await events.create_event(database, principal, body=body)).id)
+        event_ids.append((await in_tree(events.create_event, database, principal, body=body)).id)
 
     async def product(**fields) -> uuid.UUID:
         created = await products.create_product(

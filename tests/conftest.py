@@ -26,7 +26,7 @@ from sqlalchemy.engine import make_url
 
 from tessera import migrations
 from tessera.config import Settings
-from tessera.db import Database
+from tessera.db import Database, database_of
 from tessera.main import create_app
 from tessera.models import Base, SigningKey
 from tests import orm
@@ -138,7 +138,7 @@ async def app(settings: Settings) -> AsyncIterator[FastAPI]:
 
 @pytest.fixture(scope="session")
 def database(app: FastAPI) -> Database:
-    return app.state.database
+    return database_of(app)
 
 
 @pytest.fixture(autouse=True)

@@ -10,8 +10,8 @@ import httpx
 from fastapi import FastAPI
 from substrateinterface import Keypair, KeypairType
 
-from tessera.auth.api_keys import create_api_key
-from tessera.projects.service import create_project
+from tessera.db import database_of
+from tessera.projects.service import create_project, issue_api_key
 from tests import orm
 
 _seq = itertools.count(1)
@@ -39,15 +39,13 @@ class Tenant:
 async def make_tenant(app: FastAPI, *, name: str = "Acme") -> Tenant:
     settings = app.state.settings
     hash_key = settings.hash_key.get_secret_value().encode()
-    async with orm.session(app.state.database) as session:
-        created = await create_project(
-            session, name=name, box=app.state.box, hash_key=hash_key, ss58_prefix=42
-        )
-    async with orm.session(app.state.database) as session:
-        read = await create_api_key(
-            session, project_id=created.project_id, permission="read", hash_key=hash_key
-        )
-        await session.commit()
+    database = database_of(app)
+    created = await create_project(
+        database, name=name, box=app.state.box, hash_key=hash_key, ss58_prefix=42
+    )
+    read = await issue_api_key(
+        database, project_id=created.project_id, permission="read", hash_key=hash_key
+    )
     return Tenant(
         created.project_id, created.api_key, read.api_key, created.client_id, created.client_secret
     )

@@ -12,6 +12,7 @@ import pytest
 from fastapi.routing import APIRoute, iter_route_contexts
 from pydantic import BaseModel
 
+from tessera.db import database_of
 from tessera.errors import ChainUnavailable
 from tessera.schemas import Input
 from tests import orm
@@ -139,7 +140,7 @@ class TestUnparsableBodies:
 
 class TestCredentialsOfMissingProjects:
     async def test_a_valid_token_for_no_project_is_401(self, client, tenant, app):
-        async with orm.session(app.state.database) as session:
+        async with orm.session(database_of(app)) as session:
             kid, private = await app.state.authenticator.issuer._signing_key(session)
             await session.commit()
         claims = {

@@ -147,14 +147,13 @@ def project_create(name: Annotated[str, typer.Option("--name")]) -> None:
     from tessera.projects.service import create_project
 
     async def work(database: Database, settings: Settings) -> BaseModel:
-        async with database.session() as session:
-            return await create_project(
-                session,
-                name=name,
-                box=SecretBox(settings.key_ring),
-                hash_key=_hash_key(settings),
-                ss58_prefix=settings.ss58_prefix,
-            )
+        return await create_project(
+            database,
+            name=name,
+            box=SecretBox(settings.key_ring),
+            hash_key=_hash_key(settings),
+            ss58_prefix=settings.ss58_prefix,
+        )
 
     _print(_run(work))
 
@@ -185,14 +184,13 @@ def project_set(
     from tessera.projects.service import set_project_rules
 
     async def work(database: Database, _settings: Settings) -> ProjectSettings:
-        async with database.session() as session:
-            changed = await set_project_rules(
-                session,
-                project_id=project,
-                require_activation=require_activation,
-                ticket_emails=ticket_emails,
-            )
-            return ProjectSettings.model_validate(changed)
+        changed = await set_project_rules(
+            database,
+            project_id=project,
+            require_activation=require_activation,
+            ticket_emails=ticket_emails,
+        )
+        return ProjectSettings.model_validate(changed)
 
     _print(_run(work))
 
@@ -208,15 +206,14 @@ def apikey_create(
     from tessera.projects.service import issue_api_key
 
     async def work(database: Database, settings: Settings) -> BaseModel:
-        async with database.session() as session:
-            return await issue_api_key(
-                session,
-                project_id=project,
-                permission=permission,
-                hash_key=_hash_key(settings),
-                expires_in=expires_in,
-                name=name,
-            )
+        return await issue_api_key(
+            database,
+            project_id=project,
+            permission=permission,
+            hash_key=_hash_key(settings),
+            expires_in=expires_in,
+            name=name,
+        )
 
     _print(_run(work))
 
@@ -228,9 +225,8 @@ def apikey_list(project: ProjectOpt) -> None:
     from tessera.projects.service import list_api_keys
 
     async def work(database: Database, _settings: Settings) -> list[ApiKeyRead]:
-        async with database.session(write=False) as session:
-            keys = await list_api_keys(session, project_id=project)
-            return [ApiKeyRead.model_validate(key) for key in keys]
+        keys = await list_api_keys(database, project_id=project)
+        return [ApiKeyRead.model_validate(key) for key in keys]
 
     _print(_run(work))
 
@@ -242,9 +238,8 @@ def apikey_revoke(project: ProjectOpt, key_id: Annotated[uuid.UUID, typer.Option
     from tessera.projects.service import revoke_api_key
 
     async def work(database: Database, _settings: Settings) -> ApiKeyRead:
-        async with database.session() as session:
-            key = await revoke_api_key(session, project_id=project, key_id=key_id)
-            return ApiKeyRead.model_validate(key)
+        key = await revoke_api_key(database, project_id=project, key_id=key_id)
+        return ApiKeyRead.model_validate(key)
 
     _print(_run(work))
 
@@ -260,10 +255,9 @@ def client_create(
     from tessera.projects.service import create_token_client
 
     async def work(database: Database, settings: Settings) -> BaseModel:
-        async with database.session() as session:
-            return await create_token_client(
-                session, project_id=project, permission=permission, hash_key=_hash_key(settings)
-            )
+        return await create_token_client(
+            database, project_id=project, permission=permission, hash_key=_hash_key(settings)
+        )
 
     _print(_run(work))
 
@@ -275,9 +269,8 @@ def client_list(project: ProjectOpt) -> None:
     from tessera.projects.service import list_token_clients
 
     async def work(database: Database, _settings: Settings) -> list[ClientRead]:
-        async with database.session(write=False) as session:
-            clients = await list_token_clients(session, project_id=project)
-            return [ClientRead.model_validate(client) for client in clients]
+        clients = await list_token_clients(database, project_id=project)
+        return [ClientRead.model_validate(client) for client in clients]
 
     _print(_run(work))
 
@@ -289,9 +282,8 @@ def client_revoke(project: ProjectOpt, client_id: ClientIdArg) -> None:
     from tessera.projects.service import revoke_token_client
 
     async def work(database: Database, _settings: Settings) -> ClientRead:
-        async with database.session() as session:
-            client = await revoke_token_client(session, project_id=project, client_id=client_id)
-            return ClientRead.model_validate(client)
+        client = await revoke_token_client(database, project_id=project, client_id=client_id)
+        return ClientRead.model_validate(client)
 
     _print(_run(work))
 
@@ -303,10 +295,9 @@ def client_rotate(project: ProjectOpt, client_id: ClientIdArg) -> None:
     from tessera.projects.service import rotate_token_client
 
     async def work(database: Database, settings: Settings) -> BaseModel:
-        async with database.session() as session:
-            return await rotate_token_client(
-                session, project_id=project, client_id=client_id, hash_key=_hash_key(settings)
-            )
+        return await rotate_token_client(
+            database, project_id=project, client_id=client_id, hash_key=_hash_key(settings)
+        )
 
     _print(_run(work))
 
@@ -322,9 +313,8 @@ def token(
     from tessera.projects.service import issue_token
 
     async def work(database: Database, settings: Settings) -> str:
-        async with database.session() as session:
-            issuer = TokenIssuer(settings, SecretBox(settings.key_ring))
-            return await issue_token(session, issuer, project_id=project, scope=scope, ttl=ttl)
+        issuer = TokenIssuer(settings, SecretBox(settings.key_ring))
+        return await issue_token(database, issuer, project_id=project, scope=scope, ttl=ttl)
 
     typer.echo(_run(work))
 
@@ -341,11 +331,10 @@ def identity_bind(
     from tessera.projects.service import bind_identity
 
     async def work(database: Database, _settings: Settings) -> IdentityBindingRead:
-        async with database.session() as session:
-            binding = await bind_identity(
-                session, project_id=project, issuer=issuer, subject=subject, permission=permission
-            )
-            return IdentityBindingRead.model_validate(binding)
+        binding = await bind_identity(
+            database, project_id=project, issuer=issuer, subject=subject, permission=permission
+        )
+        return IdentityBindingRead.model_validate(binding)
 
     _print(_run(work))
 
@@ -377,8 +366,7 @@ async def _project_principal(database: Database, project: uuid.UUID) -> "Princip
     from tessera.auth.principal import Principal
     from tessera.projects.repository import get_project
 
-    async with database.session(write=False) as session:
-        found = await get_project(session, project)
+    found = await database.read(get_project, project)
     return Principal(
         project_id=found.id,
         can_write=True,
@@ -690,8 +678,7 @@ def devchain(
     typer.echo(f"Project wallets get {fund} tokens each (new ones within 5 s). Ctrl-C stops.")
 
     async def wallets(database: Database, _settings: Settings) -> list[str]:
-        async with database.session(write=False) as session:
-            return await all_wallet_addresses(session)
+        return await database.read(all_wallet_addresses)
 
     funded: set[str] = set()
     try:

@@ -40,14 +40,13 @@ async def fill(
     box = SecretBox(settings.key_ring)
     credentials: dict[str, str] = {}
     if project_id is None:
-        async with database.session() as session:
-            created = await create_project(
-                session,
-                name="Demo project",
-                box=box,
-                hash_key=settings.hash_key_bytes,
-                ss58_prefix=settings.ss58_prefix,
-            )
+        created = await create_project(
+            database,
+            name="Demo project",
+            box=box,
+            hash_key=settings.hash_key_bytes,
+            ss58_prefix=settings.ss58_prefix,
+        )
         project_id = created.project_id
         credentials = created.model_dump(include={"api_key", "client_id", "client_secret"})
     principal = Principal(project_id, True, "cli:demo")

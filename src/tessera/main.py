@@ -31,7 +31,7 @@ from tessera.console import web as console
 from tessera.console import webhooks as console_webhooks
 from tessera.console.router import router as console_router
 from tessera.crypto import SecretBox
-from tessera.db import Database
+from tessera.db import Database, attach
 from tessera.docs import ASSETS, SWAGGER_UI
 from tessera.docs import router as docs_router
 from tessera.errors import install_error_handlers
@@ -110,7 +110,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         database = Database.from_settings(
             settings, on_pool_wait=observe_pool_wait, on_write_wait=observe_write_wait
         )
-        app.state.database = database
+        attach(app, database)
         app.state.readiness = Readiness(settings, database)
         app.state.idempotency = IdempotencyStore(
             database, ttl_seconds=settings.idempotency_ttl_seconds

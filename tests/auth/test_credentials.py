@@ -6,11 +6,12 @@ from datetime import timedelta
 
 import jwt
 import pytest
-from sqlalchemy import event, select, update
+from sqlalchemy import select, update
 
-from tessera.auth.api_keys import create_api_key, revoke_api_key
+from tessera.db import database_of
 from tessera.models import ApiKey, SigningKey
 from tessera.models.base import utcnow
+from tessera.projects.service import issue_api_key, revoke_api_key
 from tests import orm
 from tests.conftest import OIDC_AUDIENCE, OIDC_ISSUER
 from tests.factories import create_user
@@ -27,6 +28,21 @@ async def _token(client, tenant, **extra) -> dict:
 
 def _bearer(token: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {token}"}
+
+
+def _recorded(database, monkeypatch) -> list[str]:
+    """The SQL of every statement the database runs from now on (reads and transactions:
+    where credentials are looked up)."""
+    statements: list[str] = []
+    compiled = database.compiled
+
+    def recording(statement, sizes):
+        found = compiled(statement, sizes)
+        statements.append(found.sql)
+        return found
+
+    monkeypatch.setattr(database, "compiled", recording)
+    return statements
 
 
 async def _refused_within(client, headers: dict[str, str], *, seconds: float) -> None:
@@ -72,53 +88,52 @@ class TestApiKeys:
         self, client, tenant, database, app, sent_as
     ):
         # Revoked straight in the database, as another process (the CLI) would.
-        async with orm.session(database) as session:
-            issued = await create_api_key(
-                session,
-                project_id=tenant.project_id,
-                permission="write",
-                hash_key=app.state.authenticator.hash_key,
-            )
-            await session.commit()
+        issued = await issue_api_key(
+            database,
+            project_id=tenant.project_id,
+            permission="write",
+            hash_key=app.state.authenticator.hash_key,
+        )
         headers = (
             {"x-api-key": issued.api_key} if sent_as == "x-api-key" else _bearer(issued.api_key)
         )
         assert (await client.get("/v1/users/count", headers=headers)).status_code == 200
-        async with orm.session(database) as session:
-            await revoke_api_key(session, project_id=tenant.project_id, key_id=issued.row.id)
-            await session.commit()
+        await revoke_api_key(database, project_id=tenant.project_id, key_id=issued.id)
         await _refused_within(client, headers, seconds=2.0)
 
     async def test_expired_key_is_401_within_two_seconds(self, client, tenant, database, app):
-        async with orm.session(database) as session:
-            issued = await create_api_key(
-                session,
-                project_id=tenant.project_id,
-                permission="read",
-                hash_key=app.state.authenticator.hash_key,
-                expires_in=3600,
-            )
-            await session.commit()
+        issued = await issue_api_key(
+            database,
+            project_id=tenant.project_id,
+            permission="read",
+            hash_key=app.state.authenticator.hash_key,
+            expires_in=3600,
+        )
         headers = {"x-api-key": issued.api_key}
         assert (await client.get("/v1/users/count", headers=headers)).status_code == 200
         async with orm.session(database) as session:
             await session.execute(
                 update(ApiKey)
-                .where(ApiKey.id == issued.row.id)
+                .where(ApiKey.id == issued.id)
                 .values(expires_at=utcnow() - timedelta(seconds=1))
             )
             await session.commit()
         await _refused_within(client, headers, seconds=2.0)
 
     async def test_a_key_is_not_trusted_past_its_expiry(self, client, tenant, database, app):
+        issued = await issue_api_key(
+            database,
+            project_id=tenant.project_id,
+            permission="read",
+            hash_key=app.state.authenticator.hash_key,
+            expires_in=1,
+        )
         async with orm.session(database) as session:
-            issued = await create_api_key(
-                session,
-                project_id=tenant.project_id,
-                permission="read",
-                hash_key=app.state.authenticator.hash_key,
+            await session.execute(
+                update(ApiKey)
+                .where(ApiKey.id == issued.id)
+                .values(expires_at=utcnow() + timedelta(seconds=0.3))
             )
-            issued.row.expires_at = utcnow() + timedelta(seconds=0.3)
             await session.commit()
         headers = {"x-api-key": issued.api_key}
         assert (await client.get("/v1/users/count", headers=headers)).status_code == 200
@@ -128,18 +143,9 @@ class TestApiKeys:
     async def test_a_known_key_makes_no_query(self, client, tenant, database, app, monkeypatch):
         monkeypatch.setattr(app.state.authenticator.cache, "ttl", 60.0)  # no expiry mid-test
         app.state.authenticator.cache.clear()
-        statements: list[str] = []
-
-        def record(conn, cursor, statement, *args):
-            statements.append(statement)
-
-        engine = database.engine.sync_engine  # where credentials are looked up
-        event.listen(engine, "before_cursor_execute", record)
-        try:
-            for _ in range(3):
-                assert (await client.get("/v1/users/count", headers=tenant.r)).status_code == 200
-        finally:
-            event.remove(engine, "before_cursor_execute", record)
+        statements = _recorded(database, monkeypatch)
+        for _ in range(3):
+            assert (await client.get("/v1/users/count", headers=tenant.r)).status_code == 200
         assert len([s for s in statements if "api_keys" in s]) == 1  # the first request only
 
     async def test_requests_in_flight_share_one_check(
@@ -148,19 +154,10 @@ class TestApiKeys:
         """An entry that expires under load is refreshed by one query, not one per request."""
         monkeypatch.setattr(app.state.authenticator.cache, "ttl", 60.0)
         app.state.authenticator.cache.clear()
-        statements: list[str] = []
-
-        def record(conn, cursor, statement, *args):
-            statements.append(statement)
-
-        engine = database.engine.sync_engine
-        event.listen(engine, "before_cursor_execute", record)
-        try:
-            answers = await asyncio.gather(
-                *(client.get("/v1/users/count", headers=tenant.r) for _ in range(20))
-            )
-        finally:
-            event.remove(engine, "before_cursor_execute", record)
+        statements = _recorded(database, monkeypatch)
+        answers = await asyncio.gather(
+            *(client.get("/v1/users/count", headers=tenant.r) for _ in range(20))
+        )
         assert [a.status_code for a in answers] == [200] * 20
         assert len([s for s in statements if "api_keys" in s]) == 1
         assert app.state.authenticator.cache._checking == {}  # nothing kept after the check
@@ -176,8 +173,7 @@ class TestApiKeys:
 
     async def test_last_use_is_recorded(self, client, tenant, database, app):
         await client.get("/v1/users/count", headers=tenant.r)
-        async with orm.session(database) as session:
-            await app.state.authenticator.usage.flush(session)
+        await app.state.authenticator.usage.flush(database)
         async with orm.session(database, write=False) as session:
             used = {
                 r.permission: r.last_used_at
@@ -312,8 +308,7 @@ class TestOwnTokens:
             algorithm="HS256",
             headers={"kid": jwt.get_unverified_header(token)["kid"]},
         )
-        async with orm.session(app.state.database) as session:
-            kid, private = await app.state.authenticator.issuer._signing_key(session)
+        kid, private = await app.state.authenticator.issuer._signing_key(database_of(app))
         expired = jwt.encode(
             jwt.decode(token, options={"verify_signature": False}) | {"exp": int(time.time()) - 5},
             private,
@@ -340,17 +335,15 @@ def _oidc_token(jwks_server, **claims) -> str:
 
 class TestExternalOidc:
     async def _bind(self, database, tenant, subject="svc-1", permission="write"):
-        from tessera.auth.tokens import bind_identity
+        from tessera.projects.service import bind_identity
 
-        async with orm.session(database) as session:
-            await bind_identity(
-                session,
-                project_id=tenant.project_id,
-                issuer=OIDC_ISSUER,
-                subject=subject,
-                permission=permission,
-            )
-            await session.commit()
+        await bind_identity(
+            database,
+            project_id=tenant.project_id,
+            issuer=OIDC_ISSUER,
+            subject=subject,
+            permission=permission,
+        )
 
     async def test_bound_subject_acts_for_its_project(
         self, client, tenant, other, database, jwks_server

@@ -13,6 +13,7 @@ from fastapi import FastAPI
 from tessera.auth.rate_limits import SignInLimiter
 from tessera.chain.registry import Chains
 from tessera.console.accounts import create_operator
+from tessera.db import database_of
 from tessera.jobs.worker import JobContext, Worker
 from tessera.main import make_worker
 from tests.factories import Tenant
@@ -65,7 +66,7 @@ def fresh_sign_in_limits(app: FastAPI) -> None:
 @pytest.fixture
 async def operator(app: FastAPI) -> AsyncIterator[Console]:
     """An operator, signed in (sees every project)."""
-    await create_operator(app.state.database, email=OPERATOR_EMAIL, password=OPERATOR_PASSWORD)
+    await create_operator(database_of(app), email=OPERATOR_EMAIL, password=OPERATOR_PASSWORD)
     console = await sign_in(app, OPERATOR_EMAIL, OPERATOR_PASSWORD)
     yield console
     await console.http.aclose()

@@ -5,6 +5,7 @@ import uuid
 from sqlalchemy import select, update
 
 from tessera.console.accounts import COOKIE, MAX_FAILURES
+from tessera.db import database_of
 from tessera.models import ConsoleSession, Operator, Project
 from tests import orm
 from tests.console.conftest import OPERATOR_EMAIL, OPERATOR_PASSWORD
@@ -23,7 +24,7 @@ class TestSignIn:
     async def test_the_cookie_is_http_only_lax_and_secure_off_loopback(self, app, operator):
         from tessera.console.accounts import create_operator
 
-        await create_operator(app.state.database, email="far@example.com", password="x" * 12)
+        await create_operator(database_of(app), email="far@example.com", password="x" * 12)
         import httpx
 
         transport = httpx.ASGITransport(app=app)

@@ -23,7 +23,7 @@ from fastapi import FastAPI
 from sqlalchemy.engine import make_url
 
 from tessera.config import Settings
-from tessera.db import ConnectionPool
+from tessera.db import ConnectionPool, database_of
 from tessera.errors import DatabaseUnavailable
 from tessera.main import create_app
 from tests.conftest import BACKEND, _worker
@@ -103,7 +103,7 @@ async def test_writes_answer_503_with_retry_after_while_refused_and_succeed_afte
         tenant = await make_tenant(app)
         product = await create_product(http, tenant)
         ada = await create_user(http, tenant)
-        before = await row_counts(app.state.database)
+        before = await row_counts(database_of(app))
 
         def writes() -> list[tuple[str, Any]]:
             return [
@@ -126,12 +126,12 @@ async def test_writes_answer_503_with_retry_after_while_refused_and_succeed_afte
                 assert ready.json()["checks"]["database"]["ok"] is False
             else:  # SQLite still reads (WAL) while another process writes
                 assert ready.json()["checks"]["database"]["ok"] is True
-        assert await row_counts(app.state.database) == before  # nothing changed
+        assert await row_counts(database_of(app)) == before  # nothing changed
 
         for path, body in writes():
             response = await http.post(path, headers=tenant.w, json=body)
             assert response.status_code == 201, response.text
-        after = await row_counts(app.state.database)
+        after = await row_counts(database_of(app))
         assert (after["users"], after["events"], after["product_items"]) == (
             before["users"] + 1,
             before["events"] + 1,

@@ -29,7 +29,7 @@ from sqlalchemy import Table, select
 
 from tessera import migrations
 from tessera.config import Settings
-from tessera.db import Database
+from tessera.db import Database, database_of
 from tessera.main import create_app
 from tessera.models import Base
 from tests import orm
@@ -238,7 +238,7 @@ async def written(app: FastAPI) -> dict[str, list[dict]]:
     async with httpx.AsyncClient(transport=transport, base_url="http://tessera.test") as client:
         names = await scenario(client, tenant)
     canon = Canon(names, tenant.project_id)
-    database: Database = app.state.database
+    database: Database = database_of(app)
     found = {t.name: await table_rows(database, t, tenant.project_id) for t in TABLES}
     for table in TABLES:
         canon.name(table, found[table.name])
@@ -255,7 +255,7 @@ async def sqlite_app(settings: Settings, tmp_path: Path) -> AsyncIterator[FastAP
 
 
 async def test_both_backends_write_the_same_rows(app: FastAPI, sqlite_app: FastAPI):
-    assert sqlite_app.state.database.is_sqlite and not app.state.database.is_sqlite
+    assert database_of(sqlite_app).is_sqlite and not database_of(app).is_sqlite
     on_postgresql = await written(app)
     on_sqlite = await written(sqlite_app)
     for name in ("users", "user_wallets", "events", "attendees", "products", "orders"):

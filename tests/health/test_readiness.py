@@ -25,7 +25,7 @@ from sqlalchemy.engine import make_url
 from tessera import migrations
 from tessera.chain.registry import Chains
 from tessera.config import Settings
-from tessera.db import Database
+from tessera.db import Database, database_of
 from tessera.health.readiness import Readiness
 from tessera.jobs.worker import JobContext, Worker
 from tessera.main import create_app, make_worker
@@ -121,7 +121,7 @@ class TestReadiness:
             memory = MemoryChain()
             other.state.readiness = Readiness(
                 other.state.settings,
-                other.state.database,
+                database_of(other),
                 chains=Chains(other.state.settings, connect=lambda url, timeout: memory),
             )
             assert (await http.get("/v1/health/ready")).status_code == 503  # no worker yet
@@ -217,7 +217,7 @@ class TestReadiness:
                 }
                 assert body["checks"]["database"] == OK
 
-                async with orm.session(other.state.database) as session:
+                async with orm.session(database_of(other)) as session:
                     await session.execute(text("UPDATE alembic_version SET version_num = '9999'"))
                     await session.commit()
                 response = await http.get("/v1/health/ready")
@@ -226,7 +226,7 @@ class TestReadiness:
                     "detail": f"at 9999, a revision this code does not know (its head is {HEAD})",
                 }
 
-                async with orm.session(other.state.database) as session:
+                async with orm.session(database_of(other)) as session:
                     await session.execute(text("DELETE FROM alembic_version"))
                     await session.commit()
                 response = await http.get("/v1/health/ready")

@@ -14,6 +14,7 @@ from sqlalchemy import select, update
 
 from tessera.chain.keys import open_seed
 from tessera.crypto import Sealed
+from tessera.db import database_of
 from tessera.errors import JobNotFailed, JobNotFound
 from tessera.jobs.queue import enqueue
 from tessera.jobs.repository import JobRow
@@ -73,7 +74,7 @@ async def funded(client, tenant, chain, amount: int = 100 * DOT) -> bytes:
 
 async def seed_of(app, key: bytes) -> bytes:
     """A custodial wallet's seed, to act on the chain as its owner outside Tessera."""
-    async with orm.session(app.state.database, write=False) as session:
+    async with orm.session(database_of(app), write=False) as session:
         wallet = await session.scalar(select(ProjectWallet).where(ProjectWallet.public_key == key))
         if wallet is None:
             wallet = await session.scalar(select(UserWallet).where(UserWallet.public_key == key))

@@ -35,7 +35,7 @@ from pydantic import SecretStr
 from sqlalchemy import select
 
 from tessera.config import Settings, parse_smtp_url
-from tessera.db import Database
+from tessera.db import Database, database_of
 from tessera.mail.sender import Postman
 from tessera.main import create_app
 from tessera.models import Mail
@@ -327,7 +327,7 @@ def make_postman(database: Database, server: MailServer, **overrides: Any) -> Po
 
 @pytest.fixture
 def postman(mail_app: FastAPI, smtp: MailServer) -> Postman:
-    return make_postman(mail_app.state.database, smtp)
+    return make_postman(database_of(mail_app), smtp)
 
 
 async def send_until(
@@ -350,8 +350,7 @@ async def send_until(
 async def emails_on(app: FastAPI, tenant: Tenant, on: bool = True) -> None:
     """The project's ticket email switched (as `tessera project set --ticket-emails` does),
     and seen at once (the credential cache would see it within 2 s)."""
-    async with orm.session(app.state.database) as session:
-        await set_project_rules(session, project_id=tenant.project_id, ticket_emails=on)
+    await set_project_rules(database_of(app), project_id=tenant.project_id, ticket_emails=on)
     app.state.authenticator.cache.clear()
 
 

@@ -1,6 +1,7 @@
 """The console: the project page switches ticket email on and off, and the Email page lists the
 project's mails with their status and last error, never their links."""
 
+from tessera.db import database_of
 from tessera.models import Project
 from tests import orm
 from tests.console.conftest import owner_console
@@ -28,7 +29,7 @@ class TestProjectPage:
         product = await create_product(client, tenant)
         user = await create_user(client, tenant)
         await issue_items(client, tenant, product["id"], user["id"])
-        assert [mail.recipient for mail in await mails(mail_app.state.database)] == [user["email"]]
+        assert [mail.recipient for mail in await mails(database_of(mail_app))] == [user["email"]]
 
         response = await console.post(f"{path}/ticket-emails", {"ticket_emails": "false"})
         assert response.status_code == 303
@@ -51,7 +52,7 @@ class TestProjectPage:
         assert response.status_code == 404
         assert (await console.get(f"/console/projects/{other.project_id}/mail")).status_code == 404
         await console.http.aclose()
-        async with orm.session(mail_app.state.database, write=False) as session:
+        async with orm.session(database_of(mail_app), write=False) as session:
             project = await session.get(Project, other.project_id)
             assert project is not None and project.ticket_emails is False
 
@@ -64,7 +65,7 @@ class TestProjectPage:
         )
         assert response.status_code == 403
         await console.http.aclose()
-        async with orm.session(mail_app.state.database, write=False) as session:
+        async with orm.session(database_of(mail_app), write=False) as session:
             project = await session.get(Project, tenant.project_id)
             assert project is not None and project.ticket_emails is False
 

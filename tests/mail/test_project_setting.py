@@ -10,6 +10,7 @@ import sys
 import time
 from pathlib import Path
 
+from tessera.db import database_of
 from tests.factories import create_product, create_user, make_tenant
 from tests.mail.conftest import mails
 
@@ -52,7 +53,7 @@ class TestProjectSet:
     ):
         tenant = await make_tenant(mail_app)  # a new project: ticket email off
         project = str(tenant.project_id)
-        assert await issue_one(client, mail_app.state.database, tenant, tenant.w) == 0
+        assert await issue_one(client, database_of(mail_app), tenant, tenant.w) == 0
 
         done = await tessera(
             mail_settings, "project", "set", "--project", project, "--ticket-emails"
@@ -65,7 +66,7 @@ class TestProjectSet:
             "ticket_emails": True,
         }
         started = time.monotonic()
-        while await issue_one(client, mail_app.state.database, tenant, tenant.w) == 0:
+        while await issue_one(client, database_of(mail_app), tenant, tenant.w) == 0:
             assert time.monotonic() - started < 2.0, "the setting is not applied"
             await asyncio.sleep(0.05)
 
@@ -74,8 +75,8 @@ class TestProjectSet:
         )
         assert json.loads(done.stdout)["ticket_emails"] is False
         mail_app.state.authenticator.cache.clear()  # as the cache's 2 s would
-        before = len(await mails(mail_app.state.database))
-        assert await issue_one(client, mail_app.state.database, tenant, tenant.w) == before
+        before = len(await mails(database_of(mail_app)))
+        assert await issue_one(client, database_of(mail_app), tenant, tenant.w) == before
 
     async def test_a_token_clients_jwt_carries_it_too(self, client, mail_app, tenant):
         response = await client.post(
@@ -88,4 +89,4 @@ class TestProjectSet:
         )
         assert response.status_code == 200, response.text
         bearer = {"Authorization": f"Bearer {response.json()['access_token']}"}
-        assert await issue_one(client, mail_app.state.database, tenant, bearer) == 1
+        assert await issue_one(client, database_of(mail_app), tenant, bearer) == 1

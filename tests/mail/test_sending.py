@@ -16,6 +16,7 @@ from pydantic import SecretStr, ValidationError
 from sqlalchemy import update
 
 from tessera.config import Settings
+from tessera.db import database_of
 from tessera.jobs.worker import JobContext
 from tessera.mail import repository
 from tessera.mail.sender import Postman, retry_delay
@@ -60,14 +61,14 @@ class TestRetries:
         user = await one_mail(client, tenant)
         smtp.stop()
         assert await postman.send_due() == 1
-        [mail] = await mails(mail_app.state.database)
+        [mail] = await mails(database_of(mail_app))
         assert (mail.status, mail.attempts, mail.sent_at) == ("queued", 1, None)
         assert mail.last_error.startswith(f"smtp://127.0.0.1:{smtp.port}: SMTPConnectError: ")
         assert mail.text_body and mail.html_body  # kept for the next attempt
 
         await asyncio.sleep(0.1)
         assert await postman.send_due() == 1  # due again: tried again, refused again
-        [mail] = await mails(mail_app.state.database)
+        [mail] = await mails(database_of(mail_app))
         assert (mail.status, mail.attempts) == ("queued", 2)
 
         smtp.start()
@@ -76,7 +77,7 @@ class TestRetries:
             await postman.send_due()
         [received] = smtp.received
         assert received.to == user["email"]
-        [mail] = await mails(mail_app.state.database)
+        [mail] = await mails(database_of(mail_app))
         assert (mail.status, mail.attempts) == ("sent", 3)
         assert mail.sent_at is not None
         assert "SMTPConnectError" in mail.last_error  # what went wrong on the way
@@ -89,10 +90,10 @@ class TestRetries:
         ]  # fmt: skip
         await one_mail(client, tenant)
         smtp.stop()
-        postman = make_postman(mail_app.state.database, smtp, first_retry=5.0, longest_retry=300.0)
+        postman = make_postman(database_of(mail_app), smtp, first_retry=5.0, longest_retry=300.0)
         before = utcnow()
         await postman.send_due()
-        [mail] = await mails(mail_app.state.database)
+        [mail] = await mails(database_of(mail_app))
         wait = (mail.next_attempt_at - before).total_seconds()
         assert 4.0 < wait <= 5.5
         assert await postman.send_due() == 0  # not due yet
@@ -101,12 +102,12 @@ class TestRetries:
         await one_mail(client, tenant)
         smtp.handler.answer = "451 4.3.0 Try again later"
         await postman.send_due()
-        [mail] = await mails(mail_app.state.database)
+        [mail] = await mails(database_of(mail_app))
         assert (mail.status, mail.attempts) == ("queued", 1)
         assert mail.last_error == "the server answered 451 4.3.0 Try again later"
         smtp.handler.answer = "250 OK"
         await send_until(postman, lambda: len(smtp.received) == 1)
-        [mail] = await mails(mail_app.state.database)
+        [mail] = await mails(database_of(mail_app))
         assert (mail.status, mail.attempts) == ("sent", 2)
 
     async def test_a_5xx_answer_fails_at_once_with_a_change(
@@ -115,7 +116,7 @@ class TestRetries:
         user = await one_mail(client, tenant)
         smtp.handler.answer = "554 5.7.1 Message rejected"
         await postman.send_due()
-        [mail] = await mails(mail_app.state.database)
+        [mail] = await mails(database_of(mail_app))
         assert (mail.status, mail.attempts, mail.sent_at) == ("failed", 1, None)
         assert mail.last_error == "the server answered 554 5.7.1 Message rejected"
         assert (mail.text_body, mail.html_body) == ("", "")
@@ -143,7 +144,7 @@ class TestRetries:
 
     async def test_given_up_after_3_days(self, client, mail_app, tenant, smtp, postman):
         await one_mail(client, tenant)
-        database = mail_app.state.database
+        database = database_of(mail_app)
         async with orm.session(database) as session:
             three_days_ago = utcnow() - timedelta(days=3, seconds=1)
             await session.execute(update(Mail).values(created_at=three_days_ago))
@@ -159,7 +160,7 @@ class TestRetries:
 
 class TestOnce:
     async def test_many_senders_send_each_mail_once(self, client, mail_app, tenant, smtp):
-        database = mail_app.state.database
+        database = database_of(mail_app)
         product = await create_product(client, tenant)
         users = await create_users(client, tenant, 25)
         await issue_items(client, tenant, product["id"], *(user["id"] for user in users))
@@ -179,7 +180,7 @@ class TestOnce:
         """A worker that died after taking a mail, before handing it to the server: the mail
         is not another sender's until the lease ends, then it goes, once."""
         await one_mail(client, tenant)
-        database = mail_app.state.database
+        database = database_of(mail_app)
         now = utcnow()
         async with database.transaction() as tx:
             [taken] = await repository.take_due(tx, now, now + timedelta(seconds=1))
@@ -198,7 +199,7 @@ class TestOnce:
     ):
         """A worker that died between handing a mail over and hearing the server."""
         await one_mail(client, tenant)
-        database = mail_app.state.database
+        database = database_of(mail_app)
         now = utcnow()
         async with database.transaction() as tx:
             [taken] = await repository.take_due(tx, now, now + timedelta(seconds=1))
@@ -215,7 +216,7 @@ class TestOnce:
     ):
         """A slow sender whose lease ran out while another sender took the mail."""
         await one_mail(client, tenant)
-        database = mail_app.state.database
+        database = database_of(mail_app)
         now = utcnow()
         async with database.transaction() as tx:
             [slow] = await repository.take_due(tx, now, now)  # a lease already over
@@ -234,7 +235,7 @@ class TestOnce:
         smtp.handler.answer = DROP
         await postman.send_due()
         smtp.handler.answer = "250 OK"
-        [mail] = await mails(mail_app.state.database)
+        [mail] = await mails(database_of(mail_app))
         assert (mail.status, mail.attempts, mail.sent_at) == ("sent", 1, None)
         assert mail.last_error.startswith(
             "the connection ended while the server took the message: SMTPServerDisconnected"
@@ -251,7 +252,7 @@ class TestOnce:
         assert "<td>unconfirmed</td>" in page and "the connection ended" in page
 
     async def test_one_cause_is_written_once(self, mail_app, tenant):
-        database = mail_app.state.database
+        database = database_of(mail_app)
         values = {
             "project_id": tenant.project_id,
             "recipient": "a@example.com",
@@ -286,7 +287,7 @@ class TestTheWorker:
         assert [received.to for received in smtp.received] == [user["email"]]
 
     async def test_no_sender_without_smtp(self, app):
-        assert Postman.from_settings(app.state.database, app.state.settings) is None
+        assert Postman.from_settings(database_of(app), app.state.settings) is None
 
 
 class TestMetrics:
@@ -320,7 +321,7 @@ class TestPassword:
         self, client, mail_app, tenant, smtp_with_login, caplog
     ):
         caplog.set_level(logging.DEBUG)
-        database = mail_app.state.database
+        database = database_of(mail_app)
         wrong = make_postman(
             database,
             smtp_with_login,
@@ -353,7 +354,7 @@ class TestPassword:
         """``smtp+starttls://`` and ``smtps://``: the server's certificate is checked (a
         client that does not trust it sends nothing), and the login goes over TLS."""
         tls_server.reset()
-        database = mail_app.state.database
+        database = database_of(mail_app)
         url = tls_server.url(f"{SMTP_USER}:{SMTP_PASSWORD}@")
         untrusting = make_postman(database, tls_server, smtp_url=url)
         user = await one_mail(client, tenant)

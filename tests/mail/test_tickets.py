@@ -8,6 +8,7 @@ import re
 
 import pytest
 
+from tessera.db import database_of
 from tests.factories import (
     create_event,
     create_order,
@@ -75,7 +76,7 @@ class TestIssue:
         [link] = theirs.links()
         assert link == await ticket_url(client, tenant, product["id"], items[2]["item_id"])
 
-        written = await mails(mail_app.state.database)
+        written = await mails(database_of(mail_app))
         assert [(m.status, m.attempts, m.text_body, m.html_body) for m in written] == [
             ("sent", 1, "", ""),  # the bodies (ticket links) are not kept once handed over
             ("sent", 1, "", ""),
@@ -148,7 +149,7 @@ class TestOrders:
         issued = {(item["product_id"], item["item_id"]) for item in order["product_items"]}
         expected = [await ticket_url(client, tenant, p, n) for p, n in sorted(issued)]
         assert sorted(received.links()) == sorted(expected)
-        [mail] = await mails(mail_app.state.database)
+        [mail] = await mails(database_of(mail_app))
         assert mail.cause == f"order:{order['id']}:{user['id']}"
 
     async def test_a_pending_order_mails_when_it_completes(self, client, tenant, smtp, postman):
@@ -231,7 +232,7 @@ class TestClaims:
         assert received.links(CLAIM_LINK) == [link["url"]]
         page = await client.get(link["url"])
         assert page.status_code == 200 and "Gala" in page.text
-        [mail] = await mails(mail_app.state.database)
+        [mail] = await mails(database_of(mail_app))
         assert mail.cause == f"claim-invite:{link['id']}"
 
     async def test_no_invitation_unless_asked(self, client, tenant, smtp, postman):
@@ -313,7 +314,7 @@ class TestTransfersAndReissues:
         assert received.links() == [reissued.json()["url"]] != [old_link]
         await opens_a_ticket(client, reissued.json()["url"], item["item_id"])
         assert (await client.get(old_link)).status_code == 404
-        written = await mails(mail_app.state.database)
+        written = await mails(database_of(mail_app))
         assert written[1].cause == f"reissued:{item['id']}:2:{user['id']}"
 
 
@@ -331,7 +332,7 @@ class TestNoMail:
             f"/v1/products/{product['id']}/items/1/ticket/reissue", headers=tenant.w
         )
         assert reissued.status_code == 200
-        assert await mails(mail_app.state.database) == []
+        assert await mails(database_of(mail_app)) == []
         assert await postman.send_due() == 0 and smtp.received == []
 
     async def test_not_when_the_server_sends_none(self, plain, app, database):
@@ -363,7 +364,7 @@ class TestNoMail:
         )
         assert response.status_code == 303, response.text
         await console.http.aclose()
-        written = await mails(mail_app.state.database)
+        written = await mails(database_of(mail_app))
         assert len(written) == (1 if on else 0)
         if on:  # the links lead where the console's request came to
             await all_sent(postman, smtp, 1)

@@ -15,6 +15,7 @@ from sqlalchemy import select
 
 from tessera.chain.registry import Chains
 from tessera.config import Settings
+from tessera.db import database_of
 from tessera.jobs.queue import enqueue
 from tessera.jobs.worker import JobContext
 from tessera.main import make_worker
@@ -365,7 +366,7 @@ class TestDatabasePool:
 
 class TestSqliteWriter:
     async def test_writes_waiting_for_their_turn_and_their_waits(self, client, tenant, app):
-        database = app.state.database
+        database = database_of(app)
         before = samples(await scrape(client), "tessera_db_write_wait_seconds_count").get((), 0)
 
         async def a_write() -> int:

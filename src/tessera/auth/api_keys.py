@@ -12,14 +12,12 @@ import uuid
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from sqlalchemy.ext.asyncio import AsyncSession
-
 from tessera.auth import repository
 from tessera.auth.principal import Permission, Principal
+from tessera.auth.repository import ApiKeyRow
 from tessera.crypto import hashes_match, keyed_hash
-from tessera.db import Database
+from tessera.db import Database, Rows, Transaction
 from tessera.errors import CredentialInvalid
-from tessera.models import ApiKey
 from tessera.models.base import new_id, utcnow
 
 log = logging.getLogger("tessera.auth")
@@ -30,12 +28,12 @@ API_KEY_START = f"{KEY_SCHEME}_"  # how a key sent as a bearer credential is tol
 
 @dataclass(frozen=True, slots=True)
 class IssuedApiKey:
-    row: ApiKey
+    row: ApiKeyRow
     api_key: str  # the only time the full key exists outside the caller
 
 
 async def create_api_key(
-    session: AsyncSession,
+    tx: Transaction,
     *,
     project_id: uuid.UUID,
     permission: Permission,
@@ -46,32 +44,28 @@ async def create_api_key(
     """Issue a key for a project; the caller commits."""
     prefix = secrets.token_hex(6)
     plaintext = f"{KEY_SCHEME}_{prefix}_{secrets.token_urlsafe(32)}"
-    row = ApiKey(
-        id=new_id(),
-        project_id=project_id,
-        prefix=prefix,
-        key_hash=keyed_hash(hash_key, plaintext),
-        permission=permission,
-        name=name,
-        expires_at=utcnow() + timedelta(seconds=expires_in) if expires_in else None,
+    row = await repository.add_api_key(
+        tx,
+        {
+            "id": new_id(),
+            "project_id": project_id,
+            "prefix": prefix,
+            "key_hash": keyed_hash(hash_key, plaintext),
+            "permission": permission,
+            "name": name,
+            "expires_at": utcnow() + timedelta(seconds=expires_in) if expires_in else None,
+        },
     )
-    session.add(row)
-    await session.flush()
     return IssuedApiKey(row, plaintext)
 
 
-async def list_api_keys(session: AsyncSession, *, project_id: uuid.UUID) -> list[ApiKey]:
-    return await repository.list_api_keys(session, project_id)
+async def list_api_keys(rows: Rows, *, project_id: uuid.UUID) -> list[ApiKeyRow]:
+    return await repository.list_api_keys(rows, project_id)
 
 
-async def revoke_api_key(
-    session: AsyncSession, *, project_id: uuid.UUID, key_id: uuid.UUID
-) -> ApiKey:
-    key = await repository.lock_api_key(session, project_id, key_id)
-    if key.revoked_at is None:
-        key.revoked_at = utcnow()
-        await session.flush()
-    return key
+async def revoke_api_key(tx: Transaction, *, project_id: uuid.UUID, key_id: uuid.UUID) -> ApiKeyRow:
+    """The project's key revoked (revoking a revoked key keeps its first time)."""
+    return await repository.revoke_api_key(tx, project_id, key_id, utcnow())
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,9 +86,9 @@ def parse_api_key(raw_key: str) -> str:
     return prefix
 
 
-async def access_for_api_key(session: AsyncSession, raw_key: str, *, digest: str) -> KeyAccess:
+async def access_for_api_key(rows: Rows, raw_key: str, *, digest: str) -> KeyAccess:
     """Check a key against its row: ``digest`` is ``keyed_hash(hash_key, raw_key)``."""
-    row = await repository.key_by_prefix(session, parse_api_key(raw_key))
+    row = await repository.key_by_prefix(rows, parse_api_key(raw_key))
     if row is None or not hashes_match(row.key_hash, digest):
         raise CredentialInvalid
     if row.revoked_at is not None or (row.expires_at is not None and row.expires_at <= utcnow()):
@@ -118,13 +112,14 @@ class UsageRecorder:
     def touch(self, key_id: uuid.UUID) -> None:
         self._pending[key_id] = utcnow()
 
-    async def flush(self, session: AsyncSession) -> None:
+    async def flush(self, database: Database) -> None:
+        """Write what was used since the last time, in one transaction."""
         pending, self._pending = self._pending, {}
         if not pending:
             return
-        for key_id, used_at in pending.items():
-            await repository.set_last_used(session, key_id, used_at)
-        await session.commit()
+        async with database.transaction() as tx:
+            await repository.set_last_used(tx, pending)
+            await tx.commit()
 
     async def run(self, database: Database, interval: float, stop: asyncio.Event) -> None:
         """Write what was used every ``interval`` seconds, and once more when ``stop`` is set
@@ -133,7 +128,6 @@ class UsageRecorder:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stop.wait(), interval)
             try:
-                async with database.session() as session:
-                    await self.flush(session)
+                await self.flush(database)
             except Exception:
                 log.exception("could not record API key usage")

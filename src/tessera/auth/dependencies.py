@@ -18,7 +18,6 @@ from typing import Annotated, Any
 
 import jwt
 from fastapi import APIRouter, Depends, Request, Response
-from sqlalchemy.ext.asyncio import AsyncSession
 
 from tessera.auth.api_keys import API_KEY_START, UsageRecorder, access_for_api_key
 from tessera.auth.principal import Principal
@@ -27,7 +26,7 @@ from tessera.auth.tokens import ExternalIssuer, TokenIssuer
 from tessera.chain.registry import Chains
 from tessera.config import Settings
 from tessera.crypto import SecretBox, keyed_hash
-from tessera.db import Database, is_read_only, writes
+from tessera.db import Database, database_of, is_read_only, writes
 from tessera.errors import (
     AppError,
     CredentialInvalid,
@@ -178,7 +177,7 @@ async def authenticate(request: Request) -> Principal:
     principal = await _credential(request)
     limiter: RateLimiter = request.app.state.rate_limiter
     if limiter.on:
-        await limiter.admit(request.app.state.database, principal, write=writes(request))
+        await limiter.admit(database_of(request.app), principal, write=writes(request))
     refuse_unknown_query(request)
     state["principal"] = principal
     return principal
@@ -200,11 +199,10 @@ async def _credential(request: Request) -> Principal:
     digest = keyed_hash(auth.hash_key, credential)
     known = auth.cache.get(digest)
     if known is None:
-        database: Database = request.app.state.database
+        database = database_of(request.app)
 
         async def check() -> _Known:
-            async with database.session(write=False) as session:
-                return await _check(auth, session, credential, digest, is_api_key=is_api_key)
+            return await _check(auth, database, credential, digest, is_api_key=is_api_key)
 
         known = await auth.cache.check_once(digest, check)
     if known.key_id is not None:
@@ -215,11 +213,12 @@ async def _credential(request: Request) -> Principal:
 
 
 async def _check(
-    auth: Authenticator, session: AsyncSession, credential: str, digest: str, *, is_api_key: bool
+    auth: Authenticator, database: Database, credential: str, digest: str, *, is_api_key: bool
 ) -> _Known:
-    """Check a credential against the database or its issuer, and remember it."""
+    """Check a credential against the database or its issuer, and remember it. (No connection
+    is held while an external issuer's keys are fetched.)"""
     if is_api_key:
-        access = await access_for_api_key(session, credential, digest=digest)
+        access = await database.read(access_for_api_key, credential, digest=digest)
         return auth.cache.put(
             digest, access.principal, key_id=access.key_id, expires_at=access.expires_at
         )
@@ -230,9 +229,9 @@ async def _check(
         raise CredentialInvalid from exc
     issuer, kid = claims.get("iss"), header.get("kid")
     if issuer == auth.issuer.settings.jwt_issuer:
-        principal = await auth.issuer.verify(session, credential, kid)
+        principal = await auth.issuer.verify(database, credential, kid)
     elif auth.external is not None and issuer == auth.external.issuer:
-        principal = await auth.external.verify(session, credential, kid)
+        principal = await auth.external.verify(database, credential, kid)
     else:
         raise CredentialInvalid
     # Both issuers require ``exp``, and verify() has checked it.
@@ -275,7 +274,8 @@ async def admit(request: Request, *, write: bool) -> None:
     if write and not principal.can_write:
         raise WritePermissionRequired
     state = request.app.state
-    caller = Caller(principal, state.database, state.settings, state.box, state.chains)
+    database = database_of(request.app)
+    caller = Caller(principal, database, state.settings, state.box, state.chains)
     request.scope["state"][CALLER] = caller
 
 

@@ -10,7 +10,7 @@ from pydantic import ValidationError
 
 from tessera.auth.dependencies import AuthenticatorDep
 from tessera.auth.schemas import Jwks, TokenRequest, TokenResponse
-from tessera.db import SessionDep
+from tessera.db import DatabaseDep
 from tessera.errors import responses
 
 router = APIRouter(tags=["auth"])
@@ -57,17 +57,17 @@ def _form_schema() -> dict[str, Any]:
 )
 async def issue_token(
     authenticator: AuthenticatorDep,
-    session: SessionDep,
+    database: DatabaseDep,
     body: Annotated[TokenRequest, Depends(token_form)],
 ) -> TokenResponse:
     """OAuth2 client credentials: exchange a project client's id and secret for a bearer JWT."""
     token, ttl = await authenticator.issuer.exchange_client_credentials(
-        session, client_id=body.client_id, client_secret=body.client_secret, scope=body.scope
+        database, client_id=body.client_id, client_secret=body.client_secret, scope=body.scope
     )
     return TokenResponse(access_token=token, expires_in=ttl)
 
 
 @router.get("/.well-known/jwks.json", response_model=Jwks)
-async def jwks(authenticator: AuthenticatorDep, session: SessionDep) -> Jwks:
+async def jwks(authenticator: AuthenticatorDep, database: DatabaseDep) -> Jwks:
     """Public keys of Tessera's token issuer (current and recently rotated)."""
-    return Jwks.model_validate(await authenticator.issuer.jwks(session))
+    return Jwks.model_validate(await authenticator.issuer.jwks(database))

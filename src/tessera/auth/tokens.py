@@ -19,19 +19,24 @@ import httpx
 import jwt
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
-from sqlalchemy.ext.asyncio import AsyncSession
 
 from tessera.auth import repository
 from tessera.auth.principal import Permission, Principal
-from tessera.auth.repository import ProjectRules
+from tessera.auth.repository import (
+    BindingRow,
+    ClientRow,
+    ClientState,
+    ProjectRules,
+    SigningKeyRow,
+)
 from tessera.config import Settings
 from tessera.crypto import Sealed, SecretBox, hashes_match, keyed_hash
+from tessera.db import Database, Rows, Transaction
 from tessera.errors import (
     ClientCredentialsInvalid,
     ClientRevoked,
     CredentialInvalid,
 )
-from tessera.models import IdentityBinding, OAuthClient, SigningKey
 from tessera.models.base import utcnow
 
 ALGORITHM = "ES256"
@@ -48,51 +53,46 @@ class IssuedClient:
 
 
 async def create_client(
-    session: AsyncSession, *, project_id: uuid.UUID, permission: Permission, hash_key: bytes
+    tx: Transaction, *, project_id: uuid.UUID, permission: Permission, hash_key: bytes
 ) -> IssuedClient:
     client_id = f"{CLIENT_ID_START}{secrets.token_hex(10)}"
     client_secret = secrets.token_urlsafe(32)
-    session.add(
-        OAuthClient(
-            project_id=project_id,
-            client_id=client_id,
-            secret_hash=keyed_hash(hash_key, client_secret),
-            permission=permission,
-        )
+    await repository.add_client(
+        tx,
+        {
+            "project_id": project_id,
+            "client_id": client_id,
+            "secret_hash": keyed_hash(hash_key, client_secret),
+            "permission": permission,
+        },
     )
-    await session.flush()
     return IssuedClient(client_id, client_secret)
 
 
-async def list_clients(session: AsyncSession, *, project_id: uuid.UUID) -> list[OAuthClient]:
-    return await repository.list_clients(session, project_id)
+async def list_clients(rows: Rows, *, project_id: uuid.UUID) -> list[ClientRow]:
+    return await repository.list_clients(rows, project_id)
 
 
-async def revoke_client(
-    session: AsyncSession, *, project_id: uuid.UUID, client_id: str
-) -> OAuthClient:
+async def revoke_client(tx: Transaction, *, project_id: uuid.UUID, client_id: str) -> ClientRow:
     """No new token for the client, and its tokens stop working (within the credential cache's
     lifetime on every process). Revoking again keeps the first time."""
-    client = await repository.get_client(session, project_id, client_id)
-    client.revoked_at = client.revoked_at or utcnow()
-    await session.flush()
-    return client
+    return await repository.revoke_client(tx, project_id, client_id, utcnow())
 
 
 async def rotate_client(
-    session: AsyncSession, *, project_id: uuid.UUID, client_id: str, hash_key: bytes
-) -> tuple[OAuthClient, str]:
+    tx: Transaction, *, project_id: uuid.UUID, client_id: str, hash_key: bytes
+) -> tuple[ClientRow, str]:
     """A new secret for an active client (the client and the secret): the old secret gets no
     new token, and the tokens issued before stop working (as for a revocation), since a
     rotation usually answers a leak."""
-    client = await repository.get_client(session, project_id, client_id)
+    client = await repository.lock_client(tx, project_id, client_id)
     if client.revoked_at is not None:
         raise ClientRevoked
     client_secret = secrets.token_urlsafe(32)
-    client.secret_hash = keyed_hash(hash_key, client_secret)
-    client.rotated_at = utcnow()
-    await session.flush()
-    return client, client_secret
+    rotated = await repository.set_client_secret(
+        tx, client.id, keyed_hash(hash_key, client_secret), utcnow()
+    )
+    return rotated, client_secret
 
 
 def signing_key_aad(kid: str) -> bytes:
@@ -108,13 +108,13 @@ class TokenIssuer:
         self._public: dict[str, Any] = {}
         self._signing: tuple[str, Any, float] | None = None  # kid, private key, created (epoch)
 
-    async def _signing_key(self, session: AsyncSession) -> tuple[str, Any]:
+    async def _signing_key(self, database: Database) -> tuple[str, Any]:
         rotation = self.settings.signing_key_rotation_seconds
         if self._signing and time.time() - self._signing[2] < rotation:
             return self._signing[0], self._signing[1]
-        row = await repository.newest_signing_key(session)
+        row = await database.read(repository.newest_signing_key)
         if row is None or (utcnow() - row.created_at).total_seconds() >= rotation:
-            row = await self._new_signing_key(session)
+            row = await self._new_signing_key(database)
         private = serialization.load_der_private_key(
             self.box.open(Sealed(row.secret_key_id, row.secret_blob), aad=signing_key_aad(row.kid)),
             password=None,
@@ -122,7 +122,7 @@ class TokenIssuer:
         self._signing = (row.kid, private, row.created_at.timestamp())
         return row.kid, private
 
-    async def _new_signing_key(self, session: AsyncSession) -> SigningKey:
+    async def _new_signing_key(self, database: Database) -> SigningKeyRow:
         kid = secrets.token_hex(8)
         private = ec.generate_private_key(ec.SECP256R1())
         der = private.private_bytes(
@@ -133,23 +133,26 @@ class TokenIssuer:
         jwk = json.loads(jwt.algorithms.ECAlgorithm.to_jwk(private.public_key()))
         jwk |= {"kid": kid, "alg": ALGORITHM, "use": "sig"}
         sealed = self.box.seal(der, aad=signing_key_aad(kid))
-        row = SigningKey(
-            kid=kid,
-            algorithm=ALGORITHM,
-            public_jwk=json.dumps(jwk),
-            secret_key_id=sealed.key_id,
-            secret_blob=sealed.blob,
-            created_at=utcnow(),
-        )
-        session.add(row)
-        # Committed at once, unlike other helpers: the key must be visible to every process
-        # before a token signed with it leaves, whatever the caller does with its transaction.
-        await session.commit()
+        # A transaction of its own, committed at once: the key must be visible to every process
+        # before a token signed with it leaves. (So no caller mints inside a transaction.)
+        async with database.transaction() as tx:
+            row = await repository.add_signing_key(
+                tx,
+                {
+                    "kid": kid,
+                    "algorithm": ALGORITHM,
+                    "public_jwk": json.dumps(jwk),
+                    "secret_key_id": sealed.key_id,
+                    "secret_blob": sealed.blob,
+                    "created_at": utcnow(),
+                },
+            )
+            await tx.commit()
         return row
 
     async def mint(
         self,
-        session: AsyncSession,
+        database: Database,
         *,
         project_id: uuid.UUID,
         scope: Permission,
@@ -158,7 +161,7 @@ class TokenIssuer:
     ) -> tuple[str, int]:
         """A token for a project the caller knows exists (a client's, or checked first)."""
         ttl = min(ttl or self.settings.token_ttl_seconds, MAX_TOKEN_TTL)
-        kid, private = await self._signing_key(session)
+        kid, private = await self._signing_key(database)
         now = int(time.time())
         claims = {
             "iss": self.settings.jwt_issuer,
@@ -175,14 +178,14 @@ class TokenIssuer:
 
     async def exchange_client_credentials(
         self,
-        session: AsyncSession,
+        database: Database,
         *,
         client_id: str,
         client_secret: str,
         scope: Permission | None,
     ) -> tuple[str, int]:
         """OAuth2 client credentials: a valid, unrevoked client gets at most its own scope."""
-        client = await repository.client_by_id(session, client_id)
+        client = await database.read(repository.client_by_id, client_id)
         secret_hash = keyed_hash(self.settings.hash_key_bytes, client_secret)
         if client is None or client.revoked_at is not None:
             raise ClientCredentialsInvalid
@@ -192,18 +195,19 @@ class TokenIssuer:
         if granted == "write" and client.permission != "write":
             raise ClientCredentialsInvalid("this client may only request the read scope")
         return await self.mint(
-            session, project_id=client.project_id, scope=granted, subject=client.client_id
+            database, project_id=client.project_id, scope=granted, subject=client.client_id
         )
 
-    async def jwks(self, session: AsyncSession) -> dict[str, list[dict[str, Any]]]:
+    async def jwks(self, database: Database) -> dict[str, list[dict[str, Any]]]:
         window = self.settings.signing_key_rotation_seconds + MAX_TOKEN_TTL
-        rows = await repository.signing_keys_since(session, utcnow() - timedelta(seconds=window))
+        since = utcnow() - timedelta(seconds=window)
+        rows = await database.read(repository.signing_keys_since, since)
         return {"keys": [json.loads(row.public_jwk) for row in rows]}
 
-    async def verify(self, session: AsyncSession, token: str, kid: str | None) -> Principal:
+    async def verify(self, database: Database, token: str, kid: str | None) -> Principal:
         key = self._public.get(kid or "")
         if key is None:
-            row = await session.get(SigningKey, kid) if kid else None
+            row = await database.read(repository.signing_key, kid) if kid else None
             if row is None:
                 raise CredentialInvalid
             key = self._public[row.kid] = jwt.PyJWK(json.loads(row.public_jwk)).key
@@ -222,9 +226,9 @@ class TokenIssuer:
         # A token outlives nothing it names: a project deleted since (or never there), or a
         # client revoked or rotated since the token was issued, is a 401.
         subject = str(claims.get("sub"))
-        rules = await _project_rules(session, project_id)
-        if subject.startswith(CLIENT_ID_START):
-            client = await repository.client_state(session, project_id, subject)
+        client_id = subject if subject.startswith(CLIENT_ID_START) else None
+        rules, client = await database.read(_project_and_client, project_id, client_id)
+        if client_id is not None:
             if client is None or client.revoked_at is not None:
                 raise CredentialInvalid
             # iat is in whole seconds: a token of the rotation's second stays valid.
@@ -238,6 +242,17 @@ class TokenIssuer:
             require_activation=rules.require_activation,
             ticket_emails=rules.ticket_emails,
         )
+
+
+async def _project_and_client(
+    rows: Rows, project_id: uuid.UUID, client_id: str | None
+) -> tuple[ProjectRules, ClientState | None]:
+    """The rules of the project a token names (a project that does not exist is a 401) and,
+    for a token client's token, the state of that client (None: no such client)."""
+    rules = await _project_rules(rows, project_id)
+    if client_id is None:
+        return rules, None
+    return rules, await repository.client_state(rows, project_id, client_id)
 
 
 class ExternalIssuer:
@@ -278,7 +293,7 @@ class ExternalIssuer:
         self._keys = {key.key_id: key for key in keys if key.key_id}
         self._fetched_at = time.monotonic()
 
-    async def verify(self, session: AsyncSession, token: str, kid: str | None) -> Principal:
+    async def verify(self, database: Database, token: str, kid: str | None) -> Principal:
         jwk = await self._key(kid)
         try:
             claims = jwt.decode(
@@ -291,10 +306,7 @@ class ExternalIssuer:
             )
         except jwt.PyJWTError as exc:
             raise CredentialInvalid from exc
-        binding = await repository.identity_binding(session, self.issuer, claims["sub"])
-        if binding is None:
-            raise CredentialInvalid("this identity is not bound to a project")
-        rules = await _project_rules(session, binding.project_id)
+        binding, rules = await database.read(_binding_and_rules, self.issuer, claims["sub"])
         return Principal(
             binding.project_id,
             binding.permission == "write",
@@ -304,28 +316,33 @@ class ExternalIssuer:
         )
 
 
-async def _project_rules(session: AsyncSession, project_id: uuid.UUID) -> ProjectRules:
+async def _binding_and_rules(
+    rows: Rows, issuer: str, subject: str
+) -> tuple[BindingRow, ProjectRules]:
+    """The binding of an external subject and the rules of its project (a 401 without)."""
+    binding = await repository.identity_binding(rows, issuer, subject)
+    if binding is None:
+        raise CredentialInvalid("this identity is not bound to a project")
+    return binding, await _project_rules(rows, binding.project_id)
+
+
+async def _project_rules(rows: Rows, project_id: uuid.UUID) -> ProjectRules:
     """The project's rules (``Principal``); a project that does not exist is a 401."""
-    rules = await repository.project_rules(session, project_id)
+    rules = await repository.project_rules(rows, project_id)
     if rules is None:
         raise CredentialInvalid
     return rules
 
 
 async def bind_identity(
-    session: AsyncSession,
+    tx: Transaction,
     *,
     project_id: uuid.UUID,
     issuer: str,
     subject: str,
     permission: Permission,
-) -> IdentityBinding:
+) -> BindingRow:
     """Bind (or move) an OIDC subject to a project; the caller commits."""
-    binding = await repository.identity_binding(session, issuer, subject)
-    if binding is None:
-        binding = IdentityBinding(issuer=issuer, subject=subject)
-        session.add(binding)
-    binding.project_id = project_id
-    binding.permission = permission
-    await session.flush()
-    return binding
+    return await repository.bind_identity(
+        tx, project_id=project_id, issuer=issuer, subject=subject, permission=permission
+    )

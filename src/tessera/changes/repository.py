@@ -2,12 +2,10 @@
 that each backend spells its own way are in ``tessera.db.feed``."""
 
 import uuid
-from collections.abc import Sequence
 from datetime import datetime
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
-from sqlalchemy import bindparam, delete, insert
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy import bindparam, delete
 
 from tessera.db import Rows, Transaction, table_of
 from tessera.db import feed as db_feed
@@ -46,19 +44,6 @@ async def end(rows: Rows) -> FeedEnd:
 
 
 _CHANGES, _DELIVERIES = table_of(Change), table_of(WebhookDelivery)
-# The columns a change is written with (``outbox.record``); the database numbers it (``seq``,
-# ``txid``). Named, not left to the ORM to pick from the rows: the statement runs as written
-# through ``Transaction`` too.
-_INSERT = insert(_CHANGES).values(
-    {name: bindparam(name) for name in ("id", "project_id", "type", "created_at", "data")}
-)
-
-
-async def insert_changes(session: AsyncSession, changes: Sequence[dict[str, Any]]) -> None:
-    """New changes, in an ORM session that the caller commits."""
-    await session.execute(_INSERT, list(changes))
-
-
 _PURGE_CHANGES = delete(_CHANGES).where(_CHANGES.c.created_at < bindparam("before"))
 _PURGE_DELIVERIES = delete(_DELIVERIES).where(_DELIVERIES.c.created_at < bindparam("before"))
 

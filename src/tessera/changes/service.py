@@ -18,7 +18,6 @@ from collections.abc import Awaitable, Callable, Sequence
 from datetime import timedelta
 
 from pydantic import BaseModel
-from sqlalchemy.ext.asyncio import AsyncSession
 
 from tessera.changes import repository
 from tessera.changes.repository import ChangeRow
@@ -29,13 +28,13 @@ from tessera.models.base import new_id, utcnow
 
 
 async def record(
-    tx: Transaction | AsyncSession,
+    tx: Transaction,
     project_id: uuid.UUID,
     type: EventType,
     objects: Sequence[BaseModel],
 ) -> None:
-    """A change of ``type`` for each object, in ``tx`` (a use-case's transaction, or an ORM
-    session that the caller commits)."""
+    """A change of ``type`` for each object, in ``tx``, the use-case's transaction: written with
+    its other changes, in one statement, at its commit."""
     if not objects:
         return
     now = utcnow()
@@ -49,10 +48,7 @@ async def record(
         }
         for data in objects
     ]
-    if isinstance(tx, AsyncSession):
-        await repository.insert_changes(tx, rows)
-    else:
-        tx.stage(Change, rows)  # written with the transaction's other changes, at its commit
+    tx.stage(Change, rows)
 
 
 async def read_after(

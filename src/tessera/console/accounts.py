@@ -14,20 +14,18 @@ import secrets
 import uuid
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any
+from typing import Protocol
 
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
-from sqlalchemy.exc import IntegrityError
-from sqlalchemy.ext.asyncio import AsyncSession
 
 from tessera.auth.api_keys import access_for_api_key
 from tessera.auth.principal import Principal
 from tessera.console import repository
+from tessera.console.repository import OperatorRow
 from tessera.crypto import hashes_match, keyed_hash
-from tessera.db import Database
+from tessera.db import Database, Transaction
 from tessera.errors import AppError, Conflict, CredentialInvalid, InvalidInput
-from tessera.models import ConsoleSession, Operator
 from tessera.models.base import utcnow
 from tessera.schemas import normalize_email
 
@@ -51,6 +49,19 @@ class SignInRefused(AppError):
     message = "wrong email or password, or too many attempts: try again later"
 
 
+class ProjectFacts(Protocol):
+    """What a console user's credential carries of a project (``ProjectRow``)."""
+
+    @property
+    def id(self) -> uuid.UUID: ...
+
+    @property
+    def require_activation(self) -> bool: ...
+
+    @property
+    def ticket_emails(self) -> bool: ...
+
+
 @dataclass(frozen=True, slots=True)
 class ConsoleUser:
     """Who is signed in: an operator (every project) or a project's owner (that one only)."""
@@ -72,7 +83,7 @@ class ConsoleUser:
     def may_see(self, project_id: uuid.UUID) -> bool:
         return self.is_operator or self.project_id == project_id
 
-    def principal(self, project: Any) -> Principal:
+    def principal(self, project: ProjectFacts) -> Principal:
         """The project's write credential, as the API's use-cases take it."""
         who = f"console:operator:{self.operator_id}" if self.is_operator else "console:owner"
         return Principal(
@@ -90,15 +101,14 @@ def hash_password(password: str) -> str:
     return _hasher.hash(password)
 
 
-async def create_operator(database: Database, *, email: str, password: str) -> Operator:
-    row = Operator(email=normalize_email(email), password_hash=hash_password(password))
-    async with database.session() as session:
-        session.add(row)
-        try:
-            await session.commit()
-        except IntegrityError:
-            raise OperatorExists from None
-    return row
+async def create_operator(database: Database, *, email: str, password: str) -> OperatorRow:
+    row = {"email": normalize_email(email), "password_hash": hash_password(password)}
+    async with database.transaction() as tx:
+        created = await repository.add_operator(tx, row)
+        if created is None:
+            raise OperatorExists
+        await tx.commit()
+    return created
 
 
 def _verified(password_hash: str, password: str) -> bool:
@@ -112,8 +122,8 @@ async def sign_in(database: Database, *, email: str, password: str, hash_key: by
     """A new session's token for the operator, or ``SignInRefused`` (a wrong email, a wrong
     password, or a locked account: the same answer)."""
     email = normalize_email(email)
-    async with database.session() as session:
-        operator = await repository.operator_to_sign_in(session, email)
+    async with database.transaction() as tx:
+        operator = await repository.operator_to_sign_in(tx, email)
         now = utcnow()
         if operator is None:
             _verified(_NOBODY, password)
@@ -121,49 +131,60 @@ async def sign_in(database: Database, *, email: str, password: str, hash_key: by
         locked = operator.locked_until is not None and operator.locked_until > now
         if locked or not _verified(operator.password_hash, password):
             if not locked:
-                operator.failed_sign_ins += 1
-                if operator.failed_sign_ins >= MAX_FAILURES:
-                    operator.failed_sign_ins, operator.locked_until = 0, now + LOCK
-            await session.commit()
+                failures, locked_until = operator.failed_sign_ins + 1, operator.locked_until
+                if failures >= MAX_FAILURES:
+                    failures, locked_until = 0, now + LOCK
+                await repository.set_sign_ins(
+                    tx,
+                    operator.id,
+                    failed_sign_ins=failures,
+                    locked_until=locked_until,
+                    password_hash=operator.password_hash,
+                )
+                await tx.commit()
             raise SignInRefused
-        operator.failed_sign_ins, operator.locked_until = 0, None
-        if _hasher.check_needs_rehash(operator.password_hash):
-            operator.password_hash = _hasher.hash(password)
-        token = _new_session(session, hash_key, operator_id=operator.id)
-        await session.commit()
+        password_hash = operator.password_hash
+        if _hasher.check_needs_rehash(password_hash):
+            password_hash = _hasher.hash(password)
+        await repository.set_sign_ins(
+            tx, operator.id, failed_sign_ins=0, locked_until=None, password_hash=password_hash
+        )
+        token = await _new_session(tx, hash_key, operator_id=operator.id)
+        await tx.commit()
     return token
 
 
 async def sign_in_with_key(database: Database, *, api_key: str, hash_key: bytes) -> str:
     """A new session's token for the owner of the project whose write key this is."""
     try:
-        async with database.session() as session:
+        async with database.transaction() as tx:
             access = await access_for_api_key(
-                session, api_key.strip(), digest=keyed_hash(hash_key, api_key.strip())
+                tx, api_key.strip(), digest=keyed_hash(hash_key, api_key.strip())
             )
             if not access.principal.can_write:
                 raise SignInRefused("a read key cannot sign in: paste a write key")
-            token = _new_session(
-                session,
+            token = await _new_session(
+                tx,
                 hash_key,
                 project_id=access.principal.project_id,
                 api_key_id=access.key_id,
             )
-            await session.commit()
+            await tx.commit()
     except CredentialInvalid:
         raise SignInRefused("this is not a valid write key of a project") from None
     return token
 
 
-def _new_session(session: AsyncSession, hash_key: bytes, **who: Any) -> str:
+async def _new_session(tx: Transaction, hash_key: bytes, **who: uuid.UUID) -> str:
     token = secrets.token_urlsafe(32)
-    session.add(
-        ConsoleSession(
-            token_hash=keyed_hash(hash_key, token),
-            csrf_token=secrets.token_urlsafe(32),
-            expires_at=utcnow() + timedelta(hours=SESSION_HOURS),
+    await repository.add_session(
+        tx,
+        {
+            "token_hash": keyed_hash(hash_key, token),
+            "csrf_token": secrets.token_urlsafe(32),
+            "expires_at": utcnow() + timedelta(hours=SESSION_HOURS),
             **who,
-        )
+        },
     )
     return token
 

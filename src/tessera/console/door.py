@@ -34,8 +34,8 @@ from tessera.db import Database, DatabaseDep, Rows
 from tessera.errors import AppError, CheckinNotFound
 from tessera.events import repository as events
 from tessera.events.repository import EventRow
-from tessera.models import Project
 from tessera.models.base import utcnow
+from tessera.projects.repository import ProjectRow
 from tessera.schemas import Input, normalize_email
 from tessera.tickets.repository import ticket_item
 from tessera.users.repository import UserRow, find_user_row
@@ -178,7 +178,7 @@ def _lines(scans: list[DoorScan], window: timedelta) -> list[Line]:
     return lines
 
 
-def _door_path(project: Project, event: EventRow) -> str:
+def _door_path(project: ProjectRow, event: EventRow) -> str:
     return f"/console/projects/{project.id}/events/{event.id}/door"
 
 
@@ -187,7 +187,7 @@ async def _door_event(
     user: ConsoleUser,
     project_id: uuid.UUID,
     event_id: uuid.UUID,
-) -> tuple[Project, EventRow]:
+) -> tuple[ProjectRow, EventRow]:
     project = await project_of(database, user, project_id)
     event = await database.read(events.get_event_row, project.id, event_id)
     return project, event
@@ -197,7 +197,7 @@ async def _door(
     request: Request,
     database: Database,
     settings: Settings,
-    project: Project,
+    project: ProjectRow,
     event: EventRow,
     result: Result | None,
     status: int,

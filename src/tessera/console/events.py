@@ -22,7 +22,7 @@ from tessera.errors import AppError, InvalidInput, validation_messages
 from tessera.events import repository, service
 from tessera.events.repository import EventRow
 from tessera.events.schemas import EventCreate, EventUpdate
-from tessera.models import Project
+from tessera.projects.repository import ProjectRow
 from tessera.schemas import MAX_PAGE, Input, PageParams
 
 router = APIRouter(prefix="/console", include_in_schema=False)
@@ -153,7 +153,7 @@ def _form_of(event: EventRow) -> dict[str, str]:
     }
 
 
-def _events_path(project: Project, event_id: uuid.UUID | None = None) -> str:
+def _events_path(project: ProjectRow, event_id: uuid.UUID | None = None) -> str:
     path = f"/console/projects/{project.id}/events"
     return path if event_id is None else f"{path}/{event_id}"
 

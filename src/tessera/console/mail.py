@@ -50,7 +50,6 @@ async def set_ticket_emails(
 ) -> Response:
     project = await project_of(database, user, project_id)
     on = form.ticket_emails == "true"
-    async with database.session() as session:
-        await projects.set_project_rules(session, project_id=project.id, ticket_emails=on)
+    await projects.set_project_rules(database, project_id=project.id, ticket_emails=on)
     notice = "Ticket email is on." if on else "Ticket email is off."
     return back_to(f"/console/projects/{project.id}", notice)

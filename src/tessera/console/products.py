@@ -29,7 +29,6 @@ from tessera.db import DatabaseDep
 from tessera.errors import InvalidInput, validation_messages
 from tessera.jobs.queue import FUNDS
 from tessera.mail.router import for_request
-from tessera.models import Project
 from tessera.products import repository, service
 from tessera.products.rows import DaySold, EventChoice, ProductCounts
 from tessera.products.schemas import (
@@ -41,6 +40,7 @@ from tessera.products.schemas import (
     ProductType,
     ProductUpdate,
 )
+from tessera.projects.repository import ProjectRow
 from tessera.reconciliation.service import last_reconciliation
 from tessera.schemas import MAX_PAGE, Input, PageParams
 
@@ -249,7 +249,7 @@ def _choices(settings: Settings, events: list[EventChoice]) -> dict[str, Any]:
     }
 
 
-def _products_path(project: Project) -> str:
+def _products_path(project: ProjectRow) -> str:
     return f"/console/projects/{project.id}/products"
 
 

@@ -2,20 +2,38 @@
 
 import uuid
 from datetime import datetime
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
-from sqlalchemy import and_, bindparam, delete, or_, select
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy import and_, bindparam, delete, or_, select, update
 
-from tessera.db import Rows, Transaction, table_of
+from tessera.db import Rows, Transaction, lock_for_update, table_of
 from tessera.models import ApiKey, ConsoleSession, Operator
 from tessera.models.base import utcnow
 
-_OPERATOR_TO_SIGN_IN = (
-    select(Operator).where(Operator.email == bindparam("email")).with_for_update()
-)
+
+class OperatorRow(NamedTuple):
+    email: str
+    password_hash: str
+    failed_sign_ins: int
+    locked_until: datetime | None
+    created_at: datetime
+    id: uuid.UUID
+
 
 _SESSIONS, _OPERATORS, _KEYS = table_of(ConsoleSession), table_of(Operator), table_of(ApiKey)
+
+_OPERATOR_TO_SIGN_IN = lock_for_update(
+    select(_OPERATORS).where(_OPERATORS.c.email == bindparam("email"))
+)
+_SIGN_INS = (
+    update(_OPERATORS)
+    .where(_OPERATORS.c.id == bindparam("id"))
+    .values(
+        failed_sign_ins=bindparam("failed_sign_ins"),
+        locked_until=bindparam("locked_until"),
+        password_hash=bindparam("password_hash"),
+    )
+)
 # A live session: not expired, and an owner's only while the key it signed in with is valid.
 _SESSION = (
     select(
@@ -56,10 +74,37 @@ class SessionRow(NamedTuple):
     project_id: uuid.UUID | None
 
 
-async def operator_to_sign_in(session: AsyncSession, email: str) -> Operator | None:
+async def add_operator(tx: Transaction, row: dict[str, Any]) -> OperatorRow | None:
+    """A new operator, as written; None when one with this email exists."""
+    return await tx.insert_new(Operator, row, OperatorRow, unique=("email",))
+
+
+async def operator_to_sign_in(tx: Transaction, email: str) -> OperatorRow | None:
     """The operator, locked: two sign-ins at once count their failures one after the other."""
-    operator: Operator | None = await session.scalar(_OPERATOR_TO_SIGN_IN, {"email": email})
-    return operator
+    return await tx.first(_OPERATOR_TO_SIGN_IN, OperatorRow, email=email)
+
+
+async def set_sign_ins(
+    tx: Transaction,
+    operator_id: uuid.UUID,
+    *,
+    failed_sign_ins: int,
+    locked_until: datetime | None,
+    password_hash: str,
+) -> None:
+    """The operator's failed sign-ins in a row, lock and password hash (rehashed, or as it
+    was)."""
+    await tx.execute(
+        _SIGN_INS,
+        id=operator_id,
+        failed_sign_ins=failed_sign_ins,
+        locked_until=locked_until,
+        password_hash=password_hash,
+    )
+
+
+async def add_session(tx: Transaction, row: dict[str, Any]) -> None:
+    await tx.insert(ConsoleSession, [row])
 
 
 async def read_session(rows: Rows, token_hash: str) -> SessionRow | None:

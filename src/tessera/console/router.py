@@ -97,8 +97,7 @@ async def logout(database: DatabaseDep, user: PosterDep) -> Response:
 async def home(request: Request, database: DatabaseDep, user: UserDep) -> Response:
     if not user.is_operator:
         return RedirectResponse(f"/console/projects/{user.project_id}", status_code=303)
-    async with database.session(write=False) as session:
-        found = await projects_repository.all_projects(session)
+    found = await database.read(projects_repository.all_projects)
     return page(request, "projects.html", {"projects": found, "created": None})
 
 
@@ -116,14 +115,13 @@ async def create_project(
     name = form.name.strip()
     if not name or len(name) > 255:
         raise InvalidInput("name: 1 to 255 characters")
-    async with database.session() as session:
-        created = await projects.create_project(
-            session,
-            name=name,
-            box=box,
-            hash_key=settings.hash_key_bytes,
-            ss58_prefix=settings.ss58_prefix,
-        )
+    created = await projects.create_project(
+        database,
+        name=name,
+        box=box,
+        hash_key=settings.hash_key_bytes,
+        ss58_prefix=settings.ss58_prefix,
+    )
     return secrets_page(
         request,
         f"Project {name} created",
@@ -145,10 +143,9 @@ async def project_page(
     project_id: uuid.UUID,
 ) -> Response:
     project = await project_of(database, user, project_id)
-    async with database.session(write=False) as session:
-        keys = await projects.list_api_keys(session, project_id=project.id)
-        clients = await projects.list_token_clients(session, project_id=project.id)
-        wallets = await projects_repository.wallet_balances(session, project.id)
+    keys = await projects.list_api_keys(database, project_id=project.id)
+    clients = await projects.list_token_clients(database, project_id=project.id)
+    wallets = await database.read(projects_repository.wallet_balances, project.id)
     return page(
         request,
         "project.html",
@@ -173,15 +170,14 @@ async def create_key(
     form: Annotated[KeyForm, Form()],
 ) -> Response:
     project = await project_of(database, user, project_id)
-    async with database.session() as session:
-        created = await projects.issue_api_key(
-            session,
-            project_id=project.id,
-            permission=form.permission,
-            hash_key=settings.hash_key_bytes,
-            expires_in=form.expires_in(),
-            name=form.name.strip() or None,
-        )
+    created = await projects.issue_api_key(
+        database,
+        project_id=project.id,
+        permission=form.permission,
+        hash_key=settings.hash_key_bytes,
+        expires_in=form.expires_in(),
+        name=form.name.strip() or None,
+    )
     return secrets_page(
         request,
         f"A {form.permission} key for {project.name}",
@@ -195,8 +191,7 @@ async def revoke_key(
     database: DatabaseDep, user: PosterDep, project_id: uuid.UUID, key_id: uuid.UUID
 ) -> Response:
     project = await project_of(database, user, project_id)
-    async with database.session() as session:
-        await projects.revoke_api_key(session, project_id=project.id, key_id=key_id)
+    await projects.revoke_api_key(database, project_id=project.id, key_id=key_id)
     return back_to(f"/console/projects/{project.id}", "The key is revoked.")
 
 
@@ -210,13 +205,12 @@ async def create_client(
     form: Annotated[ClientForm, Form()],
 ) -> Response:
     project = await project_of(database, user, project_id)
-    async with database.session() as session:
-        created = await projects.create_token_client(
-            session,
-            project_id=project.id,
-            permission=form.permission,
-            hash_key=settings.hash_key_bytes,
-        )
+    created = await projects.create_token_client(
+        database,
+        project_id=project.id,
+        permission=form.permission,
+        hash_key=settings.hash_key_bytes,
+    )
     return secrets_page(
         request,
         f"A {form.permission} token client for {project.name}",
@@ -230,6 +224,5 @@ async def revoke_client(
     database: DatabaseDep, user: PosterDep, project_id: uuid.UUID, client_id: str
 ) -> Response:
     project = await project_of(database, user, project_id)
-    async with database.session() as session:
-        await projects.revoke_token_client(session, project_id=project.id, client_id=client_id)
+    await projects.revoke_token_client(database, project_id=project.id, client_id=client_id)
     return back_to(f"/console/projects/{project.id}", "The client is revoked.")

@@ -24,7 +24,7 @@ from tessera.config import SettingsDep
 from tessera.console.accounts import COOKIE, SESSION_HOURS, ConsoleUser, session_of
 from tessera.db import Database, DatabaseDep
 from tessera.errors import AppError, InvalidInput, NotFound, validation_messages
-from tessera.models import Project
+from tessera.projects.repository import ProjectRow, read_project
 
 PACKAGE = Path(__file__).resolve().parents[1]
 templates = Jinja2Templates(directory=PACKAGE / "templates")
@@ -103,12 +103,11 @@ async def checked(request: Request, user: UserDep) -> ConsoleUser:
 PosterDep = Annotated[ConsoleUser, Depends(checked)]
 
 
-async def project_of(database: Database, user: ConsoleUser, project_id: uuid.UUID) -> Project:
+async def project_of(database: Database, user: ConsoleUser, project_id: uuid.UUID) -> ProjectRow:
     """The project, if this person may see it (404 otherwise, as for one that does not exist)."""
     if not user.may_see(project_id):
         raise PageNotFound
-    async with database.session(write=False) as session:
-        project = await session.get(Project, project_id)
+    project = await database.read(read_project, project_id)
     if project is None:
         raise PageNotFound
     return project

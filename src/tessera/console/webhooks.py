@@ -16,7 +16,7 @@ from tessera.console.web import PosterDep, UserDep, back_to, page, problem, proj
 from tessera.crypto import BoxDep
 from tessera.db import Database, DatabaseDep
 from tessera.errors import AppError, InvalidInput, validation_messages
-from tessera.models import Project
+from tessera.projects.repository import ProjectRow
 from tessera.schemas import MAX_LIMIT, MAX_PAGE, Input, PageParams
 from tessera.webhooks import service as webhooks
 from tessera.webhooks.schemas import WebhookCreate, WebhookUpdate
@@ -42,7 +42,7 @@ class WebhookForm(Input):
             raise InvalidInput(*validation_messages(error.errors())) from None
 
 
-def _listing(project: Project) -> str:
+def _listing(project: ProjectRow) -> str:
     return f"/console/projects/{project.id}/webhooks"
 
 

@@ -25,6 +25,8 @@ from tessera.db.database import Database
 from tessera.db.pool import DISCONNECTED, ConnectionPool
 from tessera.db.requests import (
     DatabaseDep,
+    attach,
+    database_of,
     get_database,
     is_read_only,
     reads_only,
@@ -53,6 +55,8 @@ __all__ = [
     "Rows",
     "Transaction",
     "UtcDay",
+    "attach",
+    "database_of",
     "get_database",
     "is_read_only",
     "lock_for_share",

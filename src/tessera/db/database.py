@@ -12,13 +12,14 @@ from collections.abc import (
     Hashable,
 )
 from contextlib import asynccontextmanager
-from typing import Concatenate, ParamSpec, TypeVar
+from typing import Concatenate, ParamSpec, TypeVar, cast
 
 import asyncpg
 from sqlalchemy import (
     Executable,
 )
 from sqlalchemy.engine import URL, Dialect, make_url
+from sqlalchemy.engine.default import DefaultDialect
 
 from tessera.config import Settings
 from tessera.db.compiled import MAX_COMPILED, Compiled
@@ -43,7 +44,7 @@ def dialect_of(url: URL) -> Dialect:
     (whichever driver a SQLite URL names: ``sqlite+aiosqlite`` is the migrations') or asyncpg."""
     if url.get_backend_name() == "sqlite":
         url = url.set(drivername="sqlite")
-    dialect = url.get_dialect()
+    dialect = cast(type[DefaultDialect], url.get_dialect())
     return dialect(dbapi=dialect.import_dbapi())
 
 

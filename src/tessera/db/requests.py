@@ -4,7 +4,7 @@ import inspect
 from collections.abc import Callable
 from typing import Annotated, Any, TypeVar
 
-from fastapi import Depends, Request
+from fastapi import Depends, FastAPI, Request
 
 from tessera.db.database import Database
 
@@ -36,9 +36,19 @@ def writes(request: Request) -> bool:
     return endpoint is None or not is_read_only(endpoint)
 
 
-async def get_database(request: Request) -> Database:
-    database: Database = request.app.state.database
+def attach(app: FastAPI, database: Database) -> None:
+    """Make ``database`` the one its requests use (the app's lifespan, once)."""
+    app.state.database = database
+
+
+def database_of(app: FastAPI) -> Database:
+    """The database attached to ``app``: its lifespan runs first."""
+    database: Database = app.state.database
     return database
+
+
+async def get_database(request: Request) -> Database:
+    return database_of(request.app)
 
 
 DatabaseDep = Annotated[Database, Depends(get_database)]

@@ -7,9 +7,9 @@ from tessera.chain.keys import wallet_aad
 from tessera.crypto import Sealed, SecretBox
 from tessera.db import Database
 from tessera.keyring import repository
-from tessera.keyring.repository import SealedT
+from tessera.keyring.repository import SecretT, SigningKeySecret, WalletSecret, WebhookSecret
 from tessera.keyring.schemas import Resealed
-from tessera.models import ProjectWallet, SigningKey, UserWallet, WebhookEndpoint
+from tessera.models import Base, ProjectWallet, SigningKey, UserWallet, WebhookEndpoint
 from tessera.webhooks.service import secret_aad
 
 BATCH = 500
@@ -19,36 +19,42 @@ async def reseal_all(database: Database, box: SecretBox) -> Resealed:
     """Re-seal every secret not sealed with the active key; one transaction per batch."""
     return Resealed(
         active_key_id=box.active_key_id,
-        user_wallets=await _reseal(
-            database, box, UserWallet, lambda row: wallet_aad(row.public_key)
+        user_wallets=await _reseal(database, box, UserWallet, WalletSecret, _wallet_aad),
+        project_wallets=await _reseal(database, box, ProjectWallet, WalletSecret, _wallet_aad),
+        signing_keys=await _reseal(
+            database, box, SigningKey, SigningKeySecret, lambda row: signing_key_aad(row.kid)
         ),
-        project_wallets=await _reseal(
-            database, box, ProjectWallet, lambda row: wallet_aad(row.public_key)
-        ),
-        signing_keys=await _reseal(database, box, SigningKey, lambda row: signing_key_aad(row.kid)),
         webhook_secrets=await _reseal(
-            database, box, WebhookEndpoint, lambda row: secret_aad(row.id)
+            database, box, WebhookEndpoint, WebhookSecret, lambda row: secret_aad(row.id)
         ),
     )
 
 
+def _wallet_aad(row: WalletSecret) -> bytes:
+    return wallet_aad(row.public_key)
+
+
 async def _reseal(
-    database: Database, box: SecretBox, model: type[SealedT], aad: Callable[[SealedT], bytes]
+    database: Database,
+    box: SecretBox,
+    model: type[Base],
+    into: type[SecretT],
+    aad: Callable[[SecretT], bytes],
 ) -> int:
-    """Every secret of ``model`` sealed again, a batch at a time; how many."""
+    """Every secret of ``model`` (read as ``into``) sealed again, a batch at a time; how
+    many."""
     total = 0
     while True:
-        async with database.session() as session:
+        async with database.transaction() as tx:
             rows = await repository.sealed_with_another_key(
-                session, model, box.active_key_id, limit=BATCH
+                tx, model, into, box.active_key_id, limit=BATCH
             )
+            resealed = []
             for row in rows:
-                # the statement's ``!=`` passes over a wallet without a secret (user-controlled)
-                assert row.secret_key_id is not None and row.secret_blob is not None
                 plaintext = box.open(Sealed(row.secret_key_id, row.secret_blob), aad=aad(row))
-                sealed = box.seal(plaintext, aad=aad(row))
-                row.secret_key_id, row.secret_blob = sealed.key_id, sealed.blob
-            await session.commit()
+                resealed.append((row, box.seal(plaintext, aad=aad(row))))
+            await repository.reseal(tx, model, resealed)
+            await tx.commit()
         total += len(rows)
         if len(rows) < BATCH:
             return total

@@ -104,9 +104,8 @@ async def _require_collection_balance(
     max_items: int | None,
 ) -> None:
     chain = chains.config(chain_name)
-    # The session ends before the chain is called: no pooled connection waits on the network.
-    async with database.session(write=False) as session:
-        wallet = await primary_wallet(session, principal.project_id)
+    # Read before the chain is called: no pooled connection waits on the network.
+    wallet = await database.read(primary_wallet, principal.project_id)
 
     def read(gateway: ChainGateway) -> tuple[Deposits, int, int]:
         deposits = gateway.deposits()

@@ -1,6 +1,5 @@
 from tessera.auth.dependencies import CallerDep, project_router
 from tessera.config import Chain
-from tessera.db import SessionDep
 from tessera.errors import responses
 from tessera.projects import service
 from tessera.projects.schemas import ProjectWalletRead
@@ -10,10 +9,10 @@ router = project_router("/projects", tags=["projects"])
 
 
 @router.get("/wallets", response_model=list[ProjectWalletRead], responses=responses(401))
-async def fetch_project_wallets(caller: CallerDep, session: SessionDep) -> list[ProjectWalletRead]:
+async def fetch_project_wallets(caller: CallerDep) -> list[ProjectWalletRead]:
     """All wallets of the project, with their address on each configured chain."""
     configured = caller.chains.settings.configured_chains()
-    wallets = await service.list_wallets(session, caller.principal)
+    wallets = await service.list_wallets(caller.database, caller.principal)
     return [ProjectWalletRead.of(wallet, configured) for wallet in wallets]
 
 
@@ -23,9 +22,9 @@ async def fetch_project_wallets(caller: CallerDep, session: SessionDep) -> list[
     responses=responses(400, 401, 409, 503),
 )
 async def fetch_project_wallet_balances(
-    caller: CallerDep, session: SessionDep, chain: Chain | None = None
+    caller: CallerDep, chain: Chain | None = None
 ) -> list[WalletBalance]:
     """Native balances of the project's wallets on ``chain`` (default: the first configured)."""
     return await service.wallet_balances(
-        session, caller.principal, chains=caller.chains, chain=chain
+        caller.database, caller.principal, chains=caller.chains, chain=chain
     )

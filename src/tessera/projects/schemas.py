@@ -5,7 +5,7 @@ from typing import Self
 from tessera.auth.principal import Permission
 from tessera.chain.keys import ss58_address
 from tessera.config import ChainConfig
-from tessera.models import ProjectWallet
+from tessera.projects.repository import ProjectWalletRow
 from tessera.schemas import SnakeModel
 
 
@@ -21,7 +21,7 @@ class ProjectWalletRead(SnakeModel):
     """The wallet's address on each configured chain, encoded with that chain's SS58 prefix."""
 
     @classmethod
-    def of(cls, wallet: ProjectWallet, chains: list[ChainConfig]) -> Self:
+    def of(cls, wallet: ProjectWalletRow, chains: list[ChainConfig]) -> Self:
         return cls(
             id=wallet.id,
             created_at=wallet.created_at,
