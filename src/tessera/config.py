@@ -82,16 +82,15 @@ class Settings(BaseSettings):
     database_url: str = "sqlite+aiosqlite:///./tessera.db"
     """SQLite, or `postgresql+asyncpg://user:pass@host/db`. A relative path is read from the
     current directory."""
-    db_pool_size: int = Field(default=24, ge=1)
-    """PostgreSQL connections per process for the reads and writes of requests (opened as
-    needed, kept): past the size a request waits for one given back. The ORM sessions (the
-    worker, the console, credentials on a cache miss) keep a quarter as many, with the same
-    overflow: a process opens at most `pool + pool / 4 + 2 x overflow`, 30 by default, so
-    `tessera serve --workers 2` and a `tessera worker` fit a default PostgreSQL
-    (`max_connections` 100, 3 of them kept for superusers). Size it so that every process
-    together stays under the server's `max_connections`. The requests' connections get no
-    ping before use: one broken by a server restart fails its request with 503, and every
-    open connection is replaced before its next use; the sessions' are pinged."""
+    db_pool_size: int = Field(default=30, ge=1)
+    """PostgreSQL connections per process, its only pool: requests, jobs and chores share it
+    (opened as needed, kept; the chain signers' locks hold at most half). Past the size a
+    request waits for one given back. A process opens at most `pool + overflow`, 30 by default,
+    so `tessera serve --workers 2` and a `tessera worker` fit a default PostgreSQL
+    (`max_connections` 100, 3 of them kept for superusers) with room for `psql` and the CLI.
+    Size it so that every process together stays under the server's `max_connections`. The
+    connections get no ping before use: one broken by a server restart fails its request with
+    503, and every open connection is replaced before its next use."""
     db_max_overflow: int = Field(default=0, ge=0)
     """PostgreSQL connections opened past the pool for a burst, and closed as they come back
     (a connection opened for one use costs more than the query)."""

@@ -163,10 +163,9 @@ async def test_a_request_waits_for_a_pooled_connection_no_longer_than_the_timeou
 
 
 def connection_budget(settings: Settings) -> int:
-    """The most connections one process opens: the requests' pool and the ORM sessions'
-    quarter, each with the overflow (Settings, ``db_pool_size``)."""
-    size, overflow = settings.db_pool_size, settings.db_max_overflow
-    return size + max(2, size // 4) + 2 * overflow
+    """The most connections one process opens: its one pool and the overflow (Settings,
+    ``db_pool_size``)."""
+    return settings.db_pool_size + settings.db_max_overflow
 
 
 def test_the_defaults_fit_two_servers_and_a_worker_in_a_default_postgresql():
@@ -194,7 +193,7 @@ async def test_a_process_under_load_opens_no_more_connections_than_its_budget(
                 open_ = await admin.fetchval(
                     "SELECT count(*) FROM pg_stat_activity"
                     " WHERE datname = current_database() AND pid <> pg_backend_pid()"
-                " AND usename = current_user"  # not autovacuum's, say
+                    " AND usename = current_user"
                 )
                 most = max(most, open_)
                 await asyncio.sleep(0.01)
