@@ -52,6 +52,17 @@ def test_the_hot_routes_are_plain(app):
         ("GET", "/v1/orders/{id}"),
         ("POST", "/v1/orders"),
         ("POST", "/v1/products/{id}/items"),
+        # Those that once took an ORM session, like the rest.
+        ("GET", "/v1/projects/wallets"),
+        ("GET", "/v1/projects/wallets/balances"),
+        ("POST", "/v1/users/activate"),
+        ("POST", "/v1/users/activation"),
+        ("POST", "/v1/users/balances"),
+        ("POST", "/v1/events/create"),
+        ("PUT", "/v1/events/update"),
+        ("GET", "/v1/events"),
+        ("GET", "/v1/events/{event_id}/attendees"),
+        ("DELETE", "/v1/events/{IdOrReferenceId}"),
     } <= plain
 
 
@@ -97,6 +108,14 @@ async def test_both_handlers_answer_alike(app, client, tenant):
         ("POST", "/v1/orders", tenant.r, {"json": {}}),
         ("POST", "/v1/orders", tenant.w, {"json": {"user_id": user["id"], "items": []}}),
         ("POST", f"/v1/products/{product['id']}/items", tenant.w, {"json": {"users": "x"}}),
+        ("GET", "/v1/projects/wallets", tenant.r, {}),
+        ("GET", "/v1/projects/wallets/balances?chain=Nope", tenant.r, {}),
+        ("GET", "/v1/projects/wallets/balances?chain=AssetHub", tenant.r, {}),
+        ("GET", "/v1/events?limit=5", tenant.r, {}),
+        ("GET", f"/v1/events/{event['id']}/attendees", tenant.r, {}),
+        ("POST", "/v1/users/activation", tenant.r, {"json": {"id": user["id"]}}),
+        ("DELETE", f"/v1/events/{uuid.uuid4()}", tenant.w, {}),
+        ("DELETE", f"/v1/events/{event['id']}", tenant.r, {}),
     ]
 
     async def seen(method, path, credential, options) -> tuple:

@@ -1,8 +1,9 @@
 """The rules of the layout that no linter holds (docs/design.md, Layout): SQL statements are
 built only in a ``repository.py``, the ``db`` package and the migrations; only the ``db`` package
 asks which backend it runs on; routes and console pages name what they need in their signatures,
-never reading the app's state; services and repositories do not speak HTTP; views and
-parameters are typed; no module imports, even lazily, one that imports it back."""
+never reading the app's state; one road to the database (``Database``); services and
+repositories do not speak HTTP; views and parameters are typed; no module imports, even lazily,
+one that imports it back."""
 
 import ast
 from pathlib import Path
@@ -260,6 +261,45 @@ def test_the_typing_check_finds_a_namespace_and_an_or_any():
         "line 2: SimpleNamespace",
         "line 2: a: 'int | Any'",
         "line 2: b: list[str | Any]",
+    ]
+
+
+def _orm_sessions(tree: ast.AST) -> list[str]:
+    """What reaches the database around ``Database``: SQLAlchemy's async engine or session,
+    the ORM session's dependency, the app's state for the database."""
+    found: list[tuple[int, str]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module == "sqlalchemy.ext.asyncio":
+            found.append((node.lineno, "sqlalchemy.ext.asyncio"))
+        elif isinstance(node, ast.Name) and node.id in {"AsyncSession", "SessionDep"}:
+            found.append((node.lineno, node.id))
+        elif isinstance(node, ast.Attribute) and ast.unparse(node).endswith("state.database"):
+            found.append((node.lineno, ast.unparse(node)))
+    return [f"line {line}: {what}" for line, what in sorted(found)]
+
+
+def test_one_road_to_the_database():
+    """Every module reaches the database through ``Database`` (``read``, ``transaction``): the
+    ORM session is the migrations' and the tests' alone, the app's state ``db``'s."""
+    found = {
+        str(path.relative_to(SRC)): roads
+        for path in _modules()
+        if path.relative_to(SRC).parts[0] != "db"
+        if (roads := _orm_sessions(ast.parse(path.read_text())))
+    }
+    assert found == {}
+
+
+def test_the_road_check_finds_a_session():
+    tree = ast.parse(
+        "from sqlalchemy.ext.asyncio import AsyncSession\n"
+        "async def f(session: AsyncSession, request):\n"
+        "    return request.app.state.database\n"
+    )
+    assert _orm_sessions(tree) == [
+        "line 1: sqlalchemy.ext.asyncio",
+        "line 2: AsyncSession",
+        "line 3: request.app.state.database",
     ]
 
 

@@ -43,6 +43,9 @@ def values(annotation: Any) -> st.SearchStrategy[Any]:
         return st.one_of(*(values(member) for member in typing.get_args(annotation)))
     if origin is list:
         return st.lists(values(typing.get_args(annotation)[0]), max_size=3)
+    if origin is dict:
+        key, value = typing.get_args(annotation)
+        return st.dictionaries(values(key), values(value), max_size=3)
     if origin is typing.Literal:
         return st.sampled_from(typing.get_args(annotation))
     if annotation is types.NoneType:
@@ -167,7 +170,7 @@ class _Union(_Base):
 
 
 class _Mapping(_Base):
-    values: dict[str, int]
+    values: dict[int, str]  # pydantic writes the keys as strings
 
 
 class _Strict(_Base):

@@ -16,7 +16,8 @@ functions of the request alone (``Depends(fn)``). Each is validated by a pydanti
 as FastAPI's ``RequestValidationError``, located as FastAPI locates them (``("path", name)``,
 ``("query", field)``, ``("body", field)``). The answer is rendered once through the response
 model (``tessera.render``); an answer that is the response model already is dumped by its
-``TypeAdapter``; a ``Response`` is sent as it is.
+``TypeAdapter``; a ``Response`` is sent as it is (an endpoint declared to return one, without
+a response model, answers with it alone).
 
 Any other route (a generator dependency such as a session, a header, cookie, form or file, a
 declared response class, router dependencies, a response model the renderer cannot render),
@@ -272,9 +273,10 @@ class PlainRoute(APIRoute):
 
 
 def plain_handler(route: APIRoute, general: Handler) -> Handler | None:
+    answers_itself = route.response_model is None and _returns_a_response(route)
     if (
         route.dependencies
-        or route.response_model is None
+        or (route.response_model is None and not answers_itself)
         or isinstance(route.response_class, type)  # declared: FastAPI's default is not a class
     ):
         return None
@@ -282,20 +284,34 @@ def plain_handler(route: APIRoute, general: Handler) -> Handler | None:
         signature = Signature.of(route)
     except NotPlain:
         return None
+    strict_content_type = route.strict_content_type is not False
+    overrides = route.dependency_overrides_provider
+    reads_body = signature.body is not None
+
+    async def arguments(request: Request) -> dict[str, Any]:
+        body = await _json_body(request, strict_content_type) if reads_body else _MISSING
+        return await signature.arguments(request, body)
+
+    if answers_itself:
+
+        async def respond(request: Request) -> Response:
+            if TELEMETRY in request.scope or (overrides and overrides.dependency_overrides):
+                return await general(request)
+            answer: Response = await route.endpoint(**await arguments(request))
+            return answer
+
+        return respond
+
     renderer = Renderer.of(route.response_model) if _renders_as_is(route) else None
     if renderer is None:
         return None
     model: TypeAdapter[Any] = TypeAdapter(route.response_model)
     status_code = route.status_code or 200
-    strict_content_type = route.strict_content_type is not False
-    overrides = route.dependency_overrides_provider
-    reads_body = signature.body is not None
 
     async def handle(request: Request) -> Response:
         if TELEMETRY in request.scope or (overrides and overrides.dependency_overrides):
             return await general(request)
-        body = await _json_body(request, strict_content_type) if reads_body else _MISSING
-        answer = await route.endpoint(**await signature.arguments(request, body))
+        answer = await route.endpoint(**await arguments(request))
         if isinstance(answer, Response):
             return answer
         if renderer.validated(answer):
@@ -307,6 +323,12 @@ def plain_handler(route: APIRoute, general: Handler) -> Handler | None:
         return Response(content, status_code=status_code, media_type="application/json")
 
     return handle
+
+
+def _returns_a_response(route: APIRoute) -> bool:
+    """Whether the endpoint is declared to answer with a ``Response`` of its own (a 204)."""
+    returns = typing.get_type_hints(route.endpoint).get("return")
+    return isinstance(returns, type) and issubclass(returns, Response)
 
 
 def _renders_as_is(route: APIRoute) -> bool:

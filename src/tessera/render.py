@@ -116,10 +116,16 @@ def _converter(annotation: Any) -> Convert | None:
         (item,) = typing.get_args(annotation)
         each = _converter(item)
         return None if each is None else _each(each)
+    if origin is dict:
+        key, value = typing.get_args(annotation)
+        if key is not str:
+            raise Unsupported(annotation)  # pydantic writes other keys as strings
+        each = _converter(value)
+        return None if each is None else _values(each)
     if origin is typing.Literal:
         return None
     if origin is not None:
-        raise Unsupported(annotation)  # dict, tuple, set, ...: not needed so far
+        raise Unsupported(annotation)  # tuple, set, ...: not needed so far
     if annotation is float:
         return float  # an integer or a Decimal is written as pydantic's float: 25 -> 25.0
     if isinstance(annotation, type):
@@ -136,6 +142,10 @@ def _optional(convert: Convert) -> Convert:
 
 def _each(convert: Convert) -> Convert:
     return lambda values: [convert(value) for value in values]
+
+
+def _values(convert: Convert) -> Convert:
+    return lambda mapping: {key: convert(value) for key, value in mapping.items()}
 
 
 def _only_constraints(metadata: list[Any]) -> None:

@@ -1,8 +1,11 @@
+from typing import Annotated
+
+from fastapi import Query
+
 from tessera.auth.dependencies import CallerDep, project_router
-from tessera.config import Chain
 from tessera.errors import responses
 from tessera.projects import service
-from tessera.projects.schemas import ProjectWalletRead
+from tessera.projects.schemas import ProjectWalletRead, WalletBalancesQuery
 from tessera.wallets.schemas import WalletBalance
 
 router = project_router("/projects", tags=["projects"])
@@ -22,9 +25,9 @@ async def fetch_project_wallets(caller: CallerDep) -> list[ProjectWalletRead]:
     responses=responses(400, 401, 409, 503),
 )
 async def fetch_project_wallet_balances(
-    caller: CallerDep, chain: Chain | None = None
+    caller: CallerDep, query: Annotated[WalletBalancesQuery, Query()]
 ) -> list[WalletBalance]:
     """Native balances of the project's wallets on ``chain`` (default: the first configured)."""
     return await service.wallet_balances(
-        caller.database, caller.principal, chains=caller.chains, chain=chain
+        caller.database, caller.principal, chains=caller.chains, chain=query.chain
     )

@@ -4,9 +4,14 @@ from typing import Self
 
 from tessera.auth.principal import Permission
 from tessera.chain.keys import ss58_address
-from tessera.config import ChainConfig
+from tessera.config import Chain, ChainConfig
 from tessera.projects.repository import ProjectWalletRow
-from tessera.schemas import SnakeModel
+from tessera.schemas import SnakeInput, SnakeModel
+
+
+class WalletBalancesQuery(SnakeInput):
+    chain: Chain | None = None
+    """The chain to read the balances on; absent: the first configured."""
 
 
 class ProjectWalletRead(SnakeModel):
