@@ -144,7 +144,7 @@ def test_routes_and_pages_name_what_they_need_in_their_signatures(path: Path):
 def test_the_serving_modules_are_found():
     found = {str(path.relative_to(SRC)) for path in _serving_modules()}
     assert {"users/router.py", "claims/pages.py", "console/web.py", "metrics/router.py"} <= found
-    assert "console/accounts.py" not in found
+    assert "console/service.py" not in found
 
 
 def test_the_check_finds_a_state_read_where_there_is_one():
@@ -342,16 +342,6 @@ def test_the_package_check_finds_two_packages_that_import_each_other():
     ]
 
 
-# Packages with tables of their own whose modules are not yet named like the others' (the
-# list only shrinks: a package that has them all fails the check below until it is taken off).
-NOT_YET_SHAPED = {
-    "auth": {"service.py"},  # its use-cases are tokens.py and api_keys.py
-    "console": {"service.py"},  # pages over the other domains' services; accounts.py
-    "metrics": {"schemas.py"},
-    "nfts": {"schemas.py"},
-}
-
-
 def _shape_gaps() -> dict[str, set[str]]:
     """What each package with a ``repository.py`` lacks of ``service.py`` and ``schemas.py``,
     and of ``router.py`` where one of its modules defines routes."""
@@ -370,5 +360,5 @@ def _shape_gaps() -> dict[str, set[str]]:
 
 def test_domains_have_the_same_files():
     """Every package with tables has ``router.py`` (where it has routes), ``service.py``,
-    ``repository.py`` and ``schemas.py``; ``NOT_YET_SHAPED`` says which do not yet."""
-    assert _shape_gaps() == NOT_YET_SHAPED
+    ``repository.py`` and ``schemas.py``."""
+    assert _shape_gaps() == {}

@@ -449,7 +449,7 @@ def operator_create(
     import os
     import sys
 
-    from tessera.console.accounts import create_operator
+    from tessera.console.service import create_operator
 
     password = os.environ.get("TESSERA_OPERATOR_PASSWORD")
     if password is None:

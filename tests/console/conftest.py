@@ -12,7 +12,7 @@ from fastapi import FastAPI
 
 from tessera.auth.rate_limits import SignInLimiter
 from tessera.chain.registry import Chains
-from tessera.console.accounts import create_operator
+from tessera.console.service import create_operator
 from tessera.db import database_of
 from tessera.jobs.worker import JobContext, Worker
 from tessera.main import make_worker

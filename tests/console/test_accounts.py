@@ -4,7 +4,7 @@ import uuid
 
 from sqlalchemy import select, update
 
-from tessera.console.accounts import COOKIE, MAX_FAILURES
+from tessera.console.service import COOKIE, MAX_FAILURES
 from tessera.db import database_of
 from tessera.models import ConsoleSession, Operator, Project
 from tests import orm
@@ -22,7 +22,7 @@ class TestSignIn:
         assert 'name="api_key"' in login.text
 
     async def test_the_cookie_is_http_only_lax_and_secure_off_loopback(self, app, operator):
-        from tessera.console.accounts import create_operator
+        from tessera.console.service import create_operator
 
         await create_operator(database_of(app), email="far@example.com", password="x" * 12)
         import httpx

@@ -11,6 +11,7 @@ from tessera.extrinsics import repository as ledger
 from tessera.jobs.queue import FUNDS
 from tessera.metrics import counts, service
 from tessera.metrics.repository import add_counts
+from tessera.metrics.schemas import MINT_SECONDS, PARTS
 from tessera.models import JobStatus
 from tessera.models.base import utcnow
 from tests.metrics.test_metrics import add_job, labels, samples, scrape
@@ -44,7 +45,7 @@ def signed(chain: str, call: str, parts: int) -> list[dict]:
     series = {"chain": chain, "call": call}
     return [
         counts.counter("tessera_chain_extrinsics_submitted_total", series),
-        *counts.observe("tessera_chain_nfts_per_extrinsic", series, parts, counts.PARTS),
+        *counts.observe("tessera_chain_nfts_per_extrinsic", series, parts, PARTS),
     ]
 
 
@@ -109,12 +110,12 @@ class TestCounted:
         name = "tessera_nft_mint_seconds"
         await add(
             database,
-            counts.observe_many(name, {"chain": WESTEND}, [0.5, 4, 4.5, 45], counts.MINT_SECONDS),
+            counts.observe_many(name, {"chain": WESTEND}, [0.5, 4, 4.5, 45], MINT_SECONDS),
         )
         # Another batch, later: past the last bound, and on the boundary of one.
         await add(
             database,
-            counts.observe_many(name, {"chain": WESTEND}, [100000, 60], counts.MINT_SECONDS),
+            counts.observe_many(name, {"chain": WESTEND}, [100000, 60], MINT_SECONDS),
         )
 
         text = await scrape(client)

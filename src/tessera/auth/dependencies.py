@@ -19,9 +19,9 @@ from typing import Annotated, Any
 import jwt
 from fastapi import APIRouter, Depends, Request, Response
 
-from tessera.auth.api_keys import API_KEY_START, UsageRecorder, access_for_api_key
 from tessera.auth.principal import Principal
 from tessera.auth.rate_limits import RateLimiter
+from tessera.auth.service import API_KEY_START, UsageRecorder, access_for_api_key
 from tessera.auth.tokens import ExternalIssuer, TokenIssuer
 from tessera.chain.registry import Chains
 from tessera.config import Settings

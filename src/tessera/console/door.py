@@ -27,8 +27,8 @@ from tessera.checkins.repository import DoorScan, ItemAtEvent
 from tessera.checkins.router import status_of
 from tessera.checkins.service import Scanned
 from tessera.config import Settings, SettingsDep
-from tessera.console.accounts import ConsoleUser
 from tessera.console.forms import Field
+from tessera.console.service import ConsoleUser
 from tessera.console.web import PosterDep, UserDep, back_to, page, problem, project_of
 from tessera.db import Database, DatabaseDep, Rows
 from tessera.errors import AppError, CheckinNotFound

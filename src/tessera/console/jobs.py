@@ -10,7 +10,7 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse, Response
 
 from tessera.chain.registry import ChainsDep
-from tessera.console.accounts import ConsoleUser
+from tessera.console.service import ConsoleUser
 from tessera.console.web import PageNotFound, PosterDep, UserDep, back_to, page, problem, project_of
 from tessera.crypto import BoxDep
 from tessera.db import Database, DatabaseDep

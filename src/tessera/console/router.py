@@ -8,7 +8,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from tessera.auth.rate_limits import SignInLimiterDep
 from tessera.config import SettingsDep
-from tessera.console import accounts
+from tessera.console import service as accounts
 from tessera.console.forms import ClientForm, KeyForm, KeyLoginForm, LoginForm, ProjectForm
 from tessera.console.web import (
     OperatorsOnly,

@@ -21,7 +21,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.templating import Jinja2Templates
 
 from tessera.config import SettingsDep
-from tessera.console.accounts import COOKIE, SESSION_HOURS, ConsoleUser, session_of
+from tessera.console.service import COOKIE, SESSION_HOURS, ConsoleUser, session_of
 from tessera.db import Database, DatabaseDep
 from tessera.errors import AppError, InvalidInput, NotFound, validation_messages
 from tessera.projects.repository import ProjectRow, read_project

@@ -11,7 +11,7 @@ from pydantic import StringConstraints, ValidationError
 from tessera.changes import service as feed
 from tessera.changes.schemas import EVENT_TYPES, START, Place
 from tessera.config import Settings, SettingsDep
-from tessera.console.accounts import ConsoleUser
+from tessera.console.service import ConsoleUser
 from tessera.console.web import PosterDep, UserDep, back_to, page, problem, project_of
 from tessera.crypto import BoxDep
 from tessera.db import Database, DatabaseDep

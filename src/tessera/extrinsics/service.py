@@ -53,6 +53,7 @@ from tessera.jobs.repository import JobRow
 from tessera.jobs.worker import Claim, JobContext, hold
 from tessera.metrics import counts
 from tessera.metrics.repository import add_counts
+from tessera.metrics.schemas import PARTS
 from tessera.models import ExtrinsicStatus
 from tessera.models.base import utcnow
 
@@ -209,9 +210,7 @@ class Slot:
                 tx,
                 [
                     counts.counter("tessera_chain_extrinsics_submitted_total", labels),
-                    *counts.observe(
-                        "tessera_chain_nfts_per_extrinsic", labels, len(parts), counts.PARTS
-                    ),
+                    *counts.observe("tessera_chain_nfts_per_extrinsic", labels, len(parts), PARTS),
                 ],
             )
             await tx.commit()

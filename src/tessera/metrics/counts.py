@@ -10,15 +10,10 @@ import json
 import math
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
 
 from prometheus_client.metrics_core import CounterMetricFamily, HistogramMetricFamily, Metric
 
-# NFTs (parts) per extrinsic, and seconds from an item's issue to its NFT in a final block.
-PARTS = (1, 5, 10, 25, 50, 100, 200, 300, 400, 500, 1000)
-MINT_SECONDS = (1, 2, 5, 10, 20, 30, 60, 120, 300, 600, 1800, 3600, 21600, 86400)
-
-Count = dict[str, Any]  # a row of metric_counts to add
+from tessera.metrics.schemas import Count
 
 
 def _le(bound: float) -> str:

@@ -34,6 +34,7 @@ from tessera.jobs.queue import WAITING_FOR_FUNDS, JobKind
 from tessera.mail import repository as mails
 from tessera.metrics import counts, repository
 from tessera.metrics.process import sample_pool, scrape_registry
+from tessera.metrics.schemas import MINT_SECONDS, PARTS
 from tessera.models import JobStatus, MailStatus
 from tessera.models.base import utcnow
 from tessera.reconciliation import repository as reconciliations
@@ -57,12 +58,12 @@ HISTOGRAMS: dict[str, tuple[str, Sequence[str], Sequence[float]]] = {
         "Parts per signed extrinsic (NFTs minted or transferred, holders sent their fees), by "
         "chain and call.",
         ["chain", "call"],
-        counts.PARTS,
+        PARTS,
     ),
     "tessera_nft_mint_seconds": (
         "Seconds from an item's issue to its NFT in a final block, by chain.",
         ["chain"],
-        counts.MINT_SECONDS,
+        MINT_SECONDS,
     ),
 }
 

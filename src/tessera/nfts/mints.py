@@ -34,10 +34,11 @@ from tessera.jobs.repository import JobRow
 from tessera.jobs.worker import Claim, Done, Failed, JobContext, JobOutcome, Wait, hold
 from tessera.metrics import counts
 from tessera.metrics.repository import add_counts
+from tessera.metrics.schemas import MINT_SECONDS
 from tessera.models import LIVE, NftStatus
 from tessera.models.base import utcnow
 from tessera.nfts import repository
-from tessera.nfts.repository import JobItem
+from tessera.nfts.schemas import JobItem
 from tessera.nfts.service import fail_alone, item_id_of, record_items, signer_of
 from tessera.products import repository as products
 from tessera.products.rows import ProductRow
@@ -308,7 +309,7 @@ async def _write_minted(
                 "tessera_nft_mint_seconds",
                 {"chain": str(product.chain)},
                 seconds,
-                counts.MINT_SECONDS,
+                MINT_SECONDS,
             ),
         )
         await record_items(tx, product, EventType.NFT_MINTED, list(holders))

@@ -11,52 +11,12 @@ from tessera.chain.keys import CUSTODIAL
 from tessera.db import Rows, Transaction, table_of
 from tessera.models import NftStatus, Product, ProductItem, ProjectWallet, User, UserWallet
 from tessera.models.base import UTCDateTime, utcnow
+from tessera.nfts.schemas import HeldWallet, JobItem, SigningWallet
 from tessera.products.rows import OwnedItemRow
 
 _ITEMS, _USERS, _WALLETS = table_of(ProductItem), table_of(User), table_of(UserWallet)
 _PRODUCTS, _PROJECT_WALLETS = table_of(Product), table_of(ProjectWallet)
 _NOW = bindparam("now", type_=UTCDateTime())
-
-
-class JobItem(NamedTuple):
-    """An item as its NFT jobs need it, with the wallet its NFT is to sit in (its owner's
-    receiving wallet, else the owner's first custodial one; None: the owner has none)."""
-
-    id: uuid.UUID
-    project_id: uuid.UUID
-    product_id: uuid.UUID
-    item_id: int
-    owner_id: uuid.UUID
-    created_at: datetime
-    nft_status: NftStatus | None
-    nft_transfer_status: NftStatus | None
-    nft_extrinsic_id: uuid.UUID | None
-    nft_transfer_extrinsic_id: uuid.UUID | None
-    nft_wallet_id: uuid.UUID | None
-    wallet_id: uuid.UUID | None
-    wallet_key: bytes | None
-
-
-class SigningWallet(NamedTuple):
-    """A custodial wallet that signs: its key, and its sealed seed."""
-
-    id: uuid.UUID
-    public_key: bytes
-    address: str
-    secret_key_id: str | None
-    secret_blob: bytes | None
-
-
-class HeldWallet(NamedTuple):
-    """A wallet of the project's users, by its key (custodial or held by its user)."""
-
-    id: uuid.UUID
-    user_id: uuid.UUID
-    public_key: bytes
-    address: str
-    custody: str
-    secret_key_id: str | None
-    secret_blob: bytes | None
 
 
 _FIRST_CUSTODIAL = (

@@ -17,7 +17,7 @@ from tessera.jobs.worker import Claim, JobContext, Show, hold
 from tessera.models import JobStatus, NftStatus, Product, ProductItem
 from tessera.models.base import utcnow
 from tessera.nfts import repository
-from tessera.nfts.repository import HeldWallet, SigningWallet
+from tessera.nfts.schemas import HeldWallet, SigningWallet
 from tessera.products import repository as products
 from tessera.products.rows import ProductRow, owned_item
 from tessera.products.schemas import NftFailure, ProductItemRead, ProductRead

@@ -3,7 +3,8 @@ Each use-case owns its transaction (or read) and commits once."""
 
 import uuid
 
-from tessera.auth import api_keys, tokens
+from tessera.auth import service as api_keys
+from tessera.auth import tokens
 from tessera.auth.principal import Permission, Principal
 from tessera.auth.repository import ApiKeyRow, BindingRow, ClientRow
 from tessera.auth.tokens import TokenIssuer

@@ -19,8 +19,8 @@ from typing import Protocol
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
 
-from tessera.auth.api_keys import access_for_api_key
 from tessera.auth.principal import Principal
+from tessera.auth.service import access_for_api_key
 from tessera.console import repository
 from tessera.console.repository import OperatorRow
 from tessera.crypto import hashes_match, keyed_hash
