@@ -223,10 +223,16 @@ async def insert_users(database, project_id: uuid.UUID, users: int, pool) -> lis
         counters = (
             update(projects)
             .where(projects.c.id == bindparam("project"))
-            .values(user_count=bindparam("users"), active_user_count=bindparam("active"))
+            .values(
+                user_count=bindparam("users"),
+                active_user_count=bindparam("active"),
+                updated_at=bindparam("at"),
+            )
         )
         async with database.transaction() as tx:
-            await tx.execute(counters, project=project_id, users=users, active=activated)
+            await tx.execute(
+                counters, project=project_id, users=users, active=activated, at=utcnow()
+            )
             await tx.commit()
     return ids
 
