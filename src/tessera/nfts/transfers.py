@@ -32,7 +32,7 @@ from tessera.jobs.worker import Claim, Done, Failed, JobContext, JobOutcome, Wai
 from tessera.models import LIVE, NftStatus
 from tessera.models.base import utcnow
 from tessera.nfts import repository
-from tessera.nfts.repository import HeldWallet, JobItem
+from tessera.nfts.schemas import HeldWallet, JobItem
 from tessera.nfts.service import fail_alone, item_id_of, record_items, signer_of
 from tessera.products import repository as products
 from tessera.products.rows import ProductRow
