@@ -45,8 +45,11 @@ def test_schemathesis_finds_nothing(tmp_path: Path) -> None:
                 str(EXAMPLES),
                 "--seed",
                 SEED,
+                # One worker: two threads parsing lambdas at once trip CPython 3.11's AST constructor
+                # ("AST constructor recursion depth mismatch", python/cpython#106905), reported
+                # as a runtime error on a loaded machine.
                 "--workers",
-                "2",
+                "1",
                 "--generation-database",
                 "none",
                 "--request-timeout",
@@ -63,7 +66,8 @@ def test_schemathesis_finds_nothing(tmp_path: Path) -> None:
     (tmp_path / "schemathesis.txt").write_text(report)
     summary = report[report.rfind("SUMMARY") :]
     print(summary)
-    assert done.returncode == 0, report[-20000:]
+    # What went wrong comes first in the report (ERRORS, FAILURES), before the warnings.
+    assert done.returncode == 0, report.partition("WARNINGS")[0][-20000:]
     generated = re.search(r"(\d+) generated", summary)
     assert generated and int(generated.group(1)) >= 20 * EXAMPLES, summary
     assert "Stateful" in summary and "❌" not in summary, summary
