@@ -45,9 +45,9 @@ def test_schemathesis_finds_nothing(tmp_path: Path) -> None:
                 str(EXAMPLES),
                 "--seed",
                 SEED,
-                # One worker: two threads parsing lambdas at once trip CPython 3.11's AST constructor
-                # ("AST constructor recursion depth mismatch", python/cpython#106905), reported
-                # as a runtime error on a loaded machine.
+                # One worker: two threads parsing lambdas at once trip CPython 3.11's AST
+                # constructor ("AST constructor recursion depth mismatch",
+                # python/cpython#106905), a runtime error on a loaded machine.
                 "--workers",
                 "1",
                 "--generation-database",

@@ -332,17 +332,3 @@ async def _project_rules(rows: Rows, project_id: uuid.UUID) -> ProjectRules:
     if rules is None:
         raise CredentialInvalid
     return rules
-
-
-async def bind_identity(
-    tx: Transaction,
-    *,
-    project_id: uuid.UUID,
-    issuer: str,
-    subject: str,
-    permission: Permission,
-) -> BindingRow:
-    """Bind (or move) an OIDC subject to a project; the caller commits."""
-    return await repository.bind_identity(
-        tx, project_id=project_id, issuer=issuer, subject=subject, permission=permission
-    )

@@ -3,6 +3,7 @@ Each use-case owns its transaction (or read) and commits once."""
 
 import uuid
 
+from tessera.auth import repository as auth_repository
 from tessera.auth import service as api_keys
 from tessera.auth import tokens
 from tessera.auth.principal import Permission, Principal
@@ -190,7 +191,7 @@ async def bind_identity(
     """Bind an external OIDC subject to a project (moving it if it was bound elsewhere)."""
     async with database.transaction() as tx:
         await repository.get_project(tx, project_id)
-        binding = await tokens.bind_identity(
+        binding = await auth_repository.bind_identity(
             tx, project_id=project_id, issuer=issuer, subject=subject, permission=permission
         )
         await tx.commit()
