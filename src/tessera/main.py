@@ -49,6 +49,7 @@ from tessera.nfts import tasks as nft_tasks
 from tessera.pages import PACKAGE
 from tessera.reconciliation import tasks as reconciliation_tasks
 from tessera.reconciliation.tasks import reconcile_chore
+from tessera.ticket_keys.service import Signers
 from tessera.tickets import pages as ticket_pages
 from tessera.webhooks.addresses import url_pattern
 from tessera.webhooks.dispatcher import Dispatcher
@@ -155,6 +156,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     box = SecretBox(settings.key_ring)
     app.state.settings = settings
     app.state.box = box
+    app.state.signers = Signers(box)
     app.state.authenticator = Authenticator(settings, box)
     app.state.chains = Chains(settings)
     app.state.job_handlers = job_handlers()
