@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 PYTEST_WORKERS ?= 2
 
-.PHONY: serve test test-newest lock lint docs clean devchain chopsticks bench bench-reconcile bench-chain fuzz
+.PHONY: serve test test-newest lock lint docs clean devchain chopsticks bench bench-reconcile bench-chain bench-door fuzz
 
 PIP := pip install --quiet --disable-pip-version-check
 LOCK := requirements.lock
@@ -107,6 +107,12 @@ NFTS ?= 1000 10000
 TRANSFERS ?= 200
 bench-chain: $(VENV)/.dev chopsticks
 	$(BIN)/python -m bench.chain --nfts $(NFTS) --transfers $(TRANSFERS)
+
+# The door's upload (bench/door.py): 500 offline scans in one POST /v1/checkins/batch on a real
+# `tessera serve`, SQLite then PostgreSQL (BACKENDS="sqlite" to choose), ROUNDS rounds.
+bench-door: $(VENV)/.bench
+	@if echo "$${BACKENDS:-postgresql}" | grep -q postgresql; then bench/postgres.sh; fi
+	$(BIN)/python -m bench.door
 
 # The fuzz test of the suite, longer (about 10,000 requests per database), on SQLite and, when
 # TESSERA_TEST_DATABASE_URL is set, on PostgreSQL; the summaries are printed.

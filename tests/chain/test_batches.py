@@ -28,7 +28,7 @@ pytestmark = pytest.mark.chain
 
 METADATA = "https://meta.example/ticket.json"
 ISSUE_SIZES = (50, 100, 250, 550)  # recipients per request, in turn (550: the most it takes)
-USERS_PER_REQUEST = 400  # the tests' bodies are at most 64 KiB
+USERS_PER_REQUEST = 400  # the tests' bodies are at most 256 KiB
 once = pytest.mark.skipif(
     BACKEND != "sqlite", reason="a throughput run of the runtime: once, on the SQLite pass"
 )

@@ -297,7 +297,7 @@ class TestKilledWorkers:
         )
         holders = [
             user
-            for start in range(0, MANY, 400)  # the tests' bodies are at most 64 KiB
+            for start in range(0, MANY, 400)  # the tests' bodies are at most 256 KiB
             for user in await create_users(chain_client, tenant, min(400, MANY - start))
         ]
         for start in range(0, MANY, 500):

@@ -320,8 +320,7 @@ class TestSync:
         first = await sync(client, tenant.r, event)
         assert len(first["tickets"]) == 2
         # Nothing changed: nothing new (within the overlap, the tickets may come again).
-        old = base64.urlsafe_b64encode(b"sync:1000000").decode().rstrip("=")
-        assert len((await sync(client, tenant.r, event, old))["tickets"]) == 2
+        assert len((await sync(client, tenant.r, event, "1000000"))["tickets"]) == 2
         cursor = first["cursor"]
         await issue_items(client, tenant, product["id"], cleo["id"])
         assert (await scan(client, tenant, shown["secret"])).status_code == 200
@@ -337,7 +336,7 @@ class TestSync:
             "/v1/checkins/sync", headers=other.r, params={"event_id": event["id"]}
         )
         assert response.status_code == 404
-        for since in ("nope", "x" * 65, base64.urlsafe_b64encode(b"sync:abc").decode()):
+        for since in ("nope", "1" * 17, "-5", "1.5", ""):
             response = await client.get(
                 "/v1/checkins/sync",
                 headers=tenant.r,

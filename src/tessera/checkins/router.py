@@ -109,7 +109,10 @@ async def sync(
     event_id: Annotated[uuid.UUID, Query(description="The event whose door syncs.")],
     since: Annotated[
         str | None,
-        Query(max_length=64, description="The `cursor` of the last sync: only what changed."),
+        Query(
+            pattern=r"^[0-9]{1,16}$",
+            description="The `cursor` of the last sync: only what changed since.",
+        ),
     ] = None,
 ) -> SyncRead:
     """What a door needs to scan offline: the project's keys that verify ticket secrets, and

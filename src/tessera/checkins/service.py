@@ -22,7 +22,6 @@ attendee's check-in time returns to what it was, unless a later scan has moved i
 first check-in's reputation point is taken back when the balance still has it.
 """
 
-import base64
 import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -52,7 +51,7 @@ from tessera.checkins.schemas import (
     SyncRead,
 )
 from tessera.db import Database, Rows, Transaction
-from tessera.errors import AnnulWindowClosed, CheckinNotFound, InvalidInput
+from tessera.errors import AnnulWindowClosed, CheckinNotFound
 from tessera.events import repository as events
 from tessera.events.schemas import AttendeeRegistered
 from tessera.events.service import FIRST_CHECK_IN_REPUTATION, attendee_at, check_in
@@ -491,20 +490,13 @@ async def sync(
 
 
 def cursor_of(taken: datetime) -> str:
-    """A sync's cursor: when it was taken (microseconds), opaque to the door."""
-    micros = int(taken.timestamp() * 1_000_000)
-    return base64.urlsafe_b64encode(f"sync:{micros}".encode()).decode().rstrip("=")
+    """A sync's cursor: when it was taken, in Unix microseconds (the door keeps it as it is:
+    ``since`` takes any such number, ``CURSOR``)."""
+    return str(int(taken.timestamp() * 1_000_000))
 
 
 def read_cursor(cursor: str) -> datetime:
-    try:
-        text = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
-        kind, _, micros = text.partition(":")
-        if kind != "sync" or not micros.isdigit():
-            raise ValueError(cursor)
-        return datetime.fromtimestamp(int(micros) / 1_000_000, UTC)
-    except (ValueError, UnicodeDecodeError, OverflowError) as exc:
-        raise InvalidInput("since: not a cursor of this sync") from exc
+    return datetime.fromtimestamp(int(cursor) / 1_000_000, UTC)
 
 
 async def door_events(database: Database, principal: Principal) -> DoorEvents:
