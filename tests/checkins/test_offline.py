@@ -354,6 +354,9 @@ class TestBadInput:
             [{"secret": "AB\x00CD"}],
             [{"scanned_at": "yesterday"}],
             [{"scanned_at": "2026-11-28T10:00:00"}],  # no offset: not RFC 3339
+            [{"scanned_at": 0}],
+            [{"scanned_at": "1795775000"}],
+            [{"scanned_at": "2026-11-28"}],
             [{"device": ""}],
             [{"nonce": ""}],
             [{"event_id": "nope"}],

@@ -1,8 +1,9 @@
+import re
 import uuid
 from datetime import datetime
 from typing import Annotated, Literal
 
-from pydantic import AwareDatetime, Field, StringConstraints
+from pydantic import AwareDatetime, BeforeValidator, Field, StringConstraints
 
 from tessera.schemas import SnakeInput, SnakeModel
 from tessera.ticket_keys.schemas import PublicCheckinKey
@@ -98,13 +99,23 @@ class AnnulRead(SnakeModel):
     )
 
 
+RFC3339 = re.compile(r"^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d{1,9})?([Zz]|[+-]\d{2}:\d{2})$")
+
+
+def _rfc3339(value: object) -> object:
+    """A time as RFC 3339 text only (not a number of seconds, not a date alone)."""
+    if not isinstance(value, str) or not RFC3339.match(value):
+        raise ValueError("an RFC 3339 date and time with its offset, as text")
+    return value
+
+
 class OfflineScan(SnakeInput):
     """A scan a door made offline, uploaded later."""
 
     secret: Scanned
     nonce: Nonce
     event_id: uuid.UUID = Field(description="The event whose door made the scan.")
-    scanned_at: AwareDatetime = Field(
+    scanned_at: Annotated[AwareDatetime, BeforeValidator(_rfc3339)] = Field(
         description="When the scan was made (RFC 3339, with its offset); one in the future is "
         "taken as made now."
     )
