@@ -8,6 +8,7 @@ own resources only, no CSP complaint, and axe-core finds nothing.
 Screenshots go to artifacts/screenshots/ (not committed).
 """
 
+import asyncio
 import os
 import secrets
 import string
@@ -86,13 +87,23 @@ async def door(server: Server) -> Door:
 
         event = await created(
             "/v1/events/create",
-            {"name": "Harbour Lights", "location": "Quay 4", "address": "Harbour Road 1",
-             "start_date": now, "end_date": now + 6 * 3600},
+            {
+                "name": "Harbour Lights",
+                "location": "Quay 4",
+                "address": "Harbour Road 1",
+                "start_date": now,
+                "end_date": now + 6 * 3600,
+            },
         )
         product = await created(
             "/v1/products",
-            {"type": "admission", "name": "Evening pass", "description": "One entry.",
-             "event_id": event["id"], "redemption_quantity": 1},
+            {
+                "type": "admission",
+                "name": "Evening pass",
+                "description": "One entry.",
+                "event_id": event["id"],
+                "redemption_quantity": 1,
+            },
         )
         users = await created(
             "/v1/users/create",
@@ -160,7 +171,7 @@ async def fits_the_screen(page: Page) -> None:
 async def axe_violations(page: Page, axe_script: Path) -> list[str]:
     # Evaluated through the DevTools protocol, which the page's CSP does not govern: the page
     # keeps its CSP (a <script> tag of axe would be refused).
-    await page.evaluate(axe_script.read_text(encoding="utf-8"))
+    await page.evaluate(await asyncio.to_thread(axe_script.read_text, encoding="utf-8"))
     result = await page.evaluate("axe.run(document, {resultTypes: ['violations']})")
     return [
         f"{v['id']} ({v['impact']}): {v['help']} at {[n['target'] for n in v['nodes']]}"
