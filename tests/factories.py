@@ -51,6 +51,15 @@ async def make_tenant(app: FastAPI, *, name: str = "Acme") -> Tenant:
     )
 
 
+async def door_key(app: FastAPI, tenant: Tenant) -> dict[str, str]:
+    """Headers with a new check-in key of the tenant's project (the door's credential)."""
+    hash_key = app.state.settings.hash_key.get_secret_value().encode()
+    key = await issue_api_key(
+        database_of(app), project_id=tenant.project_id, permission="checkin", hash_key=hash_key
+    )
+    return {"x-api-key": key.api_key}
+
+
 def user_body(**overrides: Any) -> dict[str, Any]:
     n = next(_seq)
     return {

@@ -8,9 +8,10 @@ from fastapi import FastAPI
 from fastapi.routing import APIRoute, iter_route_contexts
 
 from tessera.api import OPEN_ROUTES
-from tessera.auth.dependencies import ProjectRoute
+from tessera.auth.dependencies import AT_THE_DOOR, ProjectRoute
 from tessera.console.web import signed_in
 from tessera.db import is_read_only
+from tests.factories import door_key
 
 
 def _never() -> None:
@@ -68,7 +69,7 @@ def _project_routes(app):
 class TestEveryProjectRoute:
     async def test_needs_a_credential(self, app, client, tenant):
         routes = list(_project_routes(app))
-        assert len(routes) == 60
+        assert len(routes) == 64
         for method, template, path in routes:
             response = await client.request(method, path, json={})
             assert response.status_code == 401, (method, template)
@@ -76,7 +77,7 @@ class TestEveryProjectRoute:
 
     async def test_read_credential_cannot_write(self, app, client, tenant):
         writes = [r for r in _project_routes(app) if r[0] != "GET" and r[1] not in READ_POSTS]
-        assert len(writes) == 33
+        assert len(writes) == 34
         for method, template, path in writes:
             # Permission is checked before the body is validated: {} is enough to get a 403.
             response = await client.request(method, path, headers=tenant.r, json={})
@@ -84,6 +85,30 @@ class TestEveryProjectRoute:
             assert response.json() == {
                 "message": "this credential is read-only; a write credential is required"
             }
+
+    async def test_a_checkin_key_is_refused_off_the_door(self, app, client, tenant):
+        door = await door_key(app, tenant)
+        routes = list(_project_routes(app))
+        at_the_door = {
+            (method, route.path)
+            for route in iter_route_contexts(app.routes)
+            if getattr(route.original_route, "endpoint", _never) in AT_THE_DOOR
+            for method in route.methods
+        }
+        assert at_the_door == {
+            ("POST", "/v1/checkins"),
+            ("POST", "/v1/checkins/annul"),
+            ("POST", "/v1/checkins/batch"),
+            ("GET", "/v1/checkins/sync"),
+            ("GET", "/v1/checkins/events"),
+        }
+        for method, template, path in routes:
+            response = await client.request(method, path, headers=door, json={})
+            if (method, template) in at_the_door:
+                assert response.status_code in (200, 400), (method, template, response.text)
+            else:
+                assert response.status_code == 403, (method, template)
+                assert response.json()["message"].startswith("this is a check-in key"), template
 
 
 def test_the_read_only_posts_are_marked(app):

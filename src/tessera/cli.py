@@ -59,6 +59,8 @@ app.add_typer(secrets_app, name="secrets")
 
 ProjectOpt = Annotated[uuid.UUID, typer.Option("--project", help="Project id.")]
 PermissionOpt = Literal["read", "write"]
+# An API key's: ``checkin`` is the door's (scan, annul, upload scans, read the sync; 403 elsewhere).
+KeyPermissionOpt = Literal["read", "write", "checkin"]
 T = TypeVar("T")
 
 
@@ -158,6 +160,43 @@ def project_create(name: Annotated[str, typer.Option("--name")]) -> None:
     _print(_run(work))
 
 
+@project_app.command("rotate-checkin-key")
+def project_rotate_checkin_key(project: ProjectOpt) -> None:
+    """A new check-in key signs the project's ticket secrets from now on (every process within
+    10 s); the earlier keys keep verifying the secrets already handed out until retired."""
+    from tessera.ticket_keys.service import rotate
+
+    async def work(database: Database, settings: Settings) -> BaseModel:
+        return await rotate(database, SecretBox(settings.key_ring), project)
+
+    _print(_run(work))
+
+
+@project_app.command("retire-checkin-key")
+def project_retire_checkin_key(
+    project: ProjectOpt, kid: Annotated[str, typer.Option("--kid", help="The key's id.")]
+) -> None:
+    """The key verifies nothing from now on: every secret it signed is refused (revoked). Doors
+    drop it at their next sync. Rotate first, and retire once the new key's secrets are out."""
+    from tessera.ticket_keys.service import retire
+
+    async def work(database: Database, _settings: Settings) -> BaseModel:
+        return await retire(database, project, kid)
+
+    _print(_run(work))
+
+
+@project_app.command("checkin-keys")
+def project_checkin_keys(project: ProjectOpt) -> None:
+    """The project's check-in keys (public halves), newest first."""
+    from tessera.ticket_keys.service import list_keys
+
+    async def work(database: Database, _settings: Settings) -> Sequence[BaseModel]:
+        return await list_keys(database, project)
+
+    _print(_run(work))
+
+
 @project_app.command("set")
 def project_set(
     project: ProjectOpt,
@@ -198,7 +237,7 @@ def project_set(
 @apikey_app.command("create")
 def apikey_create(
     project: ProjectOpt,
-    permission: Annotated[PermissionOpt, typer.Option("--permission")] = "read",
+    permission: Annotated[KeyPermissionOpt, typer.Option("--permission")] = "read",
     expires_in: Annotated[int | None, typer.Option("--expires-in", min=1, help="Seconds.")] = None,
     name: Annotated[str | None, typer.Option("--name")] = None,
 ) -> None:

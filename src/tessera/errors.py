@@ -102,6 +102,14 @@ class WritePermissionRequired(AppError):
     message = "this credential is read-only; a write credential is required"
 
 
+class DoorOnly(AppError):
+    status_code = 403
+    message = (
+        "this is a check-in key: it may scan tickets, annul and upload scans and read the sync, "
+        "nothing else"
+    )
+
+
 class ClaimNotForYou(AppError):
     status_code = 403
     message = "this claim link was made for another email address"
@@ -259,6 +267,10 @@ class NftsNotMinted(Conflict):
 
 class CheckinNotFound(NotFound):
     message = "no check-in was made with this nonce"
+
+
+class CheckinKeyNotFound(NotFound):
+    message = "the project has no live check-in key of this kid"
 
 
 class AnnulWindowClosed(Conflict):

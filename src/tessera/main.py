@@ -50,6 +50,7 @@ from tessera.pages import PACKAGE
 from tessera.reconciliation import tasks as reconciliation_tasks
 from tessera.reconciliation.tasks import reconcile_chore
 from tessera.scanner import router as scanner_router
+from tessera.ticket_keys.service import Signers
 from tessera.tickets import pages as ticket_pages
 from tessera.webhooks.addresses import url_pattern
 from tessera.webhooks.dispatcher import Dispatcher
@@ -156,6 +157,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     box = SecretBox(settings.key_ring)
     app.state.settings = settings
     app.state.box = box
+    app.state.signers = Signers(box)
     app.state.authenticator = Authenticator(settings, box)
     app.state.chains = Chains(settings)
     app.state.job_handlers = job_handlers()

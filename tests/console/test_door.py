@@ -39,7 +39,11 @@ ROW = re.compile(r'<tr class="(\w+)">(.*?)</tr>', re.S)
 CELL = re.compile(r"<td>(.*?)</td>", re.S)
 UNDO = re.compile(r'<input type="hidden" name="nonce" value="([^"]+)">\s*<button[^>]*>Undo')
 NO_TICKET = "No ticket of this event for this email, reference id or item id"
-NO_SUCH = "No such ticket: unknown, reissued since, or of another project"
+REVOKED = (
+    "This secret has been replaced (the ticket was reissued or passed on): ask the holder for "
+    "the current one"
+)
+NO_SUCH = "No such ticket: not a ticket of this project"
 
 
 class Result(NamedTuple):
@@ -261,7 +265,6 @@ class TestScan:
         path = door_of(tenant, event)
         for who, said in (
             (random_secret(), NO_SUCH),
-            (secret, NO_SUCH),  # reissued since
             (theirs, NO_SUCH),
             ("not a ticket at all", NO_TICKET),
             ("🎟️" * 40, NO_TICKET),
@@ -269,9 +272,13 @@ class TestScan:
             door = await scan(operator, path, who)
             assert door.status_code == 404, who
             assert result_of(door.text) == Result("bad", "alert", "UNKNOWN", [said]), who
+        door = await scan(operator, path, secret)  # reissued since
+        assert door.status_code == 409
+        assert result_of(door.text) == Result("bad", "alert", "REVOKED", [REVOKED]), secret
         assert (await item(client, tenant, product))["redemption_count"] == 0
         assert await attendee_of(client, tenant, event, user) is None
-        assert [c.status for c in await checkins(database)] == ["unknown"] * 5
+        statuses = sorted(c.status for c in await checkins(database))
+        assert statuses == ["revoked"] + ["unknown"] * 4
 
     async def test_an_empty_field_or_a_form_without_nonce_changes_nothing(
         self, operator, tenant, client, database

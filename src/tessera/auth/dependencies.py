@@ -14,7 +14,7 @@ import uuid
 from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
 import jwt
 from fastapi import APIRouter, Depends, Request, Response
@@ -31,6 +31,7 @@ from tessera.errors import (
     AppError,
     CredentialInvalid,
     CredentialMissing,
+    DoorOnly,
     WritePermissionRequired,
 )
 from tessera.handlers import PlainRoute
@@ -38,6 +39,7 @@ from tessera.idempotency.router import WRITE_METHODS, IdempotentRoute
 from tessera.idempotency.schemas import KeyScope
 from tessera.models.base import utcnow
 from tessera.schemas import refuse_unknown_query
+from tessera.ticket_keys.service import Signers
 
 CACHE_MAX_ENTRIES = 10_000
 
@@ -251,6 +253,7 @@ class Caller:
     settings: Settings
     box: SecretBox
     chains: Chains
+    signers: Signers
 
 
 CALLER = "tessera.caller"
@@ -267,15 +270,30 @@ CallerDep = Annotated[Caller, Depends(current_caller)]
 Handler = Callable[[Request], Coroutine[Any, Any, Response]]
 
 
-async def admit(request: Request, *, write: bool) -> None:
+EndpointT = TypeVar("EndpointT", bound=Callable[..., Any])
+# The door's routes: a check-in key may call them (and only them), writes included.
+AT_THE_DOOR: set[Callable[..., Any]] = set()
+
+
+def at_the_door(endpoint: EndpointT) -> EndpointT:
+    """Mark a route a check-in key may call (scan, annul, upload scans, the sync)."""
+    AT_THE_DOOR.add(endpoint)
+    return endpoint
+
+
+async def admit(request: Request, *, write: bool, door: bool = False) -> None:
     """What every project route checks before anything else (``authenticate``), and 403 for
-    a read credential on a write; the caller then waits in the request's state."""
+    a read credential on a write, or a check-in key off the door's routes; the caller then
+    waits in the request's state."""
     principal = await authenticate(request)
-    if write and not principal.can_write:
+    if principal.door_only:
+        if not door:
+            raise DoorOnly
+    elif write and not principal.can_write:
         raise WritePermissionRequired
     state = request.app.state
     database = database_of(request.app)
-    caller = Caller(principal, database, state.settings, state.box, state.chains)
+    caller = Caller(principal, database, state.settings, state.box, state.chains, state.signers)
     request.scope["state"][CALLER] = caller
 
 
@@ -293,6 +311,7 @@ class ProjectRoute(IdempotentRoute, PlainRoute):
         options["openapi_extra"] = security | (options.get("openapi_extra") or {})
         # Known before FastAPI's __init__, which builds the handler.
         self.reads_only = is_read_only(endpoint)
+        self.at_the_door = endpoint in AT_THE_DOOR
         super().__init__(path, endpoint, **options)
 
     def get_route_handler(self) -> Handler:
@@ -300,10 +319,11 @@ class ProjectRoute(IdempotentRoute, PlainRoute):
 
     def admitting(self, handler: Handler) -> Handler:
         """``handler`` behind ``admit``."""
-        reads_only = self.reads_only
+        reads_only, door = self.reads_only, self.at_the_door
 
         async def admitted(request: Request) -> Response:
-            await admit(request, write=request.method in WRITE_METHODS and not reads_only)
+            write = request.method in WRITE_METHODS and not reads_only
+            await admit(request, write=write, door=door)
             return await handler(request)
 
         return admitted

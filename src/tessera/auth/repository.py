@@ -14,13 +14,14 @@ from tessera.db import Rows, Transaction, lock_for_update, table_of
 from tessera.errors import ApiKeyNotFound, ClientNotFound
 from tessera.models import ApiKey, IdentityBinding, OAuthClient, Project, SigningKey
 from tessera.models.base import UTCDateTime
+from tessera.models.project import KeyPermission
 
 
 class ApiKeyRow(NamedTuple):
     project_id: uuid.UUID
     prefix: str
     key_hash: str
-    permission: Permission
+    permission: KeyPermission
     name: str | None
     created_at: datetime
     expires_at: datetime | None
@@ -64,7 +65,7 @@ class KeyCheck(NamedTuple):
     id: uuid.UUID
     project_id: uuid.UUID
     key_hash: str
-    permission: Permission
+    permission: KeyPermission
     expires_at: datetime | None
     revoked_at: datetime | None
     require_activation: bool

@@ -13,12 +13,13 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from tessera.auth import repository
-from tessera.auth.principal import Permission, Principal
+from tessera.auth.principal import Principal
 from tessera.auth.repository import ApiKeyRow
 from tessera.crypto import hashes_match, keyed_hash
 from tessera.db import Database, Rows, Transaction
 from tessera.errors import CredentialInvalid
 from tessera.models.base import new_id, utcnow
+from tessera.models.project import KeyPermission
 
 log = logging.getLogger("tessera.auth")
 
@@ -36,7 +37,7 @@ async def create_api_key(
     tx: Transaction,
     *,
     project_id: uuid.UUID,
-    permission: Permission,
+    permission: KeyPermission,
     hash_key: bytes,
     expires_in: int | None = None,
     name: str | None = None,
@@ -99,6 +100,7 @@ async def access_for_api_key(rows: Rows, raw_key: str, *, digest: str) -> KeyAcc
         f"api_key:{row.id}",
         row.require_activation,
         row.ticket_emails,
+        door_only=row.permission == "checkin",
     )
     return KeyAccess(principal, row.id, row.expires_at)
 

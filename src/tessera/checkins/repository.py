@@ -7,12 +7,14 @@ from datetime import datetime
 from typing import Any, NamedTuple
 
 from sqlalchemy import and_, bindparam, delete, or_, select, update
+from sqlalchemy.orm import aliased
 
 from tessera.db import Rows, Transaction, table_of
-from tessera.models import Checkin, Product, ProductItem, Redemption, User
+from tessera.models import Attendee, Checkin, Event, Product, ProductItem, Redemption, User
 
 _SCANS, _REDEMPTIONS = table_of(Checkin), table_of(Redemption)
 _ITEMS, _PRODUCTS, _USERS = table_of(ProductItem), table_of(Product), table_of(User)
+_EVENTS, _ATTENDEES = table_of(Event), table_of(Attendee)
 
 
 class ScanRow(NamedTuple):
@@ -32,6 +34,9 @@ class ScanRow(NamedTuple):
     previous_redeemed_at: int | None
     created_at: datetime
     annulled_at: datetime | None
+    device: str | None
+    scanned_at: datetime | None
+    conflict_of: uuid.UUID | None
     id: uuid.UUID
 
 
@@ -42,6 +47,17 @@ _ANNUL = (
     update(_SCANS)
     .where(_SCANS.c.id == bindparam("id"), _SCANS.c.annulled_at.is_(None))
     .values(annulled_at=bindparam("now"))
+)
+# The scan that took the item's last use: its newest ok scan not annulled.
+_LAST_OK = (
+    select(_SCANS)
+    .where(
+        _SCANS.c.item_id == bindparam("item_id"),
+        _SCANS.c.status == "ok",
+        _SCANS.c.annulled_at.is_(None),
+    )
+    .order_by(_SCANS.c.created_at.desc(), _SCANS.c.id.desc())
+    .limit(1)
 )
 _FORGET_REDEMPTION = delete(_REDEMPTIONS).where(_REDEMPTIONS.c.id == bindparam("id"))
 _RECENT = (
@@ -54,6 +70,10 @@ _RECENT = (
 
 async def scan_of_nonce(rows: Rows, project_id: uuid.UUID, nonce: str) -> ScanRow | None:
     return await rows.first(_OF_NONCE, ScanRow, project_id=project_id, nonce=nonce)
+
+
+async def last_ok_scan(rows: Rows, item_id: uuid.UUID) -> ScanRow | None:
+    return await rows.first(_LAST_OK, ScanRow, item_id=item_id)
 
 
 async def add_scan(tx: Transaction, values: dict[str, Any]) -> ScanRow | None:
@@ -174,4 +194,139 @@ async def item_at_event(
     or None: what the door checks in when a person is named instead of a ticket."""
     return await rows.first(
         _ITEM_AT_EVENT, ItemAtEvent, project_id=project_id, event_id=event_id, owner_id=owner_id
+    )
+
+
+class DoorEventRow(NamedTuple):
+    id: uuid.UUID
+    name: str
+    start_date: int
+    end_date: int
+    location: str
+
+
+class SyncedTicketRow(NamedTuple):
+    """A ticket of the event as a door keeps it offline."""
+
+    item_id: int
+    id: uuid.UUID
+    ticket_version: int
+    product_id: uuid.UUID
+    first_name: str | None
+    last_name: str | None
+    redemption_count: int
+    redemption_quantity: int
+    checked_in_at: int | None
+
+
+class ListedScan(NamedTuple):
+    """A scan at an event's door, and the nonce of the scan it conflicts with."""
+
+    nonce: str
+    status: str
+    source: str
+    device: str | None
+    item_id: uuid.UUID | None
+    event_id: uuid.UUID | None
+    checked_in_at: int | None
+    scanned_at: datetime | None
+    created_at: datetime
+    annulled_at: datetime | None
+    conflict_with: str | None
+
+
+_DOOR_EVENTS = (
+    select(
+        _EVENTS.c.id, _EVENTS.c.name, _EVENTS.c.start_date, _EVENTS.c.end_date, _EVENTS.c.location
+    )
+    .where(_EVENTS.c.project_id == bindparam("project_id"))
+    .order_by(_EVENTS.c.start_date, _EVENTS.c.id)
+)
+_SYNCED = (
+    select(
+        _ITEMS.c.item_id,
+        _ITEMS.c.id,
+        _ITEMS.c.ticket_version,
+        _ITEMS.c.product_id,
+        _USERS.c.first_name,
+        _USERS.c.last_name,
+        _ITEMS.c.redemption_count,
+        _PRODUCTS.c.redemption_quantity,
+        _ATTENDEES.c.checked_in_at,
+    )
+    .select_from(
+        _ITEMS.join(_PRODUCTS, _PRODUCTS.c.id == _ITEMS.c.product_id)
+        .join(_USERS, _USERS.c.id == _ITEMS.c.owner_id)
+        .outerjoin(
+            _ATTENDEES,
+            and_(
+                _ATTENDEES.c.event_id == _PRODUCTS.c.event_id,
+                _ATTENDEES.c.user_id == _ITEMS.c.owner_id,
+            ),
+        )
+    )
+    .where(
+        _PRODUCTS.c.project_id == bindparam("project_id"),
+        _PRODUCTS.c.event_id == bindparam("event_id"),
+    )
+    .order_by(_ITEMS.c.product_id, _ITEMS.c.item_id)
+)
+# What changed since: a new, reissued, transferred or redeemed item, its holder's name, their
+# check-in at the event.
+_SYNCED_SINCE = _SYNCED.where(
+    or_(
+        _ITEMS.c.updated_at >= bindparam("since"),
+        _USERS.c.updated_at >= bindparam("since"),
+        _ATTENDEES.c.updated_at >= bindparam("since"),
+    )
+)
+_WINNER = aliased(_SCANS, name="winner")
+_AT_EVENT = (
+    select(
+        _SCANS.c.nonce,
+        _SCANS.c.status,
+        _SCANS.c.source,
+        _SCANS.c.device,
+        _SCANS.c.item_id,
+        _SCANS.c.event_id,
+        _SCANS.c.checked_in_at,
+        _SCANS.c.scanned_at,
+        _SCANS.c.created_at,
+        _SCANS.c.annulled_at,
+        _WINNER.c.nonce.label("conflict_with"),
+    )
+    .select_from(
+        _SCANS.outerjoin(_ITEMS, _ITEMS.c.id == _SCANS.c.item_id)
+        .outerjoin(_PRODUCTS, _PRODUCTS.c.id == _ITEMS.c.product_id)
+        .outerjoin(_WINNER, _WINNER.c.id == _SCANS.c.conflict_of)
+    )
+    .where(_AT_DOOR)
+    .order_by(_SCANS.c.created_at.desc(), _SCANS.c.id.desc())
+    .limit(bindparam("limit"))
+)
+_CONFLICTS_AT_EVENT = _AT_EVENT.where(_SCANS.c.conflict_of.is_not(None))
+
+
+async def door_events(rows: Rows, project_id: uuid.UUID) -> list[DoorEventRow]:
+    return await rows.all(_DOOR_EVENTS, DoorEventRow, project_id=project_id)
+
+
+async def synced_tickets(
+    rows: Rows, project_id: uuid.UUID, event_id: uuid.UUID, since: datetime | None
+) -> list[SyncedTicketRow]:
+    """The event's tickets, or those changed at or after ``since``."""
+    if since is None:
+        return await rows.all(_SYNCED, SyncedTicketRow, project_id=project_id, event_id=event_id)
+    return await rows.all(
+        _SYNCED_SINCE, SyncedTicketRow, project_id=project_id, event_id=event_id, since=since
+    )
+
+
+async def scans_at_event(
+    rows: Rows, project_id: uuid.UUID, event_id: uuid.UUID, *, conflicts: bool, limit: int
+) -> list[ListedScan]:
+    """The last scans at the event's door (its conflicts only), newest first."""
+    statement = _CONFLICTS_AT_EVENT if conflicts else _AT_EVENT
+    return await rows.all(
+        statement, ListedScan, project_id=project_id, event_id=event_id, limit=limit
     )

@@ -1,18 +1,26 @@
+import uuid
 from datetime import timedelta
-from typing import Any
+from typing import Annotated, Any
 
+from fastapi import Query
 from fastapi.responses import JSONResponse
 
-from tessera.auth.dependencies import CallerDep, project_router
+from tessera.auth.dependencies import CallerDep, at_the_door, project_router
 from tessera.checkins import service
 from tessera.checkins.schemas import (
     AnnulRead,
     AnnulRequest,
+    BatchRead,
+    BatchRequest,
     CheckinRead,
     CheckinRefused,
     CheckinRequest,
+    DoorEvents,
+    Outcome,
+    ScanList,
+    SyncRead,
 )
-from tessera.checkins.service import Outcome, Scanned
+from tessera.checkins.service import Scanned
 from tessera.errors import responses
 
 router = project_router("/checkins", tags=["checkins"])
@@ -20,22 +28,26 @@ router = project_router("/checkins", tags=["checkins"])
 REFUSED: dict[int | str, dict[str, Any]] = {
     404: {
         "model": CheckinRefused,
-        "description": "`reason` `unknown`: no such ticket (unknown, reissued, another project's).",
+        "description": "`reason` `unknown` (any text that is not a ticket of this project) or "
+        "`invalid` (a secret whose signature does not hold).",
     },
     409: {
         "model": CheckinRefused,
-        "description": "`reason` `already_checked_in` (with `checked_in_at`), `wrong_event` or "
+        "description": "`reason` `already_checked_in` (with `checked_in_at`), `revoked` (an "
+        "older version of the ticket's secret: reissued or passed on), `wrong_event` or "
         "`held_outside` (its NFT sits outside the project).",
     },
 }
 
 
-# What each outcome of a scan answers: refused for a ticket that is not there, 404; for one that
-# is there but cannot be used now, 409.
+# What each outcome of a scan answers: refused for a text that names no ticket of the project,
+# 404; for a ticket that is there but cannot be used now (or by this secret), 409.
 STATUS: dict[Outcome, int] = {
     "ok": 200,
     "unknown": 404,
+    "invalid": 404,
     "already_checked_in": 409,
+    "revoked": 409,
     "wrong_event": 409,
     "held_outside": 409,
 }
@@ -46,6 +58,7 @@ def status_of(scanned: Scanned) -> int:
 
 
 @router.post("", response_model=CheckinRead, responses=responses(400, 401, 403) | REFUSED)
+@at_the_door
 async def check_in(caller: CallerDep, body: CheckinRequest) -> JSONResponse:
     """Scan a ticket at the door (what a scanner calls, modelled on pretix's check-in): its
     holder is checked in at the product's event (the attendee's `checked_in_at`) and one use of
@@ -65,6 +78,7 @@ async def check_in(caller: CallerDep, body: CheckinRequest) -> JSONResponse:
 
 
 @router.post("/annul", response_model=AnnulRead, responses=responses(400, 401, 403, 404, 409))
+@at_the_door
 async def annul_check_in(caller: CallerDep, body: AnnulRequest) -> AnnulRead:
     """Undo the check-in of `nonce` within `TESSERA_CHECKIN_ANNUL_SECONDS` (900) of its scan: the
     use is given back and the attendee's `checked_in_at` returns to what it was, so the next
@@ -72,3 +86,59 @@ async def annul_check_in(caller: CallerDep, body: AnnulRequest) -> AnnulRead:
     checked nothing in 404. Fires `checkin.annulled`."""
     window = timedelta(seconds=caller.settings.checkin_annul_seconds)
     return await service.annul(caller.database, caller.principal, nonce=body.nonce, window=window)
+
+
+@router.post("/batch", response_model=BatchRead, responses=responses(400, 401, 403))
+@at_the_door
+async def upload_scans(caller: CallerDep, body: BatchRequest) -> BatchRead:
+    """Scans a door made offline (up to 500), each checked in at its `scanned_at` by the rules
+    of `POST /v1/checkins`; the results in the request's order. The same nonce again answers
+    the same and changes nothing. Two doors that both admitted a single-use ticket offline get
+    one `ok` and one `already_checked_in` whatever order they upload in; the holder's check-in
+    time is the earlier scan's, and the other is a conflict (`GET /v1/checkins?conflicts=true`).
+    A check-in key, a write key or a token may upload."""
+    return await service.upload(
+        caller.database, caller.principal, hash_key=caller.settings.hash_key_bytes, body=body
+    )
+
+
+@router.get("/sync", response_model=SyncRead, responses=responses(400, 401, 403, 404))
+@at_the_door
+async def sync(
+    caller: CallerDep,
+    event_id: Annotated[uuid.UUID, Query(description="The event whose door syncs.")],
+    since: Annotated[
+        str | None,
+        Query(max_length=64, description="The `cursor` of the last sync: only what changed."),
+    ] = None,
+) -> SyncRead:
+    """What a door needs to scan offline: the project's keys that verify ticket secrets, and
+    the event's tickets, each with its current `ticket_version` (a secret of an older one is
+    revoked), its uses and its holder's check-in. With `since`, only the tickets changed since
+    (new, reissued, passed on, used, checked in elsewhere; a ticket may come again)."""
+    return await service.sync(caller.database, caller.principal, event_id=event_id, since=since)
+
+
+@router.get("/events", response_model=DoorEvents, responses=responses(401, 403))
+@at_the_door
+async def door_events(caller: CallerDep) -> DoorEvents:
+    """The project's events, for a door (a check-in key) to pick the one it scans for."""
+    return await service.door_events(caller.database, caller.principal)
+
+
+@router.get("", response_model=ScanList, responses=responses(400, 401, 403, 404))
+async def list_scans(
+    caller: CallerDep,
+    event_id: Annotated[uuid.UUID, Query(description="The event whose door's scans to list.")],
+    conflicts: Annotated[
+        bool, Query(description="Only the conflicts: tickets two doors admitted offline.")
+    ] = False,
+    limit: Annotated[
+        int, Query(ge=1, le=1000, description="At most this many, newest first.")
+    ] = 100,
+) -> ScanList:
+    """The last scans at the event's door, newest first, refused ones too, with the device and
+    time of those made offline."""
+    return await service.list_scans(
+        caller.database, caller.principal, event_id=event_id, conflicts=conflicts, limit=limit
+    )

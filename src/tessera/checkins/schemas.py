@@ -1,9 +1,11 @@
 import uuid
+from datetime import datetime
 from typing import Annotated, Literal
 
-from pydantic import Field, StringConstraints
+from pydantic import AwareDatetime, Field, StringConstraints
 
 from tessera.schemas import SnakeInput, SnakeModel
+from tessera.ticket_keys.schemas import PublicCheckinKey
 
 Nonce = Annotated[
     str,
@@ -15,11 +17,28 @@ Nonce = Annotated[
 ]
 
 
+# What a scanner read: any text a door can be shown, up to 1,000 characters without a control
+# character (a NUL, a line break: a scanner's Enter is not part of the code).
+Scanned = Annotated[
+    str,
+    StringConstraints(max_length=1000, pattern=r"^[^\x00-\x1F\x7F]*$"),
+    Field(
+        description="What the scanner read: the ticket's secret as its QR code holds it (143 "
+        "characters A-Z, 2-7, either case; a 52-character secret handed out before secrets "
+        "were signed still works online), or any other text up to 1,000 characters (answered "
+        "`unknown`)."
+    ),
+]
+Outcome = Literal[
+    "ok", "already_checked_in", "wrong_event", "unknown", "invalid", "revoked", "held_outside"
+]
+Reason = Literal[
+    "already_checked_in", "wrong_event", "unknown", "invalid", "revoked", "held_outside"
+]
+
+
 class CheckinRequest(SnakeInput):
-    secret: Annotated[str, StringConstraints(pattern=r"^[A-Za-z2-7]{52}$")] = Field(
-        description="The ticket's secret, as its QR code holds it (52 characters A-Z, 2-7; "
-        "either case)."
-    )
+    secret: Scanned
     nonce: Nonce
     event_id: uuid.UUID | None = Field(
         default=None, description="Refuse tickets of any other event (`wrong_event`)."
@@ -59,7 +78,7 @@ class CheckinCreated(CheckinRead):
 
 class CheckinRefused(SnakeModel):
     message: str
-    reason: Literal["already_checked_in", "wrong_event", "unknown", "held_outside"]
+    reason: Reason
     checked_in_at: int | None = Field(
         default=None,
         description="`already_checked_in`: when the earlier scan checked the holder in.",
@@ -77,3 +96,87 @@ class AnnulRead(SnakeModel):
     checked_in_at: int | None = Field(
         description="The holder's check-in time at the event now (what it was before the scan)."
     )
+
+
+class OfflineScan(SnakeInput):
+    """A scan a door made offline, uploaded later."""
+
+    secret: Scanned
+    nonce: Nonce
+    event_id: uuid.UUID = Field(description="The event whose door made the scan.")
+    scanned_at: AwareDatetime = Field(
+        description="When the scan was made (RFC 3339, with its offset); one in the future is "
+        "taken as made now."
+    )
+    device: Annotated[str, StringConstraints(min_length=1, max_length=128)] = Field(
+        description="The scanner that made it (its own name for itself)."
+    )
+
+
+class BatchRequest(SnakeInput):
+    scans: list[OfflineScan] = Field(min_length=1, max_length=500)
+
+
+class BatchResult(SnakeModel):
+    nonce: str
+    status: Outcome
+    checked_in_at: int | None = Field(
+        description="`ok`: when this scan checked the holder in; `already_checked_in`: when the "
+        "holder was checked in (the earlier scan's time, if this one conflicts); else null."
+    )
+
+
+class BatchRead(SnakeModel):
+    results: list[BatchResult] = Field(description="One per scan, in the request's order.")
+
+
+class DoorEvent(SnakeModel):
+    id: uuid.UUID
+    name: str
+    start_date: int
+    end_date: int
+    location: str
+
+
+class DoorEvents(SnakeModel):
+    events: list[DoorEvent]
+
+
+class SyncedTicket(SnakeModel):
+    item_id: int = Field(description="The item's number within its product.")
+    id: uuid.UUID = Field(description="The item's id: bytes 6-21 of its secret.")
+    ticket_version: int = Field(description="A secret of an older version is revoked.")
+    product_id: uuid.UUID
+    holder_name: str | None
+    redemption_count: int
+    redemption_quantity: int
+    checked_in_at: int | None = Field(description="The holder's check-in time at the event.")
+
+
+class SyncRead(SnakeModel):
+    keys: list[PublicCheckinKey] = Field(description="The keys that verify the secrets.")
+    tickets: list[SyncedTicket]
+    cursor: str = Field(description="Pass as `since` next time: only what changed since.")
+
+
+class ScanRead(SnakeModel):
+    """A scan as ``GET /v1/checkins`` lists it."""
+
+    nonce: str
+    status: Outcome
+    source: Literal["api", "console", "offline"]
+    device: str | None
+    item_id: uuid.UUID | None = Field(description="The item's id (none for an unknown ticket).")
+    event_id: uuid.UUID | None
+    checked_in_at: int | None
+    scanned_at: datetime | None = Field(description="When an offline scan was made.")
+    created_at: datetime = Field(description="When the scan reached Tessera.")
+    annulled_at: datetime | None
+    conflict_with: str | None = Field(
+        description="The nonce of the scan that had used the ticket before this one, made "
+        "offline meanwhile, was uploaded: a ticket admitted twice."
+    )
+
+
+class ScanList(SnakeModel):
+    data: list[ScanRead]

@@ -5,7 +5,16 @@ reference id found). In one transaction it redeems one use of the item and check
 at the product's event (a product without an event: the redemption alone), and records the
 scan with the answer it got, refused ones too. The item's row is locked first: of 50 scans of a
 single-use ticket at once, one is ``ok``. The same ``nonce`` again gets the recorded answer
-again and counts once.
+again and counts once. Any text that is not a ticket of the project is ``unknown``; a signed
+secret whose signature does not hold ``invalid``; an older version's ``revoked``
+(``tickets.service.ticket_of_secret``).
+
+Scans made offline (``upload``) arrive later, in batches, each with the time it was made and
+its device; it is checked in at that time. A batch is one transaction: its items are locked
+first, in one order (two batches at once cannot deadlock), and its scans taken in the order
+they were made. A scan refused because another scan used the ticket meanwhile, recorded before
+this one was uploaded, was admitted at a door that could not know: a conflict, recorded with
+the scan it lost to, and the holder's check-in time becomes the earlier of the two.
 
 Within ``TESSERA_CHECKIN_ANNUL_SECONDS`` an ``ok`` scan can be annulled: the use is given back
 (its redemption deleted, the item's count and last redemption time as they were) and the
@@ -13,26 +22,37 @@ attendee's check-in time returns to what it was, unless a later scan has moved i
 first check-in's reputation point is taken back when the balance still has it.
 """
 
+import base64
 import uuid
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any, Literal, cast
 
-from tessera import ticket_codes as codes
 from tessera.auth.principal import Principal
 from tessera.changes.schemas import EventType
 from tessera.changes.service import record
 from tessera.checkins import repository
-from tessera.checkins.repository import ScanRow
+from tessera.checkins.repository import ListedScan, ScanRow, SyncedTicketRow
 from tessera.checkins.schemas import (
     AnnulRead,
+    BatchRead,
+    BatchRequest,
+    BatchResult,
     CheckinCreated,
     CheckinRead,
     CheckinRefused,
+    DoorEvent,
+    DoorEvents,
     Holder,
+    Outcome,
+    Reason,
+    ScanList,
+    ScanRead,
+    SyncedTicket,
+    SyncRead,
 )
-from tessera.db import Database, Transaction
-from tessera.errors import AnnulWindowClosed, CheckinNotFound
+from tessera.db import Database, Rows, Transaction
+from tessera.errors import AnnulWindowClosed, CheckinNotFound, InvalidInput
 from tessera.events import repository as events
 from tessera.events.schemas import AttendeeRegistered
 from tessera.events.service import FIRST_CHECK_IN_REPUTATION, attendee_at, check_in
@@ -41,13 +61,26 @@ from tessera.models.base import new_id, utcnow
 from tessera.products import repository as products
 from tessera.products.rows import ProductRow, item_of
 from tessera.products.schemas import ProductItemRead, is_fully_redeemed
-from tessera.tickets.service import item_of_code
-from tessera.users.repository import add_reputation, get_user_row
+from tessera.ticket_keys import service as ticket_keys
+from tessera.ticket_keys.service import ProjectKeys
+from tessera.tickets.repository import TicketItem
+from tessera.tickets.service import ticket_of_secret
+from tessera.users.repository import UserRow, add_reputation, get_user_row
 from tessera.users.schemas import UserRef
 
-Reason = Literal["already_checked_in", "wrong_event", "unknown", "held_outside"]
-Outcome = Literal["ok", Reason]
-Source = Literal["api", "console"]
+Source = Literal["api", "console", "offline"]
+
+
+@dataclass(frozen=True, slots=True)
+class Scan:
+    """What every scan records of itself: its nonce, the event whose door asked (None: any),
+    where it came from; for one made offline, its device and when it was made."""
+
+    nonce: str
+    event_id: uuid.UUID | None
+    source: Source
+    device: str | None = None
+    scanned_at: datetime | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,14 +107,16 @@ async def scan(
     source: Source = "api",
 ) -> Scanned:
     """Check in the ticket whose secret this is (see the module docstring)."""
+    done = Scan(nonce, event_id, source)
     async with database.transaction() as tx:
-        found = await item_of_code(tx, codes.Use.SECRET, secret, hash_key=hash_key)
-        if found is None or found.project_id != principal.project_id:
-            answer = await _refused(tx, principal, nonce, event_id, source, None, "unknown")
+        keys = await ticket_keys.project_keys(tx, principal.project_id)
+        found = await ticket_of_secret(
+            tx, principal.project_id, secret, keys=keys, hash_key=hash_key
+        )
+        if isinstance(found, str):
+            answer = await _refused(tx, principal, done, None, found)
         else:
-            answer = await _scan_item(
-                tx, principal, found.product_id, found.id, nonce, event_id, source
-            )
+            answer = await _scan_item(tx, principal, found.product_id, found.id, done)
         await tx.commit()
     return answer
 
@@ -99,41 +134,38 @@ async def scan_item(
     """Check in an item found another way (the console's door: a person's email or reference
     id), by the same rules as a scanned secret."""
     async with database.transaction() as tx:
-        answer = await _scan_item(tx, principal, product_id, item_id, nonce, event_id, source)
+        answer = await _scan_item(tx, principal, product_id, item_id, Scan(nonce, event_id, source))
         await tx.commit()
     return answer
 
 
 async def _scan_item(
-    tx: Transaction,
-    principal: Principal,
-    product_id: uuid.UUID,
-    item_id: uuid.UUID,
-    nonce: str,
-    event_id: uuid.UUID | None,
-    source: Source,
+    tx: Transaction, principal: Principal, product_id: uuid.UUID, item_id: uuid.UUID, scan: Scan
 ) -> Scanned:
     # Products first, then the item (as redemptions lock them): scans of one item queue here.
     product = await products.share_product(tx, principal.project_id, product_id)
     row = await products.lock_item(tx, product, item_id)
-    earlier = await repository.scan_of_nonce(tx, principal.project_id, nonce)
+    earlier = await repository.scan_of_nonce(tx, principal.project_id, scan.nonce)
     if earlier is not None:
         return Scanned(cast(Outcome, earlier.status), earlier.answer)
-    if event_id is not None and product.event_id != event_id:
-        return await _refused(tx, principal, nonce, event_id, source, row.id, "wrong_event")
+    if scan.event_id is not None and product.event_id != scan.event_id:
+        return await _refused(tx, principal, scan, row.id, "wrong_event")
     if row.nft_status == NftStatus.EXTERNAL:
-        return await _refused(tx, principal, nonce, event_id, source, row.id, "held_outside")
+        return await _refused(tx, principal, scan, row.id, "held_outside")
     owner = await get_user_row(tx, principal.project_id, UserRef("id", row.owner_id))
+    now = utcnow()
+    at = int(now.timestamp() if scan.scanned_at is None else scan.scanned_at.timestamp())
     if is_fully_redeemed(row.redemption_count, product):
         last = await _checked_in_at(tx, product, row.owner_id) or row.redeemed_at
-        return await _refused(
-            tx, principal, nonce, event_id, source, row.id, "already_checked_in", last
-        )
+        conflict = None
+        if scan.scanned_at is not None:
+            conflict, last = await _conflict(tx, principal, product, row.id, owner, at, now, last)
+        return await _refused(tx, principal, scan, row.id, "already_checked_in", last, conflict)
 
-    now = utcnow()
-    at = int(now.timestamp())
     item = item_of(row, product=product, owner=owner)._replace(
-        redemption_count=row.redemption_count + 1, redeemed_at=at, updated_at=now
+        redemption_count=row.redemption_count + 1,
+        redeemed_at=at if row.redeemed_at is None else max(at, row.redeemed_at),
+        updated_at=now,
     )
     await products.write_redemption(tx, item)
     redemption_id = new_id()
@@ -147,10 +179,14 @@ async def _scan_item(
             "redeemed_at": at,
         },
     )
-    attendee_id, before = None, None
+    attendee_id, before, checked_in_at = None, None, at
     if product.event_id is not None:
         attendee_id = await attendee_at(tx, principal.project_id, product.event_id, owner.id, now)
-        before = await check_in(tx, attendee_id, owner, product.event_id, at, now)
+        # A scan uploaded late does not move a later check-in back.
+        before = await events.lock_check_in(tx, attendee_id)
+        if scan.scanned_at is not None and before is not None:
+            checked_in_at = max(before, at)
+        before = await check_in(tx, attendee_id, owner, product.event_id, checked_in_at, now)
     body = CheckinRead(
         status="ok",
         item_id=item.item_id,
@@ -163,26 +199,65 @@ async def _scan_item(
     ).model_dump(mode="json")
     await repository.add_scan(
         tx,
-        _scan_values(principal, nonce, event_id, source, row.id, "ok", body)
+        _scan_values(principal, scan, row.id, "ok", body)
         | {
             "attendee_id": attendee_id,
             "redemption_id": redemption_id,
-            "checked_in_at": at,
+            "checked_in_at": checked_in_at,
             "previous_checked_in_at": before,
             "previous_redeemed_at": row.redeemed_at,
             "created_at": now,
         },
     )
     await record(tx, principal.project_id, EventType.ITEM_REDEEMED, [ProductItemRead.of(item)])
-    if attendee_id is not None and product.event_id is not None and before != at:
-        event = await events.get_event_row(tx, principal.project_id, product.event_id)
-        attendee = await events.read_registered(tx, attendee_id, user=owner, event=event)
-        checked = AttendeeRegistered.model_validate(attendee)
-        await record(tx, principal.project_id, EventType.ATTENDEE_CHECKED_IN, [checked])
+    if attendee_id is not None and product.event_id is not None and before != checked_in_at:
+        await _checked_in_change(tx, principal, product.event_id, attendee_id, owner)
     await record(
-        tx, principal.project_id, EventType.CHECKIN_CREATED, [CheckinCreated(**body, nonce=nonce)]
+        tx,
+        principal.project_id,
+        EventType.CHECKIN_CREATED,
+        [CheckinCreated(**body, nonce=scan.nonce)],
     )
     return Scanned("ok", body)
+
+
+async def _conflict(
+    tx: Transaction,
+    principal: Principal,
+    product: ProductRow,
+    item_id: uuid.UUID,
+    owner: UserRow,
+    at: int,
+    now: datetime,
+    last: int | None,
+) -> tuple[uuid.UUID | None, int | None]:
+    """For a scan made offline at ``at`` of a ticket with no use left: the scan that took its
+    last use, when that was recorded after this one was made (a conflict: a door that could
+    not know admitted it too), and the holder's check-in time, made the earlier of the two."""
+    winner = await repository.last_ok_scan(tx, item_id)
+    if winner is None or winner.created_at.timestamp() <= at:
+        return None, last
+    if product.event_id is None or winner.attendee_id is None:
+        return winner.id, last
+    checked_in_at = await events.lock_check_in(tx, winner.attendee_id)
+    if checked_in_at is not None and at < checked_in_at:
+        await events.set_checked_in(tx, winner.attendee_id, at, now)
+        await _checked_in_change(tx, principal, product.event_id, winner.attendee_id, owner)
+        checked_in_at = at
+    return winner.id, checked_in_at
+
+
+async def _checked_in_change(
+    tx: Transaction,
+    principal: Principal,
+    event_id: uuid.UUID,
+    attendee_id: uuid.UUID,
+    owner: UserRow,
+) -> None:
+    event = await events.get_event_row(tx, principal.project_id, event_id)
+    attendee = await events.read_registered(tx, attendee_id, user=owner, event=event)
+    checked = AttendeeRegistered.model_validate(attendee)
+    await record(tx, principal.project_id, EventType.ATTENDEE_CHECKED_IN, [checked])
 
 
 async def _checked_in_at(tx: Transaction, product: ProductRow, user_id: uuid.UUID) -> int | None:
@@ -195,21 +270,20 @@ async def _checked_in_at(tx: Transaction, product: ProductRow, user_id: uuid.UUI
 async def _refused(
     tx: Transaction,
     principal: Principal,
-    nonce: str,
-    event_id: uuid.UUID | None,
-    source: Source,
+    scan: Scan,
     item_id: uuid.UUID | None,
     reason: Reason,
     checked_in_at: int | None = None,
+    conflict_of: uuid.UUID | None = None,
 ) -> Scanned:
     """A refused scan, recorded with its answer (unless its nonce was recorded meanwhile: then
     that scan's answer)."""
     body = CheckinRefused(
         message=MESSAGES[reason], reason=reason, checked_in_at=checked_in_at
     ).model_dump(mode="json")
-    values = _scan_values(principal, nonce, event_id, source, item_id, reason, body)
+    values = _scan_values(principal, scan, item_id, reason, body) | {"conflict_of": conflict_of}
     if await repository.add_scan(tx, values) is None:
-        earlier = await repository.scan_of_nonce(tx, principal.project_id, nonce)
+        earlier = await repository.scan_of_nonce(tx, principal.project_id, scan.nonce)
         assert earlier is not None  # the conflict was its row
         return Scanned(cast(Outcome, earlier.status), earlier.answer)
     return Scanned(reason, body)
@@ -218,7 +292,10 @@ async def _refused(
 MESSAGES: dict[Reason, str] = {
     "already_checked_in": "this ticket has been used already",
     "wrong_event": "this ticket is for another event",
-    "unknown": "no such ticket: unknown, reissued since, or of another project",
+    "unknown": "no such ticket: not a ticket of this project",
+    "invalid": "this secret's signature does not hold: it was not made by this project",
+    "revoked": "this secret has been replaced (the ticket was reissued or passed on): ask the "
+    "holder for the current one",
     "held_outside": "this ticket's NFT is held outside the project: it cannot be used until it "
     "comes back",
 }
@@ -226,21 +303,21 @@ MESSAGES: dict[Reason, str] = {
 
 def _scan_values(
     principal: Principal,
-    nonce: str,
-    event_id: uuid.UUID | None,
-    source: Source,
+    scan: Scan,
     item_id: uuid.UUID | None,
     status: Outcome,
     body: dict[str, Any],
 ) -> dict[str, Any]:
     return {
         "project_id": principal.project_id,
-        "nonce": nonce,
+        "nonce": scan.nonce,
         "status": status,
         "answer": body,
-        "source": source,
-        "event_id": event_id,
+        "source": scan.source,
+        "event_id": scan.event_id,
         "item_id": item_id,
+        "device": scan.device,
+        "scanned_at": scan.scanned_at,
     }
 
 
@@ -310,3 +387,148 @@ def _annulled(
         redemption_count=redemption_count,
         checked_in_at=checked_in_at,
     )
+
+
+async def upload(
+    database: Database, principal: Principal, *, hash_key: bytes, body: BatchRequest
+) -> BatchRead:
+    """Scans made offline (see the module docstring): each answers as it would have online at
+    the time it was made, in the request's order; the same nonce again, the same answer."""
+    now = utcnow()
+    async with database.transaction() as tx:
+        keys = await ticket_keys.project_keys(tx, principal.project_id)
+        found = [
+            await ticket_of_secret(
+                tx, principal.project_id, scan.secret, keys=keys, hash_key=hash_key
+            )
+            for scan in body.scans
+        ]
+        await _lock_items(tx, principal, [item for item in found if not isinstance(item, str)])
+        answers: dict[int, Scanned] = {}
+        made = sorted(range(len(body.scans)), key=lambda i: (body.scans[i].scanned_at, i))
+        for i in made:
+            scan, item = body.scans[i], found[i]
+            done = Scan(
+                scan.nonce,
+                scan.event_id,
+                "offline",
+                scan.device,
+                min(scan.scanned_at.astimezone(UTC), now),
+            )
+            if isinstance(item, str):
+                answers[i] = await _refused(tx, principal, done, None, item)
+            else:
+                answers[i] = await _scan_item(tx, principal, item.product_id, item.id, done)
+        await tx.commit()
+    return BatchRead(
+        results=[
+            BatchResult(
+                nonce=scan.nonce,
+                status=answers[i].outcome,
+                checked_in_at=answers[i].body.get("checked_in_at"),
+            )
+            for i, scan in enumerate(body.scans)
+        ]
+    )
+
+
+async def _lock_items(tx: Transaction, principal: Principal, items: list[TicketItem]) -> None:
+    """The batch's products share-locked, then its items locked, each in id order: two batches
+    (or a batch and a scan) wait for each other, never deadlock."""
+    by_product: dict[uuid.UUID, set[uuid.UUID]] = {}
+    for item in items:
+        by_product.setdefault(item.product_id, set()).add(item.id)
+    locked = {
+        product_id: await products.share_product(tx, principal.project_id, product_id)
+        for product_id in sorted(by_product)
+    }
+    for item_id, product_id in sorted(
+        (item_id, product_id) for product_id, ids in by_product.items() for item_id in ids
+    ):
+        await products.lock_item(tx, locked[product_id], item_id)
+
+
+# A sync ``since`` a cursor also gives what changed in the OVERLAP before it: a change made in a
+# transaction that began before the cursor was taken and ended after is not missed. A door
+# merges tickets by id, so a ticket sent twice costs nothing.
+OVERLAP = timedelta(seconds=30)
+
+
+async def sync(
+    database: Database, principal: Principal, *, event_id: uuid.UUID, since: str | None
+) -> SyncRead:
+    """What a door needs offline: the keys and the event's tickets (with ``since``, only
+    those changed), and the cursor for next time."""
+    taken = utcnow()
+    changed_since = None if since is None else read_cursor(since) - OVERLAP
+
+    async def read(rows: Rows) -> tuple[ProjectKeys, list[SyncedTicketRow]]:
+        await events.get_event_row(rows, principal.project_id, event_id)
+        keys = await ticket_keys.project_keys(rows, principal.project_id)
+        tickets = await repository.synced_tickets(
+            rows, principal.project_id, event_id, changed_since
+        )
+        return keys, tickets
+
+    keys, tickets = await database.read(read)
+    return SyncRead(
+        keys=ticket_keys.shown(keys.live),
+        tickets=[
+            SyncedTicket(
+                item_id=ticket.item_id,
+                id=ticket.id,
+                ticket_version=ticket.ticket_version,
+                product_id=ticket.product_id,
+                holder_name=" ".join(n for n in (ticket.first_name, ticket.last_name) if n) or None,
+                redemption_count=ticket.redemption_count,
+                redemption_quantity=ticket.redemption_quantity,
+                checked_in_at=ticket.checked_in_at,
+            )
+            for ticket in tickets
+        ],
+        cursor=cursor_of(taken),
+    )
+
+
+def cursor_of(taken: datetime) -> str:
+    """A sync's cursor: when it was taken (microseconds), opaque to the door."""
+    micros = int(taken.timestamp() * 1_000_000)
+    return base64.urlsafe_b64encode(f"sync:{micros}".encode()).decode().rstrip("=")
+
+
+def read_cursor(cursor: str) -> datetime:
+    try:
+        text = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
+        kind, _, micros = text.partition(":")
+        if kind != "sync" or not micros.isdigit():
+            raise ValueError(cursor)
+        return datetime.fromtimestamp(int(micros) / 1_000_000, UTC)
+    except (ValueError, UnicodeDecodeError, OverflowError) as exc:
+        raise InvalidInput("since: not a cursor of this sync") from exc
+
+
+async def door_events(database: Database, principal: Principal) -> DoorEvents:
+    """The project's events, for a door to pick one."""
+    rows = await database.read(repository.door_events, principal.project_id)
+    return DoorEvents(events=[DoorEvent.model_validate(row._asdict()) for row in rows])
+
+
+async def list_scans(
+    database: Database,
+    principal: Principal,
+    *,
+    event_id: uuid.UUID,
+    conflicts: bool,
+    limit: int,
+) -> ScanList:
+    """The last scans at the event's door, newest first (``conflicts``: only the tickets
+    admitted twice offline)."""
+
+    async def read(rows: Rows) -> list[ListedScan]:
+        await events.get_event_row(rows, principal.project_id, event_id)
+        return await repository.scans_at_event(
+            rows, principal.project_id, event_id, conflicts=conflicts, limit=limit
+        )
+
+    scans = await database.read(read)
+    return ScanList(data=[ScanRead.model_validate(scan._asdict()) for scan in scans])

@@ -88,6 +88,8 @@ LABELS = {
     "already_checked_in": "ALREADY CHECKED IN",
     "wrong_event": "WRONG EVENT",
     "unknown": "UNKNOWN",
+    "invalid": "INVALID",
+    "revoked": "REVOKED",
     "held_outside": "HELD OUTSIDE",
 }
 TONES = {"ok": "ok", "already_checked_in": "warn"}  # the others are "bad"
@@ -289,7 +291,7 @@ async def check_in(
         )
     principal = user.principal(project)
     nobody = None
-    if codes.item_of(codes.Use.SECRET, text) is not None:
+    if codes.is_secret_shaped(text):
         scanned = await scanning.scan(
             database,
             principal,

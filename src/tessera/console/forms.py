@@ -28,7 +28,7 @@ class ProjectForm(Input):
 
 
 class KeyForm(Input):
-    permission: Literal["read", "write"] = "read"
+    permission: Literal["read", "write", "checkin"] = "read"
     name: Field = ""
     expires_in_days: Field = ""
 

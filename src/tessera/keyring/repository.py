@@ -10,7 +10,14 @@ from sqlalchemy import Update, bindparam, select, update
 
 from tessera.crypto import Sealed
 from tessera.db import AnySelect, Transaction, table_of
-from tessera.models import Base, ProjectWallet, SigningKey, UserWallet, WebhookEndpoint
+from tessera.models import (
+    Base,
+    CheckinKey,
+    ProjectWallet,
+    SigningKey,
+    UserWallet,
+    WebhookEndpoint,
+)
 from tessera.models.base import utcnow
 
 
@@ -35,7 +42,13 @@ class WebhookSecret(NamedTuple):
     secret_blob: bytes
 
 
-SecretT = TypeVar("SecretT", WalletSecret, SigningKeySecret, WebhookSecret)
+class CheckinKeySecret(NamedTuple):
+    id: uuid.UUID
+    secret_key_id: str
+    secret_blob: bytes
+
+
+SecretT = TypeVar("SecretT", WalletSecret, SigningKeySecret, WebhookSecret, CheckinKeySecret)
 
 # The model of each kind of secret, and what its rows are read as.
 SEALED: dict[type[Base], type[tuple[Any, ...]]] = {
@@ -43,6 +56,7 @@ SEALED: dict[type[Base], type[tuple[Any, ...]]] = {
     ProjectWallet: WalletSecret,
     SigningKey: SigningKeySecret,
     WebhookEndpoint: WebhookSecret,
+    CheckinKey: CheckinKeySecret,
 }
 
 

@@ -9,3 +9,4 @@ class Resealed(SnakeModel):
     project_wallets: int
     signing_keys: int
     webhook_secrets: int
+    checkin_keys: int

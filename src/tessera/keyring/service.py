@@ -7,9 +7,23 @@ from tessera.chain.keys import wallet_aad
 from tessera.crypto import Sealed, SecretBox
 from tessera.db import Database
 from tessera.keyring import repository
-from tessera.keyring.repository import SecretT, SigningKeySecret, WalletSecret, WebhookSecret
+from tessera.keyring.repository import (
+    CheckinKeySecret,
+    SecretT,
+    SigningKeySecret,
+    WalletSecret,
+    WebhookSecret,
+)
 from tessera.keyring.schemas import Resealed
-from tessera.models import Base, ProjectWallet, SigningKey, UserWallet, WebhookEndpoint
+from tessera.models import (
+    Base,
+    CheckinKey,
+    ProjectWallet,
+    SigningKey,
+    UserWallet,
+    WebhookEndpoint,
+)
+from tessera.ticket_keys.service import checkin_key_aad
 from tessera.webhooks.service import secret_aad
 
 BATCH = 500
@@ -26,6 +40,9 @@ async def reseal_all(database: Database, box: SecretBox) -> Resealed:
         ),
         webhook_secrets=await _reseal(
             database, box, WebhookEndpoint, WebhookSecret, lambda row: secret_aad(row.id)
+        ),
+        checkin_keys=await _reseal(
+            database, box, CheckinKey, CheckinKeySecret, lambda row: checkin_key_aad(row.id)
         ),
     )
 

@@ -2,7 +2,7 @@
 
 from tessera.models.base import Base
 from tessera.models.change import Change, DeliveryStatus, WebhookDelivery, WebhookEndpoint
-from tessera.models.checkin import Checkin
+from tessera.models.checkin import Checkin, CheckinKey
 from tessera.models.claim import Claim, ClaimLink
 from tessera.models.console import ConsoleSession, Operator
 from tessera.models.event import Attendee, Event
@@ -33,6 +33,7 @@ __all__ = [
     "Base",
     "Change",
     "Checkin",
+    "CheckinKey",
     "Claim",
     "ClaimLink",
     "ConsoleSession",

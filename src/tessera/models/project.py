@@ -17,6 +17,9 @@ from tessera.models.base import (
 
 # What a credential may do; a write credential may also read.
 Permission = Literal["read", "write"]
+# What an API key may do: also ``checkin``, the door's (scan, annul, upload scans, read the
+# sync; 403 on every other route).
+KeyPermission = Literal["read", "write", "checkin"]
 
 
 class Project(IdMixin, TimestampMixin, Base):
@@ -68,7 +71,7 @@ class ApiKey(IdMixin, Base):
     )
     prefix: Mapped[str] = mapped_column(String(32), unique=True)
     key_hash: Mapped[str] = mapped_column(String(64))
-    permission: Mapped[Permission] = mapped_column(String(8))
+    permission: Mapped[KeyPermission] = mapped_column(String(8))
     name: Mapped[str | None] = mapped_column(String(255))
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     expires_at: Mapped[datetime | None] = mapped_column(UTCDateTime)

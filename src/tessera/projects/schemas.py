@@ -5,6 +5,7 @@ from typing import Self
 from tessera.auth.principal import Permission
 from tessera.chain.keys import ss58_address
 from tessera.config import Chain, ChainConfig
+from tessera.models.project import KeyPermission
 from tessera.projects.repository import ProjectWalletRow
 from tessera.schemas import SnakeInput, SnakeModel
 
@@ -53,7 +54,7 @@ class ApiKeyRead(SnakeModel):
     id: uuid.UUID
     prefix: str
     name: str | None
-    permission: Permission
+    permission: KeyPermission
     created_at: datetime
     expires_at: datetime | None
     revoked_at: datetime | None
@@ -70,7 +71,7 @@ class ProjectSettings(SnakeModel):
 class ApiKeyCreated(SnakeModel):
     id: uuid.UUID
     api_key: str
-    permission: Permission
+    permission: KeyPermission
     expires_at: datetime | None
 
 

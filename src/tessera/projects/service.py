@@ -15,6 +15,7 @@ from tessera.config import Chain
 from tessera.crypto import SecretBox
 from tessera.db import Database, Rows
 from tessera.models.base import new_id, utcnow
+from tessera.models.project import KeyPermission
 from tessera.projects import repository
 from tessera.projects.repository import ProjectRow, ProjectWalletRow
 from tessera.projects.schemas import ApiKeyCreated, ClientCreated, ProjectCreated
@@ -72,7 +73,7 @@ async def issue_api_key(
     database: Database,
     *,
     project_id: uuid.UUID,
-    permission: Permission,
+    permission: KeyPermission,
     hash_key: bytes,
     expires_in: int | None = None,
     name: str | None = None,

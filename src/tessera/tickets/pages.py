@@ -24,6 +24,7 @@ from tessera.config import SettingsDep
 from tessera.db import DatabaseDep, Rows
 from tessera.pages import HEADERS, page
 from tessera.products.schemas import is_fully_redeemed
+from tessera.ticket_keys.dependencies import SignersDep
 from tessera.tickets import repository
 from tessera.tickets.repository import TicketItem, TicketPageRow
 from tessera.tickets.service import item_of_code
@@ -83,7 +84,8 @@ def state_of(shown: TicketPageRow) -> State:
 def qr_svg(secret: str) -> Markup:
     """The secret as a QR code, inline SVG sized by the stylesheet (``viewBox`` only) with
     the standard quiet zone of four modules; colours as attributes, so that ``style-src 'self'``
-    holds. The secret is base32 in capitals: the code's compact alphanumeric mode."""
+    holds. The secret is base32 in capitals: the code's compact alphanumeric mode (143
+    characters: a version 7 code at level M)."""
     code = segno.make(secret, error="m", micro=False)
     svg = code.svg_inline(
         border=4, omitsize=True, dark="#000", light="#fff", svgclass=None, lineclass=None
@@ -118,7 +120,7 @@ def _missing(request: Request, heading: str, lines: list[str]) -> HTMLResponse:
 
 @router.get("/tickets/{token}", response_class=HTMLResponse)
 async def ticket_page(
-    request: Request, database: DatabaseDep, settings: SettingsDep, token: str
+    request: Request, database: DatabaseDep, settings: SettingsDep, signers: SignersDep, token: str
 ) -> HTMLResponse:
     hash_key = settings.hash_key_bytes
     ticket = await database.read(_ticket, token, hash_key)
@@ -126,7 +128,8 @@ async def ticket_page(
         return _missing(request, *NOT_VALID)
     shown = ticket.shown
     names = (shown.first_name, shown.last_name)
-    secret = codes.secret(hash_key, ticket.item.id, ticket.item.ticket_version)
+    signer = await signers.of(database, ticket.item.project_id)
+    secret = signer.secret(ticket.item.id, ticket.item.ticket_version)
     context = {
         "ticket": shown,
         "holder": " ".join(n for n in names if n),

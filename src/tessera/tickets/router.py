@@ -19,13 +19,15 @@ router = project_router("/products", tags=["tickets"])
 async def get_ticket(
     request: Request, caller: CallerDep, id: uuid.UUID, item_id: ItemKey
 ) -> TicketRead:
-    """The item's ticket: its `secret` (what the QR code holds; `POST /v1/checkins` takes it)
+    """The item's ticket: its `secret` (what the QR code holds, signed: a door checks it offline
+    with the key from `GET /v1/checkins/sync`; `POST /v1/checkins` takes it)
     and its page's `url` (`TESSERA_PUBLIC_URL`, else this request's base URL, then
     `/tickets/{token}`; no credential needed there). `item_id` is the item's number within the
     product or its id. A transfer gives the new holder a new ticket."""
     return await service.get_ticket(
         caller.database,
         caller.principal,
+        signers=caller.signers,
         hash_key=caller.settings.hash_key_bytes,
         base_url=public_base(caller.settings, request),
         product_id=id,
@@ -47,6 +49,7 @@ async def reissue_ticket(
     return await service.reissue_ticket(
         caller.database,
         caller.principal,
+        signers=caller.signers,
         hash_key=caller.settings.hash_key_bytes,
         base_url=public_base(caller.settings, request),
         product_id=id,

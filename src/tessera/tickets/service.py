@@ -1,6 +1,8 @@
-"""Tickets as the API gives them: an item's secret and page, reissued on demand."""
+"""Tickets as the API gives them: an item's secret and page, reissued on demand; a scanned
+text read back as the project's ticket or why it is none."""
 
 import uuid
+from typing import Literal
 
 from tessera import ticket_codes as codes
 from tessera.auth.principal import Principal
@@ -12,6 +14,7 @@ from tessera.mail.letters import Kind, Ticket
 from tessera.mail.service import HeldTicket, TicketMail
 from tessera.models.base import utcnow
 from tessera.products.repository import get_product_row
+from tessera.ticket_keys.service import ProjectKeys, Signer, Signers
 from tessera.tickets import repository
 from tessera.tickets.repository import TicketItem
 from tessera.tickets.schemas import TicketRead, TicketReissued
@@ -44,10 +47,10 @@ async def mail_ticket(tx: Transaction, mail: TicketMail, item: TicketItem, *, ki
     )
 
 
-def shown(item: TicketItem, *, hash_key: bytes, base_url: str) -> TicketRead:
+def shown(item: TicketItem, signer: Signer, *, hash_key: bytes, base_url: str) -> TicketRead:
     return TicketRead(
         item_id=item.item_id,
-        secret=codes.secret(hash_key, item.id, item.ticket_version),
+        secret=signer.secret(item.id, item.ticket_version),
         url=ticket_url(base_url, hash_key, item),
     )
 
@@ -56,6 +59,7 @@ async def get_ticket(
     database: Database,
     principal: Principal,
     *,
+    signers: Signers,
     hash_key: bytes,
     base_url: str,
     product_id: uuid.UUID,
@@ -65,13 +69,15 @@ async def get_ticket(
     found = await database.read(
         repository.ticket_item_of_product, principal.project_id, product_id, item
     )
-    return shown(found, hash_key=hash_key, base_url=base_url)
+    signer = await signers.of(database, principal.project_id)
+    return shown(found, signer, hash_key=hash_key, base_url=base_url)
 
 
 async def reissue_ticket(
     database: Database,
     principal: Principal,
     *,
+    signers: Signers,
     hash_key: bytes,
     base_url: str,
     product_id: uuid.UUID,
@@ -92,7 +98,8 @@ async def reissue_ticket(
         if mail is not None:
             await mail_ticket(tx, mail, found, kind=Kind.REISSUED)
         await tx.commit()
-    return shown(found, hash_key=hash_key, base_url=base_url)
+    signer = await signers.of(database, principal.project_id)
+    return shown(found, signer, hash_key=hash_key, base_url=base_url)
 
 
 async def item_of_code(
@@ -106,3 +113,48 @@ async def item_of_code(
     if item is None or not codes.is_current(hash_key, use, text, item.ticket_version):
         return None
     return item
+
+
+# Why a scanned text is not a ticket the door can admit: not one of this project's tickets (any
+# text, another project's secret), a forged one (a signature, or a legacy MAC, that does not
+# hold), or one superseded (an older ``ticket_version``, or signed by a retired key).
+Unreadable = Literal["unknown", "invalid", "revoked"]
+
+
+async def ticket_of_secret(
+    rows: Rows, project_id: uuid.UUID, text: str, *, keys: ProjectKeys, hash_key: bytes
+) -> TicketItem | Unreadable:
+    """The project's item whose current secret ``text`` is, or why it is none. A signed secret
+    is checked with the project's ``keys``; a legacy one (handed out before secrets were
+    signed) with the MAC, as before."""
+    signed = codes.read_signed(text)
+    if signed is None:
+        return await _ticket_of_legacy_secret(rows, project_id, text, hash_key=hash_key)
+    public_key = keys.live.get(signed.kid) or keys.retired.get(signed.kid)
+    if public_key is None:
+        return "unknown"
+    if not codes.signature_holds(public_key, signed):
+        return "invalid"
+    item = await repository.ticket_item(rows, signed.item_id)
+    if item is None or item.project_id != project_id:
+        return "unknown"  # the project's own signature on an item it no longer has
+    if signed.kid not in keys.live or signed.version < item.ticket_version:
+        return "revoked"
+    if signed.version > item.ticket_version:
+        return "invalid"  # a version never handed out
+    return item
+
+
+async def _ticket_of_legacy_secret(
+    rows: Rows, project_id: uuid.UUID, text: str, *, hash_key: bytes
+) -> TicketItem | Unreadable:
+    item_id = codes.item_of(codes.Use.SECRET, text)
+    if item_id is None:
+        return "unknown"
+    item = await repository.ticket_item(rows, item_id)
+    if item is None or item.project_id != project_id:
+        return "unknown"
+    version = codes.legacy_version(hash_key, text.upper(), item.ticket_version)
+    if version is None:
+        return "invalid"
+    return item if version == item.ticket_version else "revoked"
