@@ -57,15 +57,21 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
         with serve(env, directory / "server.log") as url:
             project = created.result()
             key = tessera(
-                "apikey", "create", "--project", project["id"], "--permission", "checkin", env=env
+                "apikey",
+                "create",
+                "--project",
+                project["project_id"],
+                "--permission",
+                "checkin",
+                env=env,
             )
-            yield Server(url, project["api_key"], key["key"])
+            yield Server(url, project["api_key"], key["api_key"])
 
 
 @dataclass
 class Door:
-    """An event, a single-use admission to it, and two holders' tickets: Ada's secret, and the
-    secret Bob held before his ticket was reissued."""
+    """An event, a single-use admission to it, and two holders' tickets: Ada's secret, Bob's,
+    and the one Bob held before his ticket was reissued."""
 
     event: dict[str, Any]
     product: dict[str, Any]
@@ -73,6 +79,7 @@ class Door:
     bob: dict[str, Any]
     ada_secret: str
     bobs_old_secret: str
+    bob_secret: str
 
 
 async def door(server: Server) -> Door:
@@ -122,7 +129,9 @@ async def door(server: Server) -> Door:
         bobs_old = (await api.get(f"{tickets}/{number[bob['id']]}/ticket")).json()
         reissued = await created(f"{tickets}/{number[bob['id']]}/ticket/reissue", None)
         assert reissued["secret"] != bobs_old["secret"]
-    return Door(event, product, ada, bob, ada_ticket["secret"], bobs_old["secret"])
+    return Door(
+        event, product, ada, bob, ada_ticket["secret"], bobs_old["secret"], reissued["secret"]
+    )
 
 
 def tampered(secret: str) -> str:
@@ -155,12 +164,12 @@ async def controlled(page: Page) -> None:
         await page.wait_for_function(ready, timeout=5_000)
 
 
-async def attendee_of(server: Server, door: Door, user: dict[str, Any]) -> dict[str, Any]:
+async def attendee_of(server: Server, door: Door, user: dict[str, Any]) -> dict[str, Any] | None:
     async with server.api() as api:
         answer = await api.get(f"/v1/events/{door.event['id']}/attendees")
         assert answer.status_code == 200, answer.text
-    [attendee] = [a for a in answer.json()["attendees"] if a["user"]["id"] == user["id"]]
-    return attendee  # type: ignore[no-any-return]
+    found = [a for a in answer.json()["attendees"] if a["user"]["id"] == user["id"]]
+    return found[0] if found else None
 
 
 async def fits_the_screen(page: Page) -> None:
@@ -219,17 +228,31 @@ async def test_a_door_checks_tickets_in_offline(
         await scan(page, tickets.bobs_old_secret, "revoked", "REVOKED")
         noise = "".join(secrets.choice(string.ascii_letters) for _ in range(43))
         await scan(page, noise, "unknown", "UNKNOWN")
-        await expect(page.locator("#pending")).to_have_text("1")
-        await expect(page.locator("#scans li")).to_have_count(5)
+        # Bob came in at another door, online, while this one was cut off: it lets him in too,
+        # and learns of it when it uploads.
+        async with server.api() as api:
+            body = {
+                "secret": tickets.bob_secret,
+                "nonce": "door-2",
+                "event_id": tickets.event["id"],
+            }
+            at_door_2 = int(time.time())
+            elsewhere = await api.post("/v1/checkins", json=body)
+            assert elsewhere.status_code == 200, elsewhere.text
+        await scan(page, tickets.bob_secret, "ok", "OK")
+        scanned_bob = time.time()
+        await expect(page.locator("#verdict-detail")).to_contain_text("Bob Stone")
+        await expect(page.locator("#pending")).to_have_text("2")
+        await expect(page.locator("#scans li")).to_have_count(6)
         await fits_the_screen(page)
         await screenshot(page, "scan-offline.png")
 
         # Offline, the page still opens (from the service worker), with its queue.
         response = await page.reload()
         assert response is not None and response.from_service_worker
-        await expect(page.locator("#pending")).to_have_text("1")
-        await expect(page.locator("#scans li")).to_have_count(5)
-        ok_row = page.locator("#scans li").filter(has_text="OK").last
+        await expect(page.locator("#pending")).to_have_text("2")
+        await expect(page.locator("#scans li")).to_have_count(6)
+        ok_row = page.locator("#scans li").filter(has_text="Ada Lovelace").last
         scanned_at = await ok_row.locator("time").get_attribute("datetime")
         assert scanned_at is not None
         scanned = int(datetime.fromisoformat(scanned_at).timestamp())
@@ -239,9 +262,11 @@ async def test_a_door_checks_tickets_in_offline(
         await expect(page.locator("#pending")).to_have_text("0", timeout=10_000)
         await expect(ok_row).to_contain_text("uploaded")
         ada = await attendee_of(server, tickets, tickets.ada)
-        assert ada["checked_in_at"] == scanned
+        assert ada is not None and ada["checked_in_at"] == scanned
+        bob_row = page.locator("#scans li").filter(has_text="Bob Stone").first
+        await expect(bob_row).to_contain_text("conflict: already checked in elsewhere")
         bob = await attendee_of(server, tickets, tickets.bob)
-        assert bob["checked_in_at"] is None
+        assert bob is not None and at_door_2 <= bob["checked_in_at"] <= scanned_bob  # door 2's
 
         # Without WebCrypto's Ed25519, the vendored library decides alike.
         async with server.api(server.checkin_key) as api:

@@ -105,8 +105,10 @@ function messageOf(body) {
 
 function refuseKey(error) {
   state.keyRefused = true;
-  show($("key-problem"), `The API key was refused (${error.message}): uploads and syncs have stopped. ` +
-    "Sign out and sign in again with a valid check-in key; scans waiting to upload are kept until then.");
+  $("key-problem-text").textContent =
+    `The API key was refused (${error.message}): uploads and syncs have stopped. Enter a new ` +
+    "check-in key: the scans waiting to upload are kept, and go up with it.";
+  $("key-problem").hidden = false;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -147,7 +149,8 @@ function showVerdict(outcome, detail, at) {
   const verdict = $("verdict");
   verdict.dataset.outcome = outcome;
   $("verdict-word").textContent = WORDS[outcome];
-  $("verdict-detail").textContent = `${detail} (${TIME.format(at)})`;
+  $("verdict-detail").textContent = detail;
+  $("verdict-time").textContent = `Scanned at ${TIME.format(at)}`;
   // Restart the flash: two verdicts alike in a row still look like two.
   verdict.classList.remove("fresh");
   void verdict.offsetWidth;
@@ -269,6 +272,7 @@ async function pickEvent(event) {
   }
   showDoor();
   sync();
+  upload();
 }
 
 function showDoor() {
@@ -285,7 +289,7 @@ async function signOut() {
   if (
     waiting > 0 &&
     !confirm(
-      `${waiting} scan${waiting === 1 ? "" : "s"} have not been uploaded yet: signing out ` +
+      `${waiting === 1 ? "1 scan has" : `${waiting} scans have`} not been uploaded yet: signing out ` +
         "forgets them, and the server will never count them. Sign out anyway?",
     )
   ) {
@@ -311,6 +315,7 @@ async function signOut() {
   $("verdict").dataset.outcome = "";
   $("verdict-word").textContent = "Ready";
   $("verdict-detail").textContent = "Waiting for the first scan.";
+  $("verdict-time").textContent = "";
   showOnly("sign-in");
   $("api-key").focus();
 }
@@ -347,11 +352,9 @@ function sync() {
       }
       if (eventId !== state.eventId) return; // another event was picked meanwhile
       $("page-problem").hidden = true;
-      for (const key of body.keys) {
-        if (key.alg !== "Ed25519") continue;
-        state.keys.set(key.kid, base64urlDecode(key.public_key));
-        state.syncedKeys = [...state.syncedKeys.filter((k) => k.kid !== key.kid), key];
-      }
+      // Every answer carries all the project's live keys: a key retired since stops here too.
+      state.syncedKeys = body.keys.filter((key) => key.alg === "Ed25519");
+      state.keys = new Map(state.syncedKeys.map((k) => [k.kid, base64urlDecode(k.public_key)]));
       const waiting = new Set(Array.from(state.queue.values(), (scan) => scan.ticket_id));
       const changed = [];
       for (const ticket of body.tickets) {
@@ -691,6 +694,11 @@ async function start() {
   $("sync-now").addEventListener("click", () => sync());
   $("change-event").addEventListener("click", () => showPick());
   $("camera").addEventListener("click", toggleCamera);
+  // A new key keeps everything else: the event, its tickets and the queue.
+  $("new-key").addEventListener("click", () => {
+    showOnly("sign-in");
+    $("api-key").focus();
+  });
   window.addEventListener("online", whenOnline);
   window.addEventListener("offline", showNetwork);
   setInterval(upload, UPLOAD_EVERY_MS);
