@@ -23,6 +23,7 @@ from tests.factories import (
     create_event,
     create_product,
     create_user,
+    door_key,
     issue_items,
     row_counts,
 )
@@ -425,6 +426,25 @@ class TestLastScans:
             [f"ALREADY CHECKED IN at {shown(checked_in_at)}", named(ada), adas, "console", ""],
             ["OK", named(ada), adas, "console", "undo"],
         ]
+
+    async def test_lists_the_tickets_admitted_twice_offline(self, app, operator, tenant, client):
+        event, product, ada, secret = await admission(client, tenant)
+        door = await door_key(app, tenant)
+        path = door_of(tenant, event)
+        assert "No conflict" in (await operator.get(path)).text
+        now = datetime.now(UTC).replace(microsecond=0)
+        for device, minutes, nonce in (("south", 2, "later"), ("north", 5, "earlier")):
+            made = (now - timedelta(minutes=minutes)).isoformat()
+            scanned = {"secret": secret, "nonce": nonce, "event_id": event["id"]}
+            body = {"scans": [scanned | {"scanned_at": made, "device": device}]}
+            uploaded = await client.post("/v1/checkins/batch", headers=door, json=body)
+            assert uploaded.status_code == 200, uploaded.text
+        text = (await operator.get(path)).text
+        table = text[text.index('id="conflicts"') :]
+        cells = [html.unescape(re.sub(r"<[^>]+>", "", c)).strip() for c in CELL.findall(table)]
+        earlier = (now - timedelta(minutes=5)).strftime("%Y-%m-%d %H:%M:%S")
+        assert cells == [earlier, "north", named(ada), f"{product['name']}, item 1", "later"]
+        assert scans_of(text)[0][3].startswith("offline (north, scanned ")
 
 
 class TestUndo:

@@ -70,6 +70,14 @@ class TestIssue:
         assert links == [await ticket_url(client, tenant, product["id"], n) for n in ada_items]
         for link, number in zip(links, ada_items, strict=True):
             await opens_a_ticket(client, link, number)
+        # Each ticket's signed secret too, to type in where a code cannot be scanned.
+        for number in ada_items:
+            secret = (
+                await client.get(
+                    f"/v1/products/{product['id']}/items/{number}/ticket", headers=tenant.r
+                )
+            ).json()["secret"]
+            assert secret in mine.text and secret in mine.html
 
         theirs = by_to[bob["email"]]
         assert theirs.subject == "Your ticket for Harbour Nights"

@@ -111,6 +111,9 @@ class DoorScan(NamedTuple):
     holder_email: str | None
     holder_first_name: str | None
     holder_last_name: str | None
+    device: str | None
+    scanned_at: datetime | None
+    conflict_with: str | None  # the nonce of the scan that had used the ticket first
 
 
 class ItemAtEvent(NamedTuple):
@@ -118,6 +121,7 @@ class ItemAtEvent(NamedTuple):
     id: uuid.UUID
 
 
+_WINNER = aliased(_SCANS, name="winner")
 _DOOR = select(
     _SCANS.c.nonce,
     _SCANS.c.status,
@@ -130,10 +134,14 @@ _DOOR = select(
     _USERS.c.email.label("holder_email"),
     _USERS.c.first_name.label("holder_first_name"),
     _USERS.c.last_name.label("holder_last_name"),
+    _SCANS.c.device,
+    _SCANS.c.scanned_at,
+    _WINNER.c.nonce.label("conflict_with"),
 ).select_from(
     _SCANS.outerjoin(_ITEMS, _ITEMS.c.id == _SCANS.c.item_id)
     .outerjoin(_PRODUCTS, _PRODUCTS.c.id == _ITEMS.c.product_id)
     .outerjoin(_USERS, _USERS.c.id == _ITEMS.c.owner_id)
+    .outerjoin(_WINNER, _WINNER.c.id == _SCANS.c.conflict_of)
 )
 # At an event's door: the scans that asked for the event, and those that asked for none (an API
 # scanner's) of a ticket of the event. A ticket of the event refused at another event's door is
@@ -150,6 +158,7 @@ _RECENT_AT_DOOR = (
     .order_by(_SCANS.c.created_at.desc(), _SCANS.c.id.desc())
     .limit(bindparam("limit"))
 )
+_CONFLICTS_AT_DOOR = _RECENT_AT_DOOR.where(_SCANS.c.conflict_of.is_not(None))
 _DOOR_OF_NONCE = _DOOR.where(_AT_DOOR, _SCANS.c.nonce == bindparam("nonce"))
 # The person's item of a product of the event: one with a use left first, then the oldest.
 _ITEM_AT_EVENT = (
@@ -175,6 +184,16 @@ async def recent_scans_at_door(
     """The last scans at the event's door, newest first, refused ones too."""
     return await rows.all(
         _RECENT_AT_DOOR, DoorScan, project_id=project_id, event_id=event_id, limit=limit
+    )
+
+
+async def conflicts_at_door(
+    rows: Rows, project_id: uuid.UUID, event_id: uuid.UUID, *, limit: int
+) -> list[DoorScan]:
+    """The tickets admitted twice offline at the event's door (the scans that lost), newest
+    first."""
+    return await rows.all(
+        _CONFLICTS_AT_DOOR, DoorScan, project_id=project_id, event_id=event_id, limit=limit
     )
 
 
@@ -280,7 +299,6 @@ _SYNCED_SINCE = _SYNCED.where(
         _ATTENDEES.c.updated_at >= bindparam("since"),
     )
 )
-_WINNER = aliased(_SCANS, name="winner")
 _AT_EVENT = (
     select(
         _SCANS.c.nonce,

@@ -28,6 +28,7 @@ from tessera.errors import (
 from tessera.mail.service import ticket_mail
 from tessera.pages import page
 from tessera.schemas import Input
+from tessera.ticket_keys.dependencies import SignersDep
 from tessera.urls import public_base
 
 # What a person reads for each refusal; the API's message follows as the detail.
@@ -91,6 +92,7 @@ async def claim_frompage(
     database: DatabaseDep,
     settings: SettingsDep,
     box: BoxDep,
+    signers: SignersDep,
     limiter: ClaimLimiterDep,
     token: str,
     form: Annotated[ClaimForm, Form()],
@@ -117,7 +119,7 @@ async def claim_frompage(
             body=body,
             settings=settings,
             box=box,
-            mail=ticket_mail(settings, public_base(settings, request)),
+            mail=ticket_mail(settings, signers, public_base(settings, request)),
         )
     except AppError as error:
         return _refusal(request, error)

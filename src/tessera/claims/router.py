@@ -25,6 +25,7 @@ from tessera.idempotency.router import IdempotentRoute
 from tessera.idempotency.schemas import KeyScope
 from tessera.mail.service import ticket_mail
 from tessera.schemas import PageParams, known_query_only
+from tessera.ticket_keys.dependencies import SignersDep
 from tessera.urls import PublicUrlDep
 
 
@@ -59,7 +60,7 @@ async def create_claim_link(
         body=body,
         hash_key=caller.settings.hash_key_bytes,
         base_url=base_url,
-        mail=ticket_mail(caller.settings, base_url),
+        mail=ticket_mail(caller.settings, caller.signers, base_url),
     )
 
 
@@ -132,6 +133,7 @@ async def claim_item(
     database: DatabaseDep,
     settings: SettingsDep,
     box: BoxDep,
+    signers: SignersDep,
     base_url: PublicUrlDep,
     response: Response,
     token: str,
@@ -148,7 +150,7 @@ async def claim_item(
         body=body,
         settings=settings,
         box=box,
-        mail=ticket_mail(settings, base_url),
+        mail=ticket_mail(settings, signers, base_url),
     )
     if not new:
         response.status_code = 200

@@ -258,7 +258,7 @@ async def claim(
             await outbox.queue_tickets(
                 tx,
                 link.project_id,
-                tickets_of(mail, [item]),
+                await tickets_of(tx, mail, link.project_id, [item]),
                 kind=Kind.CLAIMED,
                 cause=f"claim:{link.id}",
             )

@@ -210,7 +210,11 @@ async def _door(
     scans = await database.read(
         checkins.recent_scans_at_door, project.id, event.id, limit=LAST_SCANS
     )
+    conflicts = await database.read(
+        checkins.conflicts_at_door, project.id, event.id, limit=LAST_SCANS
+    )
     context = {
+        "conflicts": _lines(conflicts, timedelta(0)),
         "project": project,
         "event": event,
         "result": result,

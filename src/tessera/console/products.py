@@ -43,6 +43,7 @@ from tessera.products.schemas import (
 from tessera.projects.repository import ProjectRow
 from tessera.reconciliation.service import last_reconciliation
 from tessera.schemas import MAX_PAGE, Input, PageParams
+from tessera.ticket_keys.dependencies import SignersDep
 
 router = APIRouter(prefix="/console", include_in_schema=False)
 
@@ -377,6 +378,7 @@ async def issue_items(
     request: Request,
     database: DatabaseDep,
     settings: SettingsDep,
+    signers: SignersDep,
     user: PosterDep,
     project_id: uuid.UUID,
     product_id: uuid.UUID,
@@ -389,7 +391,7 @@ async def issue_items(
         principal,
         product_id=product_id,
         body=form.issue(),
-        mail=for_request(request, principal, settings),
+        mail=for_request(request, principal, settings, signers),
     )
     notice = f"{len(items)} item{'s' if len(items) != 1 else ''} issued."
     return back_to(f"{_products_path(project)}/{product_id}", notice)

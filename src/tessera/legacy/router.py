@@ -57,7 +57,7 @@ async def create_product_items(
         caller.principal,
         product_id=body.product_id,
         body=ItemsIssue(users=body.users),
-        mail=for_request(request, caller.principal, caller.settings),
+        mail=for_request(request, caller.principal, caller.settings, caller.signers),
     )
     return LegacyItems(items=[LegacyItem.model_validate(item) for item in items])
 

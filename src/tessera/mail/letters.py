@@ -53,6 +53,7 @@ class Ticket(NamedTuple):
     number: int  # the item's number within its product
     event_id: uuid.UUID | None
     url: str  # the ticket's page (tessera.tickets.service.ticket_url)
+    secret: str  # what its QR code holds, to type in at the door (tessera.ticket_codes)
 
 
 class Letter(NamedTuple):

@@ -6,12 +6,15 @@ from starlette.requests import Request
 from tessera.auth.principal import Principal
 from tessera.config import Settings
 from tessera.mail.service import TicketMail, ticket_mail
+from tessera.ticket_keys.service import Signers
 from tessera.urls import public_base
 
 
-def for_request(request: Request, principal: Principal, settings: Settings) -> TicketMail | None:
+def for_request(
+    request: Request, principal: Principal, settings: Settings, signers: Signers
+) -> TicketMail | None:
     """The ticket mail of a project route's change: None unless the caller's project asks for
     ticket email and the server sends email."""
     if not principal.ticket_emails:
         return None
-    return ticket_mail(settings, public_base(settings, request))
+    return ticket_mail(settings, signers, public_base(settings, request))

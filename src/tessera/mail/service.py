@@ -22,24 +22,28 @@ from tessera.mail import letters, repository
 from tessera.mail.letters import EventFacts, Kind, Letter, Ticket
 from tessera.models import MailStatus
 from tessera.models.base import new_id, utcnow
+from tessera.ticket_keys.service import Signers
 
 
 @dataclass(frozen=True, slots=True)
 class TicketMail:
-    """What writing a ticket email needs: the key that the ticket links are made with and
-    where people reach this server."""
+    """What writing a ticket email needs: the key that the ticket links are made with, the
+    signers of the secrets it carries, and where people reach this server."""
 
     hash_key: bytes
     base_url: str
+    signers: Signers
 
 
-def ticket_mail(settings: Settings, base_url: str | None = None) -> TicketMail | None:
+def ticket_mail(
+    settings: Settings, signers: Signers, base_url: str | None = None
+) -> TicketMail | None:
     """Ticket mail, when the server sends email and knows its public URL
     (``TESSERA_PUBLIC_URL``, else ``base_url``: the request's); None otherwise."""
     base = settings.public_url or base_url
     if settings.smtp_url is None or base is None:
         return None
-    return TicketMail(settings.hash_key_bytes, base.rstrip("/"))
+    return TicketMail(settings.hash_key_bytes, base.rstrip("/"), signers)
 
 
 class Holder(Protocol):
@@ -82,8 +86,12 @@ class Ticketed(Protocol):
     def product(self) -> TicketProduct: ...
 
 
-def tickets_of(mail: TicketMail, items: Sequence[Ticketed]) -> list[HeldTicket]:
-    """The items' tickets as an email links to them, each with its holder."""
+async def tickets_of(
+    tx: Transaction, mail: TicketMail, project_id: uuid.UUID, items: Sequence[Ticketed]
+) -> list[HeldTicket]:
+    """The project's items' tickets as an email shows them (the page's link, the secret),
+    each with its holder."""
+    signer = await mail.signers.within(tx, project_id)
     return [
         HeldTicket(
             item.owner,
@@ -94,6 +102,7 @@ def tickets_of(mail: TicketMail, items: Sequence[Ticketed]) -> list[HeldTicket]:
                 url=ticket_codes.page_url(
                     mail.base_url, mail.hash_key, item.id, item.ticket_version
                 ),
+                secret=signer.secret(item.id, item.ticket_version),
             ),
         )
         for item in items

@@ -22,7 +22,7 @@ async def create_order(request: Request, caller: CallerDep, body: OrderCreate) -
         caller.database,
         caller.principal,
         body=body,
-        mail=for_request(request, caller.principal, caller.settings),
+        mail=for_request(request, caller.principal, caller.settings, caller.signers),
     )
 
 
@@ -50,7 +50,7 @@ async def complete_order(request: Request, caller: CallerDep, id: uuid.UUID) -> 
         caller.database,
         caller.principal,
         order_id=id,
-        mail=for_request(request, caller.principal, caller.settings),
+        mail=for_request(request, caller.principal, caller.settings, caller.signers),
     )
 
 

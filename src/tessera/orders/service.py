@@ -167,7 +167,7 @@ async def _mail_items(
         await outbox.queue_tickets(
             tx,
             principal.project_id,
-            tickets_of(mail, items),
+            await tickets_of(tx, mail, principal.project_id, items),
             kind=Kind.ORDERED,
             cause=f"order:{order_id}",
         )

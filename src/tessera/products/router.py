@@ -96,7 +96,7 @@ async def create_product_items(
         caller.principal,
         product_id=id,
         body=body,
-        mail=for_request(request, caller.principal, caller.settings),
+        mail=for_request(request, caller.principal, caller.settings, caller.signers),
     )
     return ItemsIssued(items=[ProductItemRead.of(item) for item in items])
 
@@ -129,7 +129,7 @@ async def transfer_product_item(
         caller.principal,
         product_id=id,
         body=body,
-        mail=for_request(request, caller.principal, caller.settings),
+        mail=for_request(request, caller.principal, caller.settings, caller.signers),
     )
 
 

@@ -178,7 +178,7 @@ async def issue_items(
             await outbox.queue_tickets(
                 tx,
                 principal.project_id,
-                tickets_of(mail, items),
+                await tickets_of(tx, mail, principal.project_id, items),
                 kind=Kind.ISSUED,
                 cause=f"items:{items[0].id}",
             )
@@ -297,7 +297,7 @@ async def transfer_item(
             await outbox.queue_tickets(
                 tx,
                 principal.project_id,
-                tickets_of(mail, [item]),
+                await tickets_of(tx, mail, principal.project_id, [item]),
                 kind=Kind.TRANSFERRED,
                 cause=f"transferred:{item.id}:{item.ticket_version}",
             )

@@ -65,6 +65,21 @@ class Signers:
         self._kept[project_id] = (signer, time.monotonic())
         return signer
 
+    async def within(self, tx: Transaction, project_id: uuid.UUID) -> Signer:
+        """The project's signer, read in ``tx`` (a write transaction that hands out secrets:
+        an email's); a first key is made in it, and kept only once it is known to be
+        committed (the next time it is read)."""
+        kept = self._kept.get(project_id)
+        if kept is not None and time.monotonic() - kept[1] < SIGNER_SECONDS:
+            return kept[0]
+        row = await repository.signing_key(tx, project_id)
+        if row is None:
+            made = await _first_key(tx, self.box, project_id)
+            return Signer(made.kid, self._open(made))
+        signer = Signer(row.kid, self._open(row))
+        self._kept[project_id] = (signer, time.monotonic())
+        return signer
+
     def forget(self, project_id: uuid.UUID) -> None:
         self._kept.pop(project_id, None)
 

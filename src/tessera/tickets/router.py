@@ -54,5 +54,5 @@ async def reissue_ticket(
         base_url=public_base(caller.settings, request),
         product_id=id,
         item=item_id,
-        mail=for_request(request, caller.principal, caller.settings),
+        mail=for_request(request, caller.principal, caller.settings, caller.signers),
     )

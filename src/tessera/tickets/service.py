@@ -37,6 +37,9 @@ async def mail_ticket(tx: Transaction, mail: TicketMail, item: TicketItem, *, ki
         number=item.item_id,
         event_id=product.event_id,
         url=ticket_url(mail.base_url, mail.hash_key, item),
+        secret=(await mail.signers.within(tx, item.project_id)).secret(
+            item.id, item.ticket_version
+        ),
     )
     await outbox.queue_tickets(
         tx,

@@ -1,0 +1,376 @@
+"""The door offline: signed secrets checked with the synced key by another Ed25519 library
+(libsodium's), the check-in key's reach, the sync and its cursor, scans uploaded later with
+their conflicts, key rotation and retirement, and bad input that changes nothing."""
+
+import base64
+import uuid
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from nacl.exceptions import BadSignatureError
+from nacl.signing import VerifyKey
+
+from tessera import ticket_codes
+from tessera.models.base import utcnow
+from tessera.ticket_keys import service as ticket_keys
+from tests.checkins.test_checkins import admission, attendee_of, scan, ticket
+from tests.factories import (
+    create_event,
+    create_product,
+    create_users,
+    door_key,
+    issue_items,
+    row_counts,
+)
+
+
+def unb64(text: str) -> bytes:
+    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+
+
+def raw(secret: str) -> bytes:
+    return base64.b32decode(secret.upper() + "=" * (-len(secret) % 8))
+
+
+def at(seconds_ago: int) -> str:
+    """An RFC 3339 time ``seconds_ago`` before now (whole seconds, with an offset)."""
+    return (datetime.now(UTC) - timedelta(seconds=seconds_ago)).replace(microsecond=0).isoformat()
+
+
+def offline(secret: str, *, event: dict, scanned_at: str, device: str = "door-1", **extra):
+    return {
+        "secret": secret,
+        "nonce": extra.pop("nonce", uuid.uuid4().hex),
+        "event_id": event["id"],
+        "scanned_at": scanned_at,
+        "device": device,
+    } | extra
+
+
+async def sync(client, headers, event: dict, since: str | None = None) -> dict:
+    params = {"event_id": event["id"]} | ({"since": since} if since else {})
+    response = await client.get("/v1/checkins/sync", headers=headers, params=params)
+    assert response.status_code == 200, response.text
+    return response.json()
+
+
+async def upload(client, headers, *scans: dict):
+    return await client.post("/v1/checkins/batch", headers=headers, json={"scans": list(scans)})
+
+
+class TestSignedSecret:
+    async def test_the_secret_verifies_with_the_synced_key_and_a_changed_byte_does_not(
+        self, client, tenant
+    ):
+        event, product, _, shown = await admission(client, tenant)
+        synced = await sync(client, tenant.r, event)
+        [key] = synced["keys"]
+        assert key["alg"] == "Ed25519" and len(unb64(key["public_key"])) == 32
+        secret = shown["secret"]
+        assert len(secret) == 143 and secret == secret.upper()
+        data = raw(secret)
+        assert len(data) == 89 and data[0] == 0x02
+        assert data[1:5].hex() == key["kid"]
+        [synced_ticket] = synced["tickets"]
+        assert uuid.UUID(bytes=data[5:21]) == uuid.UUID(synced_ticket["id"])
+        assert int.from_bytes(data[21:25], "big") == synced_ticket["ticket_version"] == 1
+        verifier = VerifyKey(unb64(key["public_key"]))
+        assert verifier.verify(data[:25], data[25:]) == data[:25]
+        for position in (0, 3, 12, 22, 40, 88):
+            changed = bytearray(data)
+            changed[position] ^= 0x01
+            with pytest.raises(BadSignatureError):
+                verifier.verify(bytes(changed[:25]), bytes(changed[25:]))
+        assert synced_ticket == {
+            "item_id": 1,
+            "id": synced_ticket["id"],
+            "ticket_version": 1,
+            "product_id": product["id"],
+            "holder_name": synced_ticket["holder_name"],
+            "redemption_count": 0,
+            "redemption_quantity": 1,
+            "checked_in_at": None,
+        }
+
+    async def test_a_bad_signature_is_invalid_and_an_older_version_revoked(self, client, tenant):
+        _, product, _, shown = await admission(client, tenant)
+        data = bytearray(raw(shown["secret"]))
+        data[60] ^= 0x80
+        forged = base64.b32encode(bytes(data)).decode().rstrip("=")
+        response = await scan(client, tenant, forged)
+        assert (response.status_code, response.json()["reason"]) == (404, "invalid")
+        reissued = await client.post(
+            f"/v1/products/{product['id']}/items/1/ticket/reissue", headers=tenant.w
+        )
+        assert reissued.status_code == 200
+        response = await scan(client, tenant, shown["secret"])
+        assert (response.status_code, response.json()["reason"]) == (409, "revoked")
+        assert (await scan(client, tenant, reissued.json()["secret"])).status_code == 200
+
+    async def test_a_legacy_secret_still_works_online(self, app, client, tenant, database):
+        _, product, _, shown = await admission(client, tenant)
+        item_id = uuid.UUID(bytes=raw(shown["secret"])[5:21])
+        hash_key = app.state.settings.hash_key_bytes
+        legacy = ticket_codes.secret(hash_key, item_id, 1)
+        assert (await scan(client, tenant, legacy.lower(), "legacy")).status_code == 200
+        await client.post(f"/v1/products/{product['id']}/items/1/ticket/reissue", headers=tenant.w)
+        again = await scan(client, tenant, legacy)
+        assert (again.status_code, again.json()["reason"]) == (409, "revoked")
+        forged = legacy[:-4] + ("AAAA" if legacy[-4:] != "AAAA" else "BBBB")
+        response = await scan(client, tenant, forged)
+        assert response.json()["reason"] == "invalid"
+
+    async def test_rotation_keeps_old_secrets_until_the_key_is_retired(
+        self, app, client, tenant, database
+    ):
+        event, product, _, old = await admission(client, tenant)
+        [first] = (await sync(client, tenant.r, event))["keys"]
+        rotated = await ticket_keys.rotate(database, app.state.box, tenant.project_id)
+        assert rotated.kid != first["kid"] and rotated.signing
+        app.state.signers.forget(tenant.project_id)  # as every process does within 10 s
+        new = await ticket(client, tenant, product)
+        assert new["secret"] != old["secret"] and raw(new["secret"])[1:5].hex() == rotated.kid
+        assert {k["kid"] for k in (await sync(client, tenant.r, event))["keys"]} == {
+            first["kid"],
+            rotated.kid,
+        }
+        annulled = await scan(client, tenant, old["secret"], "old-key")
+        assert annulled.status_code == 200  # the rotated-out key still verifies
+        await client.post("/v1/checkins/annul", headers=tenant.w, json={"nonce": "old-key"})
+        retired = await ticket_keys.retire(database, tenant.project_id, first["kid"])
+        assert retired.retired_at is not None
+        assert [k["kid"] for k in (await sync(client, tenant.r, event))["keys"]] == [rotated.kid]
+        response = await scan(client, tenant, old["secret"])
+        assert (response.status_code, response.json()["reason"]) == (409, "revoked")
+        assert (await scan(client, tenant, new["secret"])).status_code == 200
+        keys = await ticket_keys.list_keys(database, tenant.project_id)
+        assert [(k.kid, k.signing, k.retired_at is None) for k in keys] == [
+            (rotated.kid, True, True),
+            (first["kid"], False, False),
+        ]
+
+
+class TestCheckinKey:
+    async def test_the_door_may_scan_sync_and_upload_and_nothing_else(self, app, client, tenant):
+        event, product, ada, shown = await admission(client, tenant)
+        door = await door_key(app, tenant)
+        response = await client.post(
+            "/v1/users/create", headers=door, json={"email": "eve@example.com"}
+        )
+        assert response.status_code == 403
+        response = await client.post(
+            f"/v1/products/{product['id']}/items", headers=door, json={"users": [ada["id"]]}
+        )
+        assert response.status_code == 403
+        assert (await client.get("/v1/users/count", headers=door)).status_code == 403
+        assert (await client.get("/v1/checkins/events", headers=door)).json() == {
+            "events": [
+                {
+                    "id": event["id"],
+                    "name": event["name"],
+                    "start_date": event["start_date"],
+                    "end_date": event["end_date"],
+                    "location": event["location"],
+                }
+            ]
+        }
+        assert (await sync(client, door, event))["tickets"]
+        scanned = await client.post(
+            "/v1/checkins", headers=door, json={"secret": shown["secret"], "nonce": "door-1"}
+        )
+        assert scanned.status_code == 200, scanned.text
+        uploaded = await upload(
+            client, door, offline(shown["secret"], event=event, scanned_at=at(5))
+        )
+        assert uploaded.status_code == 200, uploaded.text
+        assert uploaded.json()["results"][0]["status"] == "already_checked_in"
+        annulled = await client.post("/v1/checkins/annul", headers=door, json={"nonce": "door-1"})
+        assert annulled.status_code == 200
+        # A read key reads the sync, but cannot upload.
+        assert (await sync(client, tenant.r, event))["tickets"]
+        assert (
+            await upload(client, tenant.r, offline("x", event=event, scanned_at=at(1)))
+        ).status_code == 403
+
+
+class TestUpload:
+    async def test_two_doors_admit_one_ticket_offline_one_check_in_at_the_earlier_time(
+        self, app, client, tenant, database
+    ):
+        event, product, ada, shown = await admission(client, tenant)
+        door = await door_key(app, tenant)
+        earlier, later = at(300), at(120)
+        first_scan = offline(shown["secret"], event=event, scanned_at=earlier, device="north")
+        second_scan = offline(shown["secret"], event=event, scanned_at=later, device="south")
+        # The later scan reaches the server first.
+        response = await upload(client, door, second_scan)
+        assert response.status_code == 200, response.text
+        assert response.json()["results"] == [
+            {
+                "nonce": second_scan["nonce"],
+                "status": "ok",
+                "checked_in_at": int(datetime.fromisoformat(later).timestamp()),
+            }
+        ]
+        response = await upload(client, door, first_scan)
+        [result] = response.json()["results"]
+        when = int(datetime.fromisoformat(earlier).timestamp())
+        assert result == {
+            "nonce": first_scan["nonce"],
+            "status": "already_checked_in",
+            "checked_in_at": when,
+        }
+        assert (await attendee_of(client, tenant, event, ada))["checked_in_at"] == when
+        items = await client.get(f"/v1/products/{product['id']}/items", headers=tenant.r)
+        assert items.json()["items"][0]["redemption_count"] == 1
+        listed = await client.get(
+            "/v1/checkins", headers=tenant.r, params={"event_id": event["id"], "conflicts": "true"}
+        )
+        assert listed.status_code == 200, listed.text
+        [conflict] = listed.json()["data"]
+        assert conflict["nonce"] == first_scan["nonce"] and conflict["device"] == "north"
+        assert conflict["conflict_with"] == second_scan["nonce"]
+        assert conflict["status"] == "already_checked_in" and conflict["source"] == "offline"
+        assert datetime.fromisoformat(conflict["scanned_at"]) == datetime.fromisoformat(earlier)
+        everything = await client.get(
+            "/v1/checkins", headers=tenant.r, params={"event_id": event["id"]}
+        )
+        assert [s["nonce"] for s in everything.json()["data"]] == [
+            first_scan["nonce"],
+            second_scan["nonce"],
+        ]
+        # The same batches again: the same answers, nothing changed.
+        counts = await row_counts(database)
+        again = await upload(client, door, first_scan, second_scan)
+        assert [r["status"] for r in again.json()["results"]] == ["already_checked_in", "ok"]
+        assert await row_counts(database) == counts
+        assert (await attendee_of(client, tenant, event, ada))["checked_in_at"] == when
+
+    async def test_one_batch_takes_its_scans_in_the_order_they_were_made(self, app, client, tenant):
+        event, _, ada, shown = await admission(client, tenant)
+        door = await door_key(app, tenant)
+        late = offline(shown["secret"], event=event, scanned_at=at(10), device="a")
+        early = offline(shown["secret"], event=event, scanned_at=at(50), device="b")
+        response = await upload(client, door, late, early)
+        assert [r["status"] for r in response.json()["results"]] == ["already_checked_in", "ok"]
+        when = int(datetime.fromisoformat(early["scanned_at"]).timestamp())
+        assert (await attendee_of(client, tenant, event, ada))["checked_in_at"] == when
+
+    async def test_each_scan_answers_what_it_is(self, app, client, tenant, other):
+        event, product, _, shown = await admission(client, tenant)
+        elsewhere = await create_event(client, tenant, name="Elsewhere")
+        _, _, _, theirs = await admission(client, other)
+        await client.post(f"/v1/products/{product['id']}/items/1/ticket/reissue", headers=tenant.w)
+        current = await ticket(client, tenant, product)
+        data = bytearray(raw(current["secret"]))
+        data[70] ^= 1
+        scans = [
+            offline(current["secret"], event=elsewhere, scanned_at=at(9)),
+            offline(shown["secret"], event=event, scanned_at=at(8)),
+            offline(
+                base64.b32encode(bytes(data)).decode().rstrip("="), event=event, scanned_at=at(7)
+            ),
+            offline(theirs["secret"], event=event, scanned_at=at(6)),
+            offline("https://example.org/t/1", event=event, scanned_at=at(5)),
+            offline(current["secret"], event=event, scanned_at=at(4)),
+        ]
+        response = await upload(client, await door_key(app, tenant), *scans)
+        assert [r["status"] for r in response.json()["results"]] == [
+            "wrong_event",
+            "revoked",
+            "invalid",
+            "unknown",
+            "unknown",
+            "ok",
+        ]
+
+    async def test_a_scan_from_the_future_is_taken_as_made_now(self, app, client, tenant):
+        event, _, _, shown = await admission(client, tenant)
+        future = (datetime.now(UTC) + timedelta(hours=5)).isoformat()
+        before = int(utcnow().timestamp())
+        response = await upload(
+            client,
+            await door_key(app, tenant),
+            offline(shown["secret"], event=event, scanned_at=future),
+        )
+        [result] = response.json()["results"]
+        assert result["status"] == "ok" and before <= result["checked_in_at"] <= before + 5
+
+    async def test_five_hundred_scans_in_one_request(self, app, client, tenant, database):
+        event = await create_event(client, tenant)
+        product = await create_product(client, tenant, event_id=event["id"])
+        users = await create_users(client, tenant, 250)
+        await issue_items(client, tenant, product["id"], *[u["id"] for u in users])
+        secrets = [(await ticket(client, tenant, product, n))["secret"] for n in range(1, 251)]
+        scans = [offline(s, event=event, scanned_at=at(60)) for s in secrets]
+        scans += [offline(s, event=event, scanned_at=at(30), device="door-2") for s in secrets]
+        response = await upload(client, await door_key(app, tenant), *scans)
+        assert response.status_code == 200, response.text
+        statuses = [r["status"] for r in response.json()["results"]]
+        assert statuses == ["ok"] * 250 + ["already_checked_in"] * 250
+        synced = await sync(client, tenant.r, event)
+        assert {t["redemption_count"] for t in synced["tickets"]} == {1}
+
+
+class TestSync:
+    async def test_since_a_cursor_only_what_changed(self, app, client, tenant):
+        event, product, _, shown = await admission(client, tenant)
+        [bob, cleo] = await create_users(client, tenant, 2)
+        await issue_items(client, tenant, product["id"], bob["id"])
+        first = await sync(client, tenant.r, event)
+        assert len(first["tickets"]) == 2
+        # Nothing changed: nothing new (within the overlap, the tickets may come again).
+        old = base64.urlsafe_b64encode(b"sync:1000000").decode().rstrip("=")
+        assert len((await sync(client, tenant.r, event, old))["tickets"]) == 2
+        cursor = first["cursor"]
+        await issue_items(client, tenant, product["id"], cleo["id"])
+        assert (await scan(client, tenant, shown["secret"])).status_code == 200
+        changed = await sync(client, tenant.r, event, cursor)
+        by_item = {t["item_id"]: t for t in changed["tickets"]}
+        assert {1, 3} <= set(by_item)
+        assert by_item[1]["redemption_count"] == 1 and by_item[1]["checked_in_at"] is not None
+        assert changed["keys"] == first["keys"]
+
+    async def test_another_projects_event_and_bad_cursors(self, client, tenant, other):
+        event, _, _, _ = await admission(client, tenant)
+        response = await client.get(
+            "/v1/checkins/sync", headers=other.r, params={"event_id": event["id"]}
+        )
+        assert response.status_code == 404
+        for since in ("nope", "x" * 65, base64.urlsafe_b64encode(b"sync:abc").decode()):
+            response = await client.get(
+                "/v1/checkins/sync",
+                headers=tenant.r,
+                params={"event_id": event["id"], "since": since},
+            )
+            assert response.status_code == 400, since
+            assert list(response.json()) == ["errors"]
+
+
+class TestBadInput:
+    @pytest.mark.parametrize(
+        "scans",
+        [
+            [{"secret": "A" * 10_240}],
+            [{"secret": "AB\x00CD"}],
+            [{"scanned_at": "yesterday"}],
+            [{"scanned_at": "2026-11-28T10:00:00"}],  # no offset: not RFC 3339
+            [{"device": ""}],
+            [{"nonce": ""}],
+            [{"event_id": "nope"}],
+            [{"extra": 1}],
+            [{}] * 501,
+            [],
+        ],
+        ids=lambda scans: f"{len(scans)}:" + ",".join(f"{k}" for k in (scans[0] if scans else {})),
+    )
+    async def test_is_400_and_changes_nothing(self, app, client, tenant, database, scans):
+        event, _, _, shown = await admission(client, tenant)
+        good = offline(shown["secret"], event=event, scanned_at=at(1))
+        body = {"scans": [good | scan for scan in scans]}
+        door = await door_key(app, tenant)
+        counts = await row_counts(database)
+        response = await client.post("/v1/checkins/batch", headers=door, json=body)
+        assert response.status_code == 400, response.text
+        assert list(response.json()) == ["errors"] and response.json()["errors"]
+        assert await row_counts(database) == counts
