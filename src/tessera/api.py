@@ -49,6 +49,9 @@ OPEN_ROUTES = frozenset(
         # A ticket's page and its event's calendar file: the token in the path is the credential.
         ("GET", "/tickets/{token}"),
         ("GET", "/tickets/{token}/event.ics"),
+        # The door scanner's page and service worker: a shell, its data comes from the API.
+        ("GET", "/scan"),
+        ("GET", "/scan/sw.js"),
         # The console's sign-in; its other pages want a console session (tessera.console).
         ("GET", "/console/login"),
         ("POST", "/console/login"),

@@ -49,6 +49,7 @@ from tessera.nfts import tasks as nft_tasks
 from tessera.pages import PACKAGE
 from tessera.reconciliation import tasks as reconciliation_tasks
 from tessera.reconciliation.tasks import reconcile_chore
+from tessera.scanner import router as scanner_router
 from tessera.ticket_keys.service import Signers
 from tessera.tickets import pages as ticket_pages
 from tessera.webhooks.addresses import url_pattern
@@ -186,6 +187,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(claims_router)
     app.include_router(claim_pages.router)
     app.include_router(ticket_pages.router)
+    app.include_router(scanner_router)
     app.include_router(console_router)
     for pages in (
         console_events,
