@@ -535,6 +535,12 @@ function upload() {
           .slice(0, CHUNK);
         const scans = chunk.map(({ ticket_id, ...scan }) => scan);
         const { status, body } = await api("POST", "/v1/checkins/batch", { scans });
+        if (status === 400) {
+          // The server cannot take a scan of the chunk (it never should): one at a time, so that
+          // the one it refuses leaves the queue, noted, and the others go up.
+          await uploadEach(chunk);
+          continue;
+        }
         if (status !== 200) {
           // Kept: tried again on the next round (the same nonces answer the same).
           show($("page-problem"), `The upload failed: ${messageOf(body) ?? `HTTP ${status}`}`);
@@ -555,6 +561,20 @@ function upload() {
 
 /** The server's answers to a chunk: the scans leave the queue, and the list says how each
  * went; an answer other than the OK the door gave is a conflict, shown in the list. */
+async function uploadEach(chunk) {
+  for (const { ticket_id, ...scan } of chunk) {
+    const { status, body } = await api("POST", "/v1/checkins/batch", { scans: [scan] });
+    if (status === 200) {
+      await uploaded([scan], body.results);
+    } else if (status === 400) {
+      const refused = { nonce: scan.nonce, status: `refused by the server: ${messageOf(body) ?? "400"}` };
+      await uploaded([scan], [refused]);
+    } else {
+      return; // kept for the next round
+    }
+  }
+}
+
 async function uploaded(chunk, results) {
   const answers = new Map(results.map((result) => [result.nonce, result]));
   const done = [];
