@@ -49,7 +49,7 @@ def tickets(client: httpx.Client, event_id: str, n: int) -> list[str]:
     users = [{"email": f"door-{run}-{i}@example.com", "firstName": f"Guest {i}"} for i in range(n)]
     created = client.post("/v1/users/create", json=users)
     created.raise_for_status()
-    ids = [user["id"] for user in created.json()]
+    ids = [user["id"] for user in created.json()["users"]]
     product = client.post(
         "/v1/products",
         json={"name": f"Door {run}", "type": "admission", "event_id": event_id},

@@ -72,6 +72,20 @@ async def scan_of_nonce(rows: Rows, project_id: uuid.UUID, nonce: str) -> ScanRo
     return await rows.first(_OF_NONCE, ScanRow, project_id=project_id, nonce=nonce)
 
 
+_OF_NONCES = select(_SCANS).where(
+    _SCANS.c.project_id == bindparam("project_id"),
+    _SCANS.c.nonce.in_(bindparam("nonces", expanding=True)),
+)
+
+
+async def scans_of_nonces(
+    rows: Rows, project_id: uuid.UUID, nonces: list[str]
+) -> dict[str, ScanRow]:
+    """The project's scans of those nonces, by nonce."""
+    found = await rows.all(_OF_NONCES, ScanRow, project_id=project_id, nonces=list(set(nonces)))
+    return {scan.nonce: scan for scan in found}
+
+
 async def last_ok_scan(rows: Rows, item_id: uuid.UUID) -> ScanRow | None:
     return await rows.first(_LAST_OK, ScanRow, item_id=item_id)
 

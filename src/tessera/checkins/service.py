@@ -53,18 +53,19 @@ from tessera.checkins.schemas import (
 from tessera.db import Database, Rows, Transaction
 from tessera.errors import AnnulWindowClosed, CheckinNotFound
 from tessera.events import repository as events
+from tessera.events.repository import EventRow
 from tessera.events.schemas import AttendeeRegistered
 from tessera.events.service import FIRST_CHECK_IN_REPUTATION, attendee_at, check_in
 from tessera.models import NftStatus
 from tessera.models.base import new_id, utcnow
 from tessera.products import repository as products
-from tessera.products.rows import ProductRow, item_of
+from tessera.products.rows import ItemRow, ProductRow, item_of
 from tessera.products.schemas import ProductItemRead, is_fully_redeemed
 from tessera.ticket_keys import service as ticket_keys
 from tessera.ticket_keys.service import ProjectKeys
 from tessera.tickets.repository import TicketItem
-from tessera.tickets.service import ticket_of_secret
-from tessera.users.repository import UserRow, add_reputation, get_user_row
+from tessera.tickets.service import ticket_of_secret, tickets_of_secrets
+from tessera.users.repository import UserRow, add_reputation, get_user_row, users_by
 from tessera.users.schemas import UserRef
 
 Source = Literal["api", "console", "offline"]
@@ -138,27 +139,54 @@ async def scan_item(
     return answer
 
 
+@dataclass(slots=True)
+class Batch:
+    """What an upload reads once for all its scans, under its locks: the products (share-locked)
+    and the holders of its items, and the answers of the nonces it carries, known already or
+    given in it."""
+
+    products: dict[uuid.UUID, ProductRow]
+    items: dict[uuid.UUID, ItemRow]  # as the batch's scans leave them
+    owners: dict[uuid.UUID, UserRow]
+    answered: dict[str, Scanned]
+    events: dict[uuid.UUID, EventRow]
+
+
 async def _scan_item(
-    tx: Transaction, principal: Principal, product_id: uuid.UUID, item_id: uuid.UUID, scan: Scan
+    tx: Transaction,
+    principal: Principal,
+    product_id: uuid.UUID,
+    item_id: uuid.UUID,
+    scan: Scan,
+    batch: Batch | None = None,
 ) -> Scanned:
     # Products first, then the item (as redemptions lock them): scans of one item queue here.
-    product = await products.share_product(tx, principal.project_id, product_id)
-    row = await products.lock_item(tx, product, item_id)
-    earlier = await repository.scan_of_nonce(tx, principal.project_id, scan.nonce)
-    if earlier is not None:
-        return Scanned(cast(Outcome, earlier.status), earlier.answer)
+    # (A batch has locked them all already; the item is read again, as a scan before this one
+    # may have used it.)
+    if batch is None:
+        product = await products.share_product(tx, principal.project_id, product_id)
+        row = await products.lock_item(tx, product, item_id)
+        earlier = await repository.scan_of_nonce(tx, principal.project_id, scan.nonce)
+        if earlier is not None:
+            return Scanned(cast(Outcome, earlier.status), earlier.answer)
+    else:
+        product, row = batch.products[product_id], batch.items[item_id]
     if scan.event_id is not None and product.event_id != scan.event_id:
         return await _refused(tx, principal, scan, row.id, "wrong_event")
     if row.nft_status == NftStatus.EXTERNAL:
         return await _refused(tx, principal, scan, row.id, "held_outside")
-    owner = await get_user_row(tx, principal.project_id, UserRef("id", row.owner_id))
+    owner = None if batch is None else batch.owners.get(row.owner_id)
+    if owner is None:
+        owner = await get_user_row(tx, principal.project_id, UserRef("id", row.owner_id))
     now = utcnow()
     at = int(now.timestamp() if scan.scanned_at is None else scan.scanned_at.timestamp())
     if is_fully_redeemed(row.redemption_count, product):
         last = await _checked_in_at(tx, product, row.owner_id) or row.redeemed_at
         conflict = None
         if scan.scanned_at is not None:
-            conflict, last = await _conflict(tx, principal, product, row.id, owner, at, now, last)
+            conflict, last = await _conflict(
+                tx, principal, product, row.id, owner, at, now, last, batch
+            )
         return await _refused(tx, principal, scan, row.id, "already_checked_in", last, conflict)
 
     item = item_of(row, product=product, owner=owner)._replace(
@@ -167,8 +195,12 @@ async def _scan_item(
         updated_at=now,
     )
     await products.write_redemption(tx, item)
+    if batch is not None:
+        batch.items[row.id] = row._replace(
+            redemption_count=item.redemption_count, redeemed_at=item.redeemed_at
+        )
     redemption_id = new_id()
-    await products.add_redemption(
+    products.stage_redemption(
         tx,
         {
             "id": redemption_id,
@@ -182,10 +214,10 @@ async def _scan_item(
     if product.event_id is not None:
         attendee_id = await attendee_at(tx, principal.project_id, product.event_id, owner.id, now)
         # A scan uploaded late does not move a later check-in back.
-        before = await events.lock_check_in(tx, attendee_id)
-        if scan.scanned_at is not None and before is not None:
+        late = scan.scanned_at is not None
+        before = await check_in(tx, attendee_id, owner, product.event_id, at, now, keep_later=late)
+        if late and before is not None:
             checked_in_at = max(before, at)
-        before = await check_in(tx, attendee_id, owner, product.event_id, checked_in_at, now)
     body = CheckinRead(
         status="ok",
         item_id=item.item_id,
@@ -210,7 +242,7 @@ async def _scan_item(
     )
     await record(tx, principal.project_id, EventType.ITEM_REDEEMED, [ProductItemRead.of(item)])
     if attendee_id is not None and product.event_id is not None and before != checked_in_at:
-        await _checked_in_change(tx, principal, product.event_id, attendee_id, owner)
+        await _checked_in_change(tx, principal, product.event_id, attendee_id, owner, batch)
     await record(
         tx,
         principal.project_id,
@@ -229,6 +261,7 @@ async def _conflict(
     at: int,
     now: datetime,
     last: int | None,
+    batch: Batch | None,
 ) -> tuple[uuid.UUID | None, int | None]:
     """For a scan made offline at ``at`` of a ticket with no use left: the scan that took its
     last use, when that was recorded after this one was made (a conflict: a door that could
@@ -241,7 +274,7 @@ async def _conflict(
     checked_in_at = await events.lock_check_in(tx, winner.attendee_id)
     if checked_in_at is not None and at < checked_in_at:
         await events.set_checked_in(tx, winner.attendee_id, at, now)
-        await _checked_in_change(tx, principal, product.event_id, winner.attendee_id, owner)
+        await _checked_in_change(tx, principal, product.event_id, winner.attendee_id, owner, batch)
         checked_in_at = at
     return winner.id, checked_in_at
 
@@ -252,8 +285,13 @@ async def _checked_in_change(
     event_id: uuid.UUID,
     attendee_id: uuid.UUID,
     owner: UserRow,
+    batch: Batch | None,
 ) -> None:
-    event = await events.get_event_row(tx, principal.project_id, event_id)
+    event = None if batch is None else batch.events.get(event_id)
+    if event is None:
+        event = await events.get_event_row(tx, principal.project_id, event_id)
+        if batch is not None:
+            batch.events[event_id] = event
     attendee = await events.read_registered(tx, attendee_id, user=owner, event=event)
     checked = AttendeeRegistered.model_validate(attendee)
     await record(tx, principal.project_id, EventType.ATTENDEE_CHECKED_IN, [checked])
@@ -396,17 +434,23 @@ async def upload(
     now = utcnow()
     async with database.transaction() as tx:
         keys = await ticket_keys.project_keys(tx, principal.project_id)
-        found = [
-            await ticket_of_secret(
-                tx, principal.project_id, scan.secret, keys=keys, hash_key=hash_key
-            )
-            for scan in body.scans
-        ]
-        await _lock_items(tx, principal, [item for item in found if not isinstance(item, str)])
+        found = await tickets_of_secrets(
+            tx,
+            principal.project_id,
+            [scan.secret for scan in body.scans],
+            keys=keys,
+            hash_key=hash_key,
+        )
+        items = [item for item in found if not isinstance(item, str)]
+        batch = await _prepare(tx, principal, items, [scan.nonce for scan in body.scans])
         answers: dict[int, Scanned] = {}
         made = sorted(range(len(body.scans)), key=lambda i: (body.scans[i].scanned_at, i))
         for i in made:
             scan, item = body.scans[i], found[i]
+            earlier = batch.answered.get(scan.nonce)
+            if earlier is not None:
+                answers[i] = earlier
+                continue
             done = Scan(
                 scan.nonce,
                 scan.event_id,
@@ -417,7 +461,8 @@ async def upload(
             if isinstance(item, str):
                 answers[i] = await _refused(tx, principal, done, None, item)
             else:
-                answers[i] = await _scan_item(tx, principal, item.product_id, item.id, done)
+                answers[i] = await _scan_item(tx, principal, item.product_id, item.id, done, batch)
+            batch.answered[scan.nonce] = answers[i]
         await tx.commit()
     return BatchRead(
         results=[
@@ -431,20 +476,25 @@ async def upload(
     )
 
 
-async def _lock_items(tx: Transaction, principal: Principal, items: list[TicketItem]) -> None:
-    """The batch's products share-locked, then its items locked, each in id order: two batches
-    (or a batch and a scan) wait for each other, never deadlock."""
-    by_product: dict[uuid.UUID, set[uuid.UUID]] = {}
-    for item in items:
-        by_product.setdefault(item.product_id, set()).add(item.id)
+async def _prepare(
+    tx: Transaction, principal: Principal, items: list[TicketItem], nonces: list[str]
+) -> Batch:
+    """The batch's products share-locked, then its items locked in one statement, each in id
+    order (two batches, or a batch and a scan, wait for each other, never deadlock); then what
+    it reads once: its holders, and the scans its nonces made already."""
     locked = {
         product_id: await products.share_product(tx, principal.project_id, product_id)
-        for product_id in sorted(by_product)
+        for product_id in sorted({item.product_id for item in items})
     }
-    for item_id, product_id in sorted(
-        (item_id, product_id) for product_id, ids in by_product.items() for item_id in ids
-    ):
-        await products.lock_item(tx, locked[product_id], item_id)
+    rows = await products.lock_items(tx, [item.id for item in items]) if items else {}
+    owners, _ = await users_by(
+        tx, principal.project_id, ids=[item.owner_id for item in items], emails=[]
+    )
+    known = await repository.scans_of_nonces(tx, principal.project_id, nonces)
+    answered = {
+        nonce: Scanned(cast(Outcome, scan.status), scan.answer) for nonce, scan in known.items()
+    }
+    return Batch(locked, rows, owners, answered, {})
 
 
 # A sync ``since`` a cursor also gives what changed in the OVERLAP before it: a change made in a

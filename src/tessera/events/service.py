@@ -27,7 +27,7 @@ from tessera.events.schemas import (
 )
 from tessera.models.base import utcnow
 from tessera.schemas import PageParams
-from tessera.users.repository import UserRow, add_reputation, get_user_row
+from tessera.users.repository import UserRow, get_user_row, move_reputation
 from tessera.users.rules import require_activated
 
 FIRST_CHECK_IN_REPUTATION = 1
@@ -157,12 +157,17 @@ async def check_in(
     event_id: uuid.UUID,
     checked_in_at: int,
     now: datetime,
+    *,
+    keep_later: bool = False,
 ) -> int | None:
-    """The attendee checked in at ``checked_in_at`` (its row locked); the check-in time it had
-    before (None: this is their first, which adds 1 to the user's reputation)."""
+    """The attendee checked in at ``checked_in_at`` (its row locked; with ``keep_later``, a
+    later check-in time it has stays); the check-in time it had before (None: this is their
+    first, which adds 1 to the user's reputation)."""
     before = await repository.lock_check_in(tx, attendee_id)
+    if keep_later and before is not None:
+        checked_in_at = max(before, checked_in_at)
     if before is None:
-        await add_reputation(
+        await move_reputation(
             tx, user, delta=FIRST_CHECK_IN_REPUTATION, reason=f"check-in:{event_id}"
         )
     if before != checked_in_at:

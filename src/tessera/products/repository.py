@@ -300,6 +300,11 @@ _LOCK_ITEM = lock_for_update(
     )
 )
 _ITEM = select(_ITEMS).where(_ITEMS.c.id == bindparam("id"))
+# Many items locked at once, in one order: two transactions that lock some of the same wait for
+# each other, never deadlock.
+_LOCK_ITEMS = lock_for_update(
+    select(_ITEMS).where(_ITEMS.c.id.in_(bindparam("ids", expanding=True))).order_by(_ITEMS.c.id)
+)
 _HELD = (
     select(_ITEMS.c.owner_id, func.count().label("held"))
     .where(
@@ -311,6 +316,13 @@ _HELD = (
 _HIGHEST_REDEMPTION = select(func.max(_ITEMS.c.redemption_count)).where(
     _ITEMS.c.product_id == bindparam("product_id")
 )
+
+
+async def lock_items(tx: Transaction, ids: list[uuid.UUID]) -> dict[uuid.UUID, ItemRow]:
+    """The items locked until the transaction ends, in id order (their products share-locked
+    first, as for ``lock_item``), by id."""
+    found = await tx.all(_LOCK_ITEMS, ItemRow, ids=sorted(set(ids)))
+    return {row.id: row for row in found}
 
 
 async def lock_item(tx: Transaction, product: ProductRow, item_id: uuid.UUID) -> ItemRow:
@@ -417,6 +429,12 @@ async def write_redemption(tx: Transaction, item: Item) -> None:
 async def add_redemption(tx: Transaction, values: dict[str, Any]) -> None:
     """The record of a redemption (``redemptions``): the count and time it left the item at."""
     await tx.insert(Redemption, [values])
+
+
+def stage_redemption(tx: Transaction, values: dict[str, Any]) -> None:
+    """``add_redemption``, written with the transaction's other staged rows at its commit (a
+    scan's, which nothing reads before then)."""
+    tx.stage(Redemption, [values])
 
 
 async def write_transfer(tx: Transaction, item: Item) -> None:

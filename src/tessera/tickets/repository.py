@@ -55,6 +55,7 @@ _COLUMNS = (
     _ITEMS.c.owner_id,
 )
 _BY_ID = select(*_COLUMNS).where(_ITEMS.c.id == bindparam("id"))
+_BY_IDS = select(*_COLUMNS).where(_ITEMS.c.id.in_(bindparam("ids", expanding=True)))
 # The item at that version only: a transfer or reissue between finding the item and reading its
 # page (a new holder, perhaps) finds nothing rather than the new holder's ticket.
 _PAGE = (
@@ -98,6 +99,12 @@ _NEXT_VERSION = (
 async def ticket_item(rows: Rows, item_id: uuid.UUID) -> TicketItem | None:
     """The item of that id (any project's: the caller checks whose it is)."""
     return await rows.first(_BY_ID, TicketItem, id=item_id)
+
+
+async def ticket_items(rows: Rows, ids: list[uuid.UUID]) -> dict[uuid.UUID, TicketItem]:
+    """The items of those ids (any project's), by id."""
+    found = await rows.all(_BY_IDS, TicketItem, ids=list(set(ids)))
+    return {item.id: item for item in found}
 
 
 async def ticket_item_of_product(

@@ -2,6 +2,7 @@
 text read back as the project's ticket or why it is none."""
 
 import uuid
+from collections.abc import Sequence
 from typing import Literal
 
 from tessera import ticket_codes as codes
@@ -130,34 +131,53 @@ async def ticket_of_secret(
     """The project's item whose current secret ``text`` is, or why it is none. A signed secret
     is checked with the project's ``keys``; a legacy one (handed out before secrets were
     signed) with the MAC, as before."""
+    [found] = await tickets_of_secrets(rows, project_id, [text], keys=keys, hash_key=hash_key)
+    return found
+
+
+async def tickets_of_secrets(
+    rows: Rows, project_id: uuid.UUID, texts: Sequence[str], *, keys: ProjectKeys, hash_key: bytes
+) -> list[TicketItem | Unreadable]:
+    """``ticket_of_secret`` of each text, their items read in one statement."""
+    named = [_item_named(text, keys) for text in texts]
+    ids = [item_id for item_id in named if isinstance(item_id, uuid.UUID)]
+    items = await repository.ticket_items(rows, ids) if ids else {}
+    return [
+        item_id
+        if isinstance(item_id, str)
+        else _judged(text, items.get(item_id), project_id, keys, hash_key)
+        for text, item_id in zip(texts, named, strict=True)
+    ]
+
+
+def _item_named(text: str, keys: ProjectKeys) -> uuid.UUID | Unreadable:
+    """The item a secret names once its signature holds (a legacy one's: its MAC is checked
+    with the item), or why it names none."""
     signed = codes.read_signed(text)
     if signed is None:
-        return await _ticket_of_legacy_secret(rows, project_id, text, hash_key=hash_key)
+        item_id = codes.item_of(codes.Use.SECRET, text)
+        return "unknown" if item_id is None else item_id
     public_key = keys.live.get(signed.kid) or keys.retired.get(signed.kid)
     if public_key is None:
         return "unknown"
     if not codes.signature_holds(public_key, signed):
         return "invalid"
-    item = await repository.ticket_item(rows, signed.item_id)
+    return signed.item_id
+
+
+def _judged(
+    text: str, item: TicketItem | None, project_id: uuid.UUID, keys: ProjectKeys, hash_key: bytes
+) -> TicketItem | Unreadable:
     if item is None or item.project_id != project_id:
-        return "unknown"  # the project's own signature on an item it no longer has
+        return "unknown"  # no such item, or the project's own signature on one it has no more
+    signed = codes.read_signed(text)
+    if signed is None:  # legacy: the MAC of which version
+        version = codes.legacy_version(hash_key, text.upper(), item.ticket_version)
+        if version is None:
+            return "invalid"
+        return item if version == item.ticket_version else "revoked"
     if signed.kid not in keys.live or signed.version < item.ticket_version:
         return "revoked"
     if signed.version > item.ticket_version:
         return "invalid"  # a version never handed out
     return item
-
-
-async def _ticket_of_legacy_secret(
-    rows: Rows, project_id: uuid.UUID, text: str, *, hash_key: bytes
-) -> TicketItem | Unreadable:
-    item_id = codes.item_of(codes.Use.SECRET, text)
-    if item_id is None:
-        return "unknown"
-    item = await repository.ticket_item(rows, item_id)
-    if item is None or item.project_id != project_id:
-        return "unknown"
-    version = codes.legacy_version(hash_key, text.upper(), item.ticket_version)
-    if version is None:
-        return "invalid"
-    return item if version == item.ticket_version else "revoked"

@@ -457,14 +457,27 @@ async def add_reputation(
 ) -> ReputationEntryRow:
     """Atomically move a user's balance (never below 0) and record the entry (the entry, as
     written)."""
+    [entry] = await tx.insert(
+        ReputationEntry, [await _moved(tx, user, delta, reason)], ReputationEntryRow
+    )
+    return entry
+
+
+async def _moved(tx: Transaction, user: UserRow, delta: int, reason: str) -> dict[str, Any]:
+    """The user's balance moved by ``delta`` (never below 0): the entry that records it."""
     balance = await tx.scalar(_ADD_REPUTATION, id=user.id, delta=delta, now=utcnow())
     if balance is None:
         raise ReputationWouldBeNegative(
             f"reputation balance cannot go below 0 (balance {user.reputation}, delta {delta})"
         )
     values = {"project_id": user.project_id, "user_id": user.id, "delta": delta, "reason": reason}
-    [entry] = await tx.insert(ReputationEntry, [values | {"balance": balance}], ReputationEntryRow)
-    return entry
+    return values | {"balance": balance}
+
+
+async def move_reputation(tx: Transaction, user: UserRow, *, delta: int, reason: str) -> None:
+    """``add_reputation`` whose entry is written with the transaction's staged rows, at its
+    commit (a check-in's: nothing reads the entry before)."""
+    tx.stage(ReputationEntry, [await _moved(tx, user, delta, reason)])
 
 
 class EntryRow(NamedTuple):
