@@ -123,6 +123,8 @@ class TestCli:
             "name": "Acme",
             "require_activation": True,
             "ticket_emails": False,
+            "paper": "a4",
+            "ticket_pdf_in_emails": False,
         }
         started = time.monotonic()
         while (answer := await client.post(path, headers=tenant.w, json=body)).status_code == 201:

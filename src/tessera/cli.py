@@ -216,6 +216,18 @@ def project_set(
             "off by default).",
         ),
     ] = None,
+    paper: Annotated[
+        Literal["a4", "letter"] | None,
+        typer.Option("--paper", help="The paper of printable tickets' PDFs (a4 by default)."),
+    ] = None,
+    ticket_pdf_in_emails: Annotated[
+        bool | None,
+        typer.Option(
+            "--ticket-pdf-in-emails/--no-ticket-pdf-in-emails",
+            help="Attach each ticket's PDF to ticket emails (off by default; the emails link "
+            "to it either way).",
+        ),
+    ] = None,
 ) -> None:
     """Change a project's rules; prints the project's settings. Running requests see the change
     within 2 s."""
@@ -228,6 +240,8 @@ def project_set(
             project_id=project,
             require_activation=require_activation,
             ticket_emails=ticket_emails,
+            paper=paper,
+            ticket_pdf_in_emails=ticket_pdf_in_emails,
         )
         return ProjectSettings.model_validate(changed)
 

@@ -70,6 +70,47 @@ class TestProjectPage:
             assert project is not None and project.ticket_emails is False
 
 
+class TestPrintableTickets:
+    async def test_switches_the_paper_and_the_pdfs_in_emails(self, mail_app, tenant):
+        console = await owner_console(mail_app, tenant)
+        path = f"/console/projects/{tenant.project_id}"
+        shown = await console.get(path)
+        assert 'printed on <strong id="paper">A4</strong>' in shown.text
+        assert 'do <strong id="pdf-in-emails">not attach</strong> it' in shown.text
+        assert "Print on Letter" in shown.text
+
+        response = await console.post(f"{path}/printing", {"paper": "letter"})
+        assert response.status_code == 303
+        shown = await console.get(path)
+        assert 'printed on <strong id="paper">Letter</strong>' in shown.text
+        assert "Print on A4" in shown.text
+        response = await console.post(f"{path}/printing", {"ticket_pdf_in_emails": "true"})
+        assert response.status_code == 303
+        assert "attached%20to%20ticket%20emails" in response.headers["location"]
+        shown = await console.get(path)
+        assert '<strong id="pdf-in-emails">attach</strong> it' in shown.text
+        assert "Stop attaching the PDFs to ticket emails" in shown.text
+        refused = await console.post(f"{path}/printing", {"paper": "a3"})
+        assert refused.status_code == 400  # the console's answer to a form it cannot take
+        await console.http.aclose()
+        async with orm.session(database_of(mail_app), write=False) as session:
+            project = await session.get(Project, tenant.project_id)
+            assert project is not None
+            assert (project.paper, project.ticket_pdf_in_emails) == ("letter", True)
+
+    async def test_another_project_is_404(self, mail_app, tenant):
+        other = await make_tenant(mail_app, name="Other")
+        console = await owner_console(mail_app, tenant)
+        response = await console.post(
+            f"/console/projects/{other.project_id}/printing", {"paper": "letter"}
+        )
+        assert response.status_code == 404
+        await console.http.aclose()
+        async with orm.session(database_of(mail_app), write=False) as session:
+            project = await session.get(Project, other.project_id)
+            assert project is not None and project.paper == "a4"
+
+
 class TestEmailPage:
     async def test_lists_the_mails_with_their_last_error_and_no_link(
         self, client, mail_app, tenant, smtp, postman

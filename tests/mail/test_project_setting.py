@@ -64,6 +64,8 @@ class TestProjectSet:
             "name": "Acme",
             "require_activation": False,
             "ticket_emails": True,
+            "paper": "a4",
+            "ticket_pdf_in_emails": False,
         }
         started = time.monotonic()
         while await issue_one(client, database_of(mail_app), tenant, tenant.w) == 0:
@@ -90,3 +92,37 @@ class TestProjectSet:
         assert response.status_code == 200, response.text
         bearer = {"Authorization": f"Bearer {response.json()['access_token']}"}
         assert await issue_one(client, database_of(mail_app), tenant, bearer) == 1
+
+
+class TestPrintableTicketSettings:
+    async def test_paper_and_pdfs_in_emails_from_the_cli(self, mail_app, mail_settings):
+        tenant = await make_tenant(mail_app)
+        project = str(tenant.project_id)
+        done = await tessera(
+            mail_settings,
+            "project",
+            "set",
+            "--project",
+            project,
+            "--paper",
+            "letter",
+            "--ticket-pdf-in-emails",
+        )
+        assert done.returncode == 0, done.stderr
+        assert json.loads(done.stdout) == {
+            "id": project,
+            "name": "Acme",
+            "require_activation": False,
+            "ticket_emails": False,
+            "paper": "letter",
+            "ticket_pdf_in_emails": True,
+        }
+        done = await tessera(
+            mail_settings, "project", "set", "--project", project, "--no-ticket-pdf-in-emails"
+        )
+        shown = json.loads(done.stdout)
+        assert (shown["paper"], shown["ticket_pdf_in_emails"]) == ("letter", False)
+        refused = await tessera(
+            mail_settings, "project", "set", "--project", project, "--paper", "a3"
+        )
+        assert refused.returncode == 2 and "a3" in refused.stderr

@@ -52,6 +52,14 @@ class TicketEmailsForm(Input):
     ticket_emails: Literal["true", "false"]
 
 
+class PrintingForm(Input):
+    """The project's printable tickets as the project page's buttons set them: the paper, or
+    whether ticket email carries the PDFs (the one posted; the other unchanged)."""
+
+    paper: Literal["a4", "letter"] | None = None
+    ticket_pdf_in_emails: Literal["true", "false"] | None = None
+
+
 class RepairForm(Input):
     """A product's repair: "true" shows what it would do (the API's ``dry_run``), "false"
     queues it."""

@@ -21,6 +21,7 @@ class MailRow(NamedTuple):
     subject: str
     text_body: str
     html_body: str
+    ticket_pdfs: list[list[str | int]] | None
     cause: str
     status: MailStatus
     attempts: int
@@ -61,6 +62,7 @@ class _MailsByStatus(NamedTuple):
 
 _MAILS, _EVENTS, _PROJECTS = table_of(Mail), table_of(Event), table_of(Project)
 _TICKET_EMAILS = select(_PROJECTS.c.ticket_emails).where(_PROJECTS.c.id == bindparam("id"))
+_PDFS_IN_EMAILS = select(_PROJECTS.c.ticket_pdf_in_emails).where(_PROJECTS.c.id == bindparam("id"))
 _DUE = (
     or_(_MAILS.c.status == MailStatus.QUEUED, _MAILS.c.status == MailStatus.SENDING),
     _MAILS.c.next_attempt_at <= bindparam("now"),
@@ -101,6 +103,7 @@ _SETTLE = (
         # Settled, the mail is not sent again: its ticket links are not kept.
         text_body="",
         html_body="",
+        ticket_pdfs=None,
     )
 )
 _BACK = (
@@ -139,6 +142,11 @@ _EVENT_FACTS = select(
 async def ticket_emails(rows: Rows, project_id: uuid.UUID) -> bool:
     """Whether the project emails tickets (where no credential carries it: a claim)."""
     return bool(await rows.scalar(_TICKET_EMAILS, id=project_id))
+
+
+async def pdfs_in_emails(rows: Rows, project_id: uuid.UUID) -> bool:
+    """Whether the project's ticket emails carry each ticket's PDF."""
+    return bool(await rows.scalar(_PDFS_IN_EMAILS, id=project_id))
 
 
 async def add_mail(tx: Transaction, values: dict[str, Any]) -> bool:

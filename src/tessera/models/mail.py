@@ -2,7 +2,7 @@ import uuid
 from datetime import datetime
 from enum import StrEnum
 
-from sqlalchemy import ForeignKey, Index, Integer, String, Text, UniqueConstraint
+from sqlalchemy import JSON, ForeignKey, Index, Integer, String, Text, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
 from tessera.models.base import Base, IdMixin, UTCDateTime, Uuid, text_enum, utcnow
@@ -47,6 +47,9 @@ class Mail(IdMixin, Base):
     subject: Mapped[str] = mapped_column(String(255))
     text_body: Mapped[str] = mapped_column(Text)
     html_body: Mapped[str] = mapped_column(Text)
+    # The tickets whose PDF the sender attaches, rendered as it sends (``[[item id, ticket
+    # version], ...]``; None: none), when the project asked for them as the mail was written.
+    ticket_pdfs: Mapped[list[list[str | int]] | None] = mapped_column(JSON)
     cause: Mapped[str] = mapped_column(String(160))
     status: Mapped[MailStatus] = mapped_column(text_enum(MailStatus), default=MailStatus.QUEUED)
     attempts: Mapped[int] = mapped_column(Integer, default=0)

@@ -17,6 +17,8 @@ from tessera.models.base import (
 
 # What a credential may do; a write credential may also read.
 Permission = Literal["read", "write"]
+# The paper a ticket's PDF is printed on (``tessera project set --paper``).
+Paper = Literal["a4", "letter"]
 # What an API key may do: also ``checkin``, the door's (scan, annul, upload scans, read the
 # sync; 403 on every other route).
 KeyPermission = Literal["read", "write", "checkin"]
@@ -36,6 +38,10 @@ class Project(IdMixin, TimestampMixin, Base):
     # Email of their tickets to the users who receive items (docs/email.md), when the server
     # has TESSERA_SMTP_URL: ``tessera project set --ticket-emails``, the console's project page.
     ticket_emails: Mapped[bool] = mapped_column(default=False, server_default=false())
+    # The printable ticket's page size (``GET /tickets/{token}/ticket.pdf``, docs/tickets.md).
+    paper: Mapped[Paper] = mapped_column(String(8), default="a4", server_default="a4")
+    # Ticket email carries each ticket's PDF as an attachment too (the link is there always).
+    ticket_pdf_in_emails: Mapped[bool] = mapped_column(default=False, server_default=false())
 
 
 class ProjectWallet(IdMixin, TimestampMixin, CustodialKeyMixin, Base):

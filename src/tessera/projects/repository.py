@@ -11,6 +11,7 @@ from tessera.db import Rows, Transaction, table_of
 from tessera.errors import ProjectNotFound
 from tessera.models import Project, ProjectWallet, ProjectWalletBalance
 from tessera.models.base import UTCDateTime
+from tessera.models.project import Paper
 
 
 class ProjectRow(NamedTuple):
@@ -19,6 +20,8 @@ class ProjectRow(NamedTuple):
     active_user_count: int
     require_activation: bool
     ticket_emails: bool
+    paper: Paper
+    ticket_pdf_in_emails: bool
     id: uuid.UUID
     created_at: datetime
     updated_at: datetime
@@ -68,6 +71,11 @@ _SET_RULES = (
         ticket_emails=func.coalesce(
             bindparam("ticket_emails", type_=_PROJECTS.c.ticket_emails.type),
             _PROJECTS.c.ticket_emails,
+        ),
+        paper=func.coalesce(bindparam("paper", type_=_PROJECTS.c.paper.type), _PROJECTS.c.paper),
+        ticket_pdf_in_emails=func.coalesce(
+            bindparam("ticket_pdf_in_emails", type_=_PROJECTS.c.ticket_pdf_in_emails.type),
+            _PROJECTS.c.ticket_pdf_in_emails,
         ),
         updated_at=bindparam("now", type_=UTCDateTime()),
     )
@@ -122,6 +130,8 @@ async def set_rules(
     *,
     require_activation: bool | None,
     ticket_emails: bool | None,
+    paper: Paper | None = None,
+    ticket_pdf_in_emails: bool | None = None,
     now: datetime,
 ) -> ProjectRow:
     """The project with the rules given changed (None: unchanged), as it is now
@@ -132,6 +142,8 @@ async def set_rules(
         project_id=project_id,
         require_activation=require_activation,
         ticket_emails=ticket_emails,
+        paper=paper,
+        ticket_pdf_in_emails=ticket_pdf_in_emails,
         now=now,
     )
     if project is None:

@@ -5,7 +5,7 @@ from typing import Self
 from tessera.auth.principal import Permission
 from tessera.chain.keys import ss58_address
 from tessera.config import Chain, ChainConfig
-from tessera.models.project import KeyPermission
+from tessera.models.project import KeyPermission, Paper
 from tessera.projects.repository import ProjectWalletRow
 from tessera.schemas import SnakeInput, SnakeModel
 
@@ -66,6 +66,8 @@ class ProjectSettings(SnakeModel):
     name: str
     require_activation: bool
     ticket_emails: bool
+    paper: Paper
+    ticket_pdf_in_emails: bool
 
 
 class ApiKeyCreated(SnakeModel):

@@ -15,7 +15,7 @@ from tessera.config import Chain
 from tessera.crypto import SecretBox
 from tessera.db import Database, Rows
 from tessera.models.base import new_id, utcnow
-from tessera.models.project import KeyPermission
+from tessera.models.project import KeyPermission, Paper
 from tessera.projects import repository
 from tessera.projects.repository import ProjectRow, ProjectWalletRow
 from tessera.projects.schemas import ApiKeyCreated, ClientCreated, ProjectCreated
@@ -53,9 +53,12 @@ async def set_project_rules(
     project_id: uuid.UUID,
     require_activation: bool | None = None,
     ticket_emails: bool | None = None,
+    paper: Paper | None = None,
+    ticket_pdf_in_emails: bool | None = None,
 ) -> ProjectRow:
     """Change the rules given (None: unchanged) of an existing project (404 otherwise)."""
-    if require_activation is None and ticket_emails is None:
+    given = (require_activation, ticket_emails, paper, ticket_pdf_in_emails)
+    if all(rule is None for rule in given):
         return await database.read(repository.get_project, project_id)
     async with database.transaction() as tx:
         project = await repository.set_rules(
@@ -63,6 +66,8 @@ async def set_project_rules(
             project_id,
             require_activation=require_activation,
             ticket_emails=ticket_emails,
+            paper=paper,
+            ticket_pdf_in_emails=ticket_pdf_in_emails,
             now=utcnow(),
         )
         await tx.commit()
