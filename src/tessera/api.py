@@ -46,9 +46,11 @@ OPEN_ROUTES = frozenset(
         ("POST", "/v1/claims/{token}"),
         ("GET", "/claim/{token}"),
         ("POST", "/claim/{token}"),
-        # A ticket's page and its event's calendar file: the token in the path is the credential.
+        # A ticket's page, its event's calendar file and its PDF: the token in the path is the
+        # credential.
         ("GET", "/tickets/{token}"),
         ("GET", "/tickets/{token}/event.ics"),
+        ("GET", "/tickets/{token}/ticket.pdf"),
         # The door scanner's page and service worker: a shell, its data comes from the API.
         ("GET", "/scan"),
         ("GET", "/scan/sw.js"),

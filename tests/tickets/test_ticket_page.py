@@ -325,7 +325,8 @@ class TestCalendar:
     async def test_no_calendar_for_a_product_without_event(self, client, tenant):
         _, _, _, ticket = await held(client, tenant)
         document = page(await client.get(path_of(ticket["url"])), 200)
-        assert document.all("section") == [] and document.all("a") == []
+        assert document.all("section") == []
+        assert [a.attrs["id"] for a in document.all("a")] == ["pdf"]  # the PDF, no calendar
         assert document.all("time") == []
         document = page(await client.get(path_of(ticket["url"]) + "/event.ics"), 404)
         assert refusal(document) == (

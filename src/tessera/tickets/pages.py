@@ -1,6 +1,7 @@
 """The ticket page, for the person who holds the item: ``GET /tickets/{token}`` shows the
 product, its event, the holder's name, the item's state and a QR code of the ticket's secret,
-what the door scans; ``GET /tickets/{token}/event.ics`` puts the event in a calendar.
+what the door scans; ``GET /tickets/{token}/event.ics`` puts the event in a calendar;
+``GET /tickets/{token}/ticket.pdf`` is the ticket to print (``tessera.tickets.pdf``).
 
 No credential: the token in the path is one, as a claim link's is, so the pages carry the claim
 pages' headers (``tessera.pages.HEADERS``: nothing from another host, no Referer, not cached).
@@ -10,6 +11,7 @@ token (reissued, or the item transferred: its new holder has a new page) is one 
 same for all, so that a stranger learns nothing of an item from its old address.
 """
 
+import asyncio
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -26,6 +28,7 @@ from tessera.pages import HEADERS, page
 from tessera.products.schemas import is_fully_redeemed
 from tessera.ticket_keys.dependencies import SignersDep
 from tessera.tickets import repository
+from tessera.tickets.pdf import PrintedTicket, ticket_pdf
 from tessera.tickets.repository import TicketItem, TicketPageRow
 from tessera.tickets.service import item_of_code
 
@@ -66,6 +69,14 @@ async def _ticket(rows: Rows, token: str, hash_key: bytes) -> Ticket | None:
         return None
     shown = await repository.ticket_page(rows, item)
     return None if shown is None else Ticket(item, shown)
+
+
+async def _printable(rows: Rows, token: str, hash_key: bytes) -> tuple[Ticket, str] | None:
+    """The ticket and the paper its project prints on."""
+    ticket = await _ticket(rows, token, hash_key)
+    if ticket is None:
+        return None
+    return ticket, await repository.paper_of(rows, ticket.item.project_id)
 
 
 def state_of(shown: TicketPageRow) -> State:
@@ -137,6 +148,7 @@ async def ticket_page(
         "secret": secret,
         "qr": qr_svg(secret),
         "calendar": f"{token}/event.ics",  # relative: /tickets/{token}/event.ics
+        "pdf": f"{token}/ticket.pdf",
     }
     return page(request, "ticket.html", context)
 
@@ -154,4 +166,23 @@ async def ticket_calendar(
         calendar_of(ticket),
         media_type="text/calendar",
         headers={**HEADERS, "Content-Disposition": 'attachment; filename="event.ics"'},
+    )
+
+
+@router.get("/tickets/{token}/ticket.pdf", response_model=None)
+async def ticket_pdf_page(
+    request: Request, database: DatabaseDep, settings: SettingsDep, signers: SignersDep, token: str
+) -> Response:
+    found = await database.read(_printable, token, settings.hash_key_bytes)
+    if found is None:
+        return _missing(request, *NOT_VALID)
+    ticket, paper = found
+    signer = await signers.of(database, ticket.item.project_id)
+    printed = PrintedTicket(ticket.shown, signer.secret(ticket.item.id, ticket.item.ticket_version))
+    # In a thread: a page takes some 20 ms to draw, too long to hold the event loop.
+    pdf = await asyncio.to_thread(ticket_pdf, [printed], paper)
+    return Response(
+        pdf,
+        media_type="application/pdf",
+        headers={**HEADERS, "Content-Disposition": 'inline; filename="ticket.pdf"'},
     )

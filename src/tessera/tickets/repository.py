@@ -8,11 +8,12 @@ from typing import NamedTuple
 from sqlalchemy import and_, bindparam, select, update
 
 from tessera.db import Rows, Transaction, table_of
-from tessera.models import Attendee, Event, Product, ProductItem, User
+from tessera.models import Attendee, Event, Product, ProductItem, Project, User
 from tessera.products.repository import item_of_product
 
 _ITEMS, _PRODUCTS = table_of(ProductItem), table_of(Product)
 _EVENTS, _ATTENDEES, _USERS = table_of(Event), table_of(Attendee), table_of(User)
+_PROJECTS = table_of(Project)
 
 
 class TicketItem(NamedTuple):
@@ -89,6 +90,7 @@ _PAGE = (
     )
     .where(_ITEMS.c.id == bindparam("id"), _ITEMS.c.ticket_version == bindparam("version"))
 )
+_PAPER = select(_PROJECTS.c.paper).where(_PROJECTS.c.id == bindparam("id"))
 _NEXT_VERSION = (
     update(_ITEMS)
     .where(_ITEMS.c.id == bindparam("id"))
@@ -119,6 +121,11 @@ async def ticket_item_of_product(
 async def ticket_page(rows: Rows, item: TicketItem) -> TicketPageRow | None:
     """What the item's page shows, in one statement; None once its version has moved on."""
     return await rows.first(_PAGE, TicketPageRow, id=item.id, version=item.ticket_version)
+
+
+async def paper_of(rows: Rows, project_id: uuid.UUID) -> str:
+    """The paper the project's tickets print on ("a4" or "letter")."""
+    return str(await rows.scalar(_PAPER, id=project_id) or "a4")
 
 
 async def next_version(tx: Transaction, item_id: uuid.UUID, now: datetime) -> None:
