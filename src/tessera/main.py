@@ -3,7 +3,8 @@
 import asyncio
 import gc
 import logging
-from collections.abc import AsyncIterator
+import uuid
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
@@ -40,7 +41,7 @@ from tessera.health.router import router as health_router
 from tessera.idempotency.service import IdempotencyStore, purge_expired
 from tessera.jobs.worker import Handlers, JobContext, Worker
 from tessera.mail import sender as mail_sender
-from tessera.mail.sender import Postman
+from tessera.mail.sender import Postman, TicketPdfs
 from tessera.metrics.process import observe_pool_wait, observe_write_wait, sample_pool_until
 from tessera.metrics.router import router as metrics_router
 from tessera.metrics.service import wallet_balance_chore
@@ -52,6 +53,7 @@ from tessera.reconciliation.tasks import reconcile_chore
 from tessera.scanner import router as scanner_router
 from tessera.ticket_keys.service import Signers
 from tessera.tickets import pages as ticket_pages
+from tessera.tickets.service import ticket_pdfs
 from tessera.webhooks.addresses import url_pattern
 from tessera.webhooks.dispatcher import Dispatcher
 from tessera.webhooks.router import document_deliveries
@@ -78,6 +80,18 @@ def job_handlers() -> Handlers:
 CHORES = [(600.0, purge_expired)]
 
 
+def pdfs_of(database: Database, signers: Signers) -> TicketPdfs:
+    """What the mail sender attaches to a ticket email: the tickets' PDFs, as the tickets
+    package renders them."""
+
+    async def render(
+        project_id: uuid.UUID, wanted: Sequence[tuple[uuid.UUID, int]]
+    ) -> list[tuple[int, bytes]]:
+        return await ticket_pdfs(database, signers, project_id=project_id, wanted=wanted)
+
+    return render
+
+
 def make_worker(context: JobContext, settings: Settings) -> Worker:
     chores = [
         *CHORES,
@@ -92,7 +106,11 @@ def make_worker(context: JobContext, settings: Settings) -> Worker:
     webhooks = Dispatcher.from_settings(context.database, context.box, settings)
     companions = [webhooks.run_forever]
     # Email, when the server sends it (TESSERA_SMTP_URL): docs/email.md.
-    postman = Postman.from_settings(context.database, settings)
+    postman = Postman.from_settings(
+        context.database,
+        settings,
+        ticket_pdfs=pdfs_of(context.database, Signers(context.box)),
+    )
     if postman is not None:
         companions.append(postman.run_forever)
     return Worker.from_settings(

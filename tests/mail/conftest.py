@@ -37,7 +37,7 @@ from sqlalchemy import select
 from tessera.config import Settings, parse_smtp_url
 from tessera.db import Database, database_of
 from tessera.mail.sender import Postman
-from tessera.main import create_app
+from tessera.main import create_app, pdfs_of
 from tessera.models import Mail
 from tessera.projects.service import set_project_rules
 from tests import orm
@@ -46,7 +46,9 @@ from tests.factories import Tenant
 MAIL_FROM = "Tessera Tickets <tickets@tessera.test>"
 SMTP_USER = "tessera"
 SMTP_PASSWORD = "s3cret-smtp-p4ssw0rd"
-TICKET_LINK = re.compile(r"http://tessera\.test/tickets/[A-Za-z0-9_-]{43}")
+# A ticket's page, and its PDF (``{page}/ticket.pdf``), which the page link is not.
+TICKET_LINK = re.compile(r"http://tessera\.test/tickets/[A-Za-z0-9_-]{43}(?![A-Za-z0-9_/-])")
+PDF_LINK = re.compile(r"http://tessera\.test/tickets/[A-Za-z0-9_-]{43}/ticket\.pdf")
 CLAIM_LINK = re.compile(r"http://tessera\.test/claim/tcl_[A-Za-z0-9_-]+")
 
 
@@ -84,6 +86,13 @@ class Received:
         found = pattern.findall(self.text)
         assert re.findall(pattern, self.html.replace("&amp;", "&")) == found
         return found
+
+    def attachments(self) -> list[tuple[str, str, bytes]]:
+        """The attached files: name, content type, bytes."""
+        return [
+            (str(part.get_filename()), part.get_content_type(), part.get_payload(decode=True))
+            for part in self.message.iter_attachments()
+        ]
 
 
 DROP = "drop"  # the server takes the message, then the connection ends before its answer
@@ -327,7 +336,9 @@ def make_postman(database: Database, server: MailServer, **overrides: Any) -> Po
 
 @pytest.fixture
 def postman(mail_app: FastAPI, smtp: MailServer) -> Postman:
-    return make_postman(database_of(mail_app), smtp)
+    """The sender as the worker makes it: it attaches the tickets' PDFs a mail names."""
+    database = database_of(mail_app)
+    return make_postman(database, smtp, ticket_pdfs=pdfs_of(database, mail_app.state.signers))
 
 
 async def send_until(

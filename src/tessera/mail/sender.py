@@ -12,6 +12,11 @@ workers send each mail once), and sends them over one connection:
 - a 5xx answer to the mail itself (its sender, its recipient, its message): ``failed`` at once;
 - a failed mail fires ``mail.failed``.
 
+A ticket email of a project that attaches its tickets' PDFs names them (``ticket_pdfs``: item
+id and ticket version); the sender renders them as it builds the message (``TicketPdfs``, which
+the tickets package gives: this package does not know how a ticket is drawn), leaving out a
+ticket whose version has moved on since.
+
 At most once. Right before its message goes to the server a mail is marked ``sent`` (only by
 the sender whose lease it is), so a worker that dies after that (or a connection that drops
 while the server takes the message, when nobody can say whether it took it) leaves it ``sent``
@@ -24,7 +29,8 @@ taken again when the lease ends.
 import asyncio
 import logging
 import ssl
-from collections.abc import Awaitable, Callable
+import uuid
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from email import policy
@@ -67,6 +73,13 @@ class Verdict(Enum):
     LEFT = "left"  # the lease ran out and another sender took it: not this sender's
 
 
+# The tickets' PDFs of a project, by item id and ticket version: each ticket still at that
+# version as (its item's number, the PDF).
+TicketPdfs = Callable[
+    [uuid.UUID, Sequence[tuple[uuid.UUID, int]]], Awaitable[list[tuple[int, bytes]]]
+]
+
+
 @dataclass(frozen=True, slots=True)
 class Outcome:
     verdict: Verdict
@@ -94,6 +107,7 @@ class Postman:
         give_up_after: timedelta = GIVE_UP_AFTER,
         timeout: float = TIMEOUT_SECONDS,
         tls_context: ssl.SSLContext | None = None,
+        ticket_pdfs: TicketPdfs | None = None,
     ) -> None:
         self.database = database
         self.server = server
@@ -107,14 +121,24 @@ class Postman:
         self.timeout = timeout
         # The certificates trusted (None: the system's, with the host name checked).
         self.tls_context = tls_context
+        # None: no attachment (the mails still link to the PDFs).
+        self.ticket_pdfs = ticket_pdfs
 
     @classmethod
-    def from_settings(cls, database: Database, settings: Settings) -> "Postman | None":
+    def from_settings(
+        cls, database: Database, settings: Settings, *, ticket_pdfs: TicketPdfs | None = None
+    ) -> "Postman | None":
         """The sender of ``TESSERA_SMTP_URL``; None when it is unset (no email)."""
         server = settings.smtp
         if server is None or settings.mail_from is None:
             return None
-        return cls(database, server, settings.mail_from, poll_seconds=settings.worker_poll_seconds)
+        return cls(
+            database,
+            server,
+            settings.mail_from,
+            poll_seconds=settings.worker_poll_seconds,
+            ticket_pdfs=ticket_pdfs,
+        )
 
     async def run_forever(self, stop: asyncio.Event) -> None:
         """Send until ``stop``; the worker runs this beside its jobs."""
@@ -172,7 +196,12 @@ class Postman:
         recipient = mail.recipient
         international = not recipient.isascii()
         try:
-            message = self._message(mail, international=international)
+            attachments = await self._attachments(mail)
+        except Exception as exc:  # a read or a render that failed: nothing went, again later
+            log.exception("mail %s: its tickets' PDFs were not rendered", mail.id)
+            return Outcome(Verdict.RETRY, self._error("the tickets' PDFs: ", exc))
+        try:
+            message = self._message(mail, attachments, international=international)
             await client.mail(self.sender, options=["SMTPUTF8"] if international else [])
             await client.rcpt(recipient)
         except SMTPResponseException as exc:
@@ -202,7 +231,24 @@ class Postman:
             )
         return Outcome(Verdict.SENT)
 
-    def _message(self, mail: MailRow, *, international: bool) -> bytes:
+    async def _attachments(self, mail: MailRow) -> list[tuple[str, bytes]]:
+        """The mail's tickets' PDFs as files to attach, ``ticket-<item number>.pdf``."""
+        if not mail.ticket_pdfs or self.ticket_pdfs is None:
+            return []
+        wanted = [(uuid.UUID(str(item)), int(version)) for item, version in mail.ticket_pdfs]
+        files: list[tuple[str, bytes]] = []
+        names: set[str] = set()
+        for number, pdf in await self.ticket_pdfs(mail.project_id, wanted):
+            name = f"ticket-{number}.pdf"
+            if name in names:  # two products' items of one number
+                name = f"ticket-{number}-{len(files) + 1}.pdf"
+            names.add(name)
+            files.append((name, pdf))
+        return files
+
+    def _message(
+        self, mail: MailRow, attachments: list[tuple[str, bytes]], *, international: bool
+    ) -> bytes:
         message = EmailMessage()
         message["From"] = self.mail_from
         message["To"] = mail.recipient
@@ -213,6 +259,8 @@ class Postman:
         message["Auto-Submitted"] = "auto-generated"
         message.set_content(mail.text_body)
         message.add_alternative(mail.html_body, subtype="html")
+        for name, pdf in attachments:
+            message.add_attachment(pdf, maintype="application", subtype="pdf", filename=name)
         return message.as_bytes(policy=policy.SMTPUTF8 if international else policy.SMTP)
 
     def _error(self, prefix: str, exc: Exception) -> str:

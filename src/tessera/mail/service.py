@@ -58,8 +58,13 @@ class Holder(Protocol):
 
 
 class HeldTicket(NamedTuple):
+    """A ticket an email links to, its holder, and which item at which version it is (what
+    the sender renders the PDF of, when the project attaches them)."""
+
     holder: Holder
     ticket: Ticket
+    item_id: uuid.UUID
+    version: int
 
 
 class TicketProduct(Protocol):
@@ -104,6 +109,8 @@ async def tickets_of(
                 ),
                 secret=signer.secret(item.id, item.ticket_version),
             ),
+            item.id,
+            item.ticket_version,
         )
         for item in items
     ]
@@ -117,12 +124,15 @@ async def queue_tickets(
     kind: Kind,
     cause: str,
 ) -> int:
-    """One email to each holder of ``held`` with a link to each of their tickets, for the
-    change ``cause`` (the mail's cause is ``{cause}:{user id}``); how many were written."""
+    """One email to each holder of ``held`` with a link to each of their tickets (the page,
+    the PDF), for the change ``cause`` (the mail's cause is ``{cause}:{user id}``); how many
+    were written. When the project asks for it (``ticket_pdf_in_emails``), the mail names its
+    tickets for the sender to attach their PDFs, rendered as it sends."""
     by_holder: dict[uuid.UUID, list[HeldTicket]] = {}
     for one in held:
         by_holder.setdefault(one.holder.id, []).append(one)
     events = await _events(tx, project_id, {one.ticket.event_id for one in held})
+    attach = bool(held) and await repository.pdfs_in_emails(tx, project_id)
     written = 0
     for holder_id, theirs in by_holder.items():
         holder = theirs[0].holder
@@ -134,7 +144,12 @@ async def queue_tickets(
             tickets=[one.ticket for one in theirs],
             events=events,
         )
-        written += await _add(tx, project_id, holder.email, letter, f"{cause}:{holder_id}")
+        pdfs: list[list[str | int]] | None = None
+        if attach:
+            pdfs = [[str(one.item_id), one.version] for one in theirs]
+        written += await _add(
+            tx, project_id, holder.email, letter, f"{cause}:{holder_id}", ticket_pdfs=pdfs
+        )
     return written
 
 
@@ -171,7 +186,13 @@ async def _events(
 
 
 async def _add(
-    tx: Transaction, project_id: uuid.UUID, recipient: str, letter: Letter, cause: str
+    tx: Transaction,
+    project_id: uuid.UUID,
+    recipient: str,
+    letter: Letter,
+    cause: str,
+    *,
+    ticket_pdfs: list[list[str | int]] | None = None,
 ) -> int:
     now = utcnow()
     written = await repository.add_mail(
@@ -183,6 +204,7 @@ async def _add(
             "subject": letter.subject,
             "text_body": letter.text,
             "html_body": letter.html,
+            "ticket_pdfs": ticket_pdfs,
             "cause": cause,
             "status": MailStatus.QUEUED,
             "attempts": 0,

@@ -1,6 +1,7 @@
 """Tickets as the API gives them: an item's secret and page, reissued on demand; a scanned
 text read back as the project's ticket or why it is none."""
 
+import asyncio
 import uuid
 from collections.abc import Sequence
 from typing import Literal
@@ -17,7 +18,8 @@ from tessera.models.base import utcnow
 from tessera.products.repository import get_product_row
 from tessera.ticket_keys.service import ProjectKeys, Signer, Signers
 from tessera.tickets import repository
-from tessera.tickets.repository import TicketItem
+from tessera.tickets.pdf import PrintedTicket, ticket_pdf
+from tessera.tickets.repository import TicketItem, TicketPageRow
 from tessera.tickets.schemas import TicketRead, TicketReissued
 from tessera.users.repository import get_user_row
 from tessera.users.schemas import UserRef
@@ -45,7 +47,7 @@ async def mail_ticket(tx: Transaction, mail: TicketMail, item: TicketItem, *, ki
     await outbox.queue_tickets(
         tx,
         item.project_id,
-        [HeldTicket(holder, ticket)],
+        [HeldTicket(holder, ticket, item.id, item.ticket_version)],
         kind=kind,
         cause=f"{kind.value}:{item.id}:{item.ticket_version}",
     )
@@ -104,6 +106,44 @@ async def reissue_ticket(
         await tx.commit()
     signer = await signers.of(database, principal.project_id)
     return shown(found, signer, hash_key=hash_key, base_url=base_url)
+
+
+async def ticket_pdfs(
+    database: Database,
+    signers: Signers,
+    *,
+    project_id: uuid.UUID,
+    wanted: Sequence[tuple[uuid.UUID, int]],
+) -> list[tuple[int, bytes]]:
+    """Each of the project's tickets ``wanted`` (item id, ticket version) as a PDF of its own,
+    with its item's number, on the project's paper: what the mail sender attaches. A ticket
+    whose version has moved on (reissued, transferred) is left out: that ticket is no longer
+    valid, and its holder was sent the new one."""
+    found = await database.read(_printable, project_id, wanted)
+    if not found:
+        return []
+    signer = await signers.of(database, project_id)
+    paper, shown = found
+    rendered = []
+    for item, page in shown:
+        printed = PrintedTicket(page, signer.secret(item.id, item.ticket_version))
+        rendered.append((item.item_id, await asyncio.to_thread(ticket_pdf, [printed], paper)))
+    return rendered
+
+
+async def _printable(
+    rows: Rows, project_id: uuid.UUID, wanted: Sequence[tuple[uuid.UUID, int]]
+) -> tuple[str, list[tuple[TicketItem, TicketPageRow]]] | None:
+    items = await repository.ticket_items(rows, [item_id for item_id, _ in wanted])
+    shown = []
+    for item_id, version in wanted:
+        item = items.get(item_id)
+        if item is None or item.project_id != project_id or item.ticket_version != version:
+            continue
+        page = await repository.ticket_page(rows, item)
+        if page is not None:
+            shown.append((item, page))
+    return (await repository.paper_of(rows, project_id), shown) if shown else None
 
 
 async def item_of_code(
