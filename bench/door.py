@@ -21,8 +21,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import httpx
-from bench import seed
-from bench.servers import BIN, free_port
+from bench import seed, servers
+from bench.servers import BIN
 
 from tessera import migrations
 
@@ -74,40 +74,16 @@ def timed(client: httpx.Client, door: dict[str, str], body: dict) -> tuple[float
 def run_backend(backend: str, folder: Path) -> dict:
     url = seed.fresh_database(backend, folder, PG_URL)
     migrations.upgrade(url)
-    port = free_port()
-    env = {
-        **{k: v for k, v in os.environ.items() if not k.startswith("TESSERA_")},
-        "TESSERA_DATABASE_URL": url,
-        "TESSERA_PORT": str(port),
-        "TESSERA_LOG_LEVEL": "warning",
-    }
+    env = servers.server_env(url)
     project = cli(env, "project", "create", "--name", "bench-door")
     door_key = cli(
         env, "apikey", "create", "--project", project["project_id"], "--permission", "checkin"
     )
-    log = (folder / f"serve-{backend}.log").open("wb")
-    server = subprocess.Popen(
-        [str(BIN / "tessera"), "serve", "--host", "127.0.0.1", "--port", str(port)],
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                if httpx.get(f"{base}/v1/version", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if time.monotonic() > deadline:
-                raise RuntimeError("tessera serve did not answer")
-            time.sleep(0.2)
+    with servers.Server("uvicorn", "tessera", env, folder / f"serve-{backend}.log") as server:
         headers = {"x-api-key": project["api_key"]}
         door = {"x-api-key": door_key["api_key"]}
         first, again = [], []
-        with httpx.Client(base_url=base, headers=headers, timeout=120) as client:
+        with httpx.Client(base_url=server.url, headers=headers, timeout=120) as client:
             event = client.post(
                 "/v1/events/create",
                 json={
@@ -139,9 +115,6 @@ def run_backend(backend: str, folder: Path) -> dict:
                 seconds, statuses = timed(client, door, body)
                 assert statuses == ["ok"] * SCANS, set(statuses)
                 again.append(seconds)
-    finally:
-        server.terminate()
-        server.wait(30)
     return {
         "backend": backend,
         "scans": SCANS,
