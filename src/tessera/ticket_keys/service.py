@@ -53,29 +53,36 @@ class Signers:
         self._kept: dict[uuid.UUID, tuple[Signer, float]] = {}
 
     async def of(self, database: Database, project_id: uuid.UUID) -> Signer:
-        kept = self._kept.get(project_id)
-        if kept is not None and time.monotonic() - kept[1] < SIGNER_SECONDS:
-            return kept[0]
+        kept = self._kept_for(project_id)
+        if kept is not None:
+            return kept
         row = await database.read(repository.signing_key, project_id)
         if row is None:
             async with database.transaction() as tx:
                 row = await _first_key(tx, self.box, project_id)
                 await tx.commit()
-        signer = Signer(row.kid, self._open(row))
-        self._kept[project_id] = (signer, time.monotonic())
-        return signer
+        return self._keep(project_id, row)
 
     async def within(self, tx: Transaction, project_id: uuid.UUID) -> Signer:
         """The project's signer, read in ``tx`` (a write transaction that hands out secrets:
         an email's); a first key is made in it, and kept only once it is known to be
         committed (the next time it is read)."""
-        kept = self._kept.get(project_id)
-        if kept is not None and time.monotonic() - kept[1] < SIGNER_SECONDS:
-            return kept[0]
+        kept = self._kept_for(project_id)
+        if kept is not None:
+            return kept
         row = await repository.signing_key(tx, project_id)
         if row is None:
             made = await _first_key(tx, self.box, project_id)
             return Signer(made.kid, self._open(made))
+        return self._keep(project_id, row)
+
+    def _kept_for(self, project_id: uuid.UUID) -> Signer | None:
+        kept = self._kept.get(project_id)
+        if kept is not None and time.monotonic() - kept[1] < SIGNER_SECONDS:
+            return kept[0]
+        return None
+
+    def _keep(self, project_id: uuid.UUID, row: CheckinKeyRow) -> Signer:
         signer = Signer(row.kid, self._open(row))
         self._kept[project_id] = (signer, time.monotonic())
         return signer
