@@ -9,10 +9,13 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from nacl.exceptions import BadSignatureError
 from nacl.signing import VerifyKey
+from sqlalchemy import update
 
 from tessera import ticket_codes
+from tessera.models import Attendee, ProductItem, User
 from tessera.models.base import utcnow
 from tessera.ticket_keys import service as ticket_keys
+from tests import orm
 from tests.checkins.test_checkins import admission, attendee_of, scan, ticket
 from tests.factories import (
     create_event,
@@ -313,22 +316,37 @@ class TestUpload:
 
 
 class TestSync:
-    async def test_since_a_cursor_only_what_changed(self, app, client, tenant):
+    async def test_since_a_cursor_only_what_changed(self, client, tenant, database):
         event, product, _, shown = await admission(client, tenant)
         [bob, cleo] = await create_users(client, tenant, 2)
         await issue_items(client, tenant, product["id"], bob["id"])
         first = await sync(client, tenant.r, event)
         assert len(first["tickets"]) == 2
-        # Nothing changed: nothing new (within the overlap, the tickets may come again).
-        assert len((await sync(client, tenant.r, event, "1000000"))["tickets"]) == 2
+        # Everything as it was an hour ago: past the cursor's overlap, nothing has changed.
+        hour_ago = utcnow() - timedelta(hours=1)
+        async with orm.session(database) as session:
+            for model in (ProductItem, User, Attendee):
+                await session.execute(
+                    update(model)
+                    .where(model.project_id == tenant.project_id)
+                    .values(updated_at=hour_ago)
+                )
+            await session.commit()
         cursor = first["cursor"]
+        assert (await sync(client, tenant.r, event, cursor))["tickets"] == []
         await issue_items(client, tenant, product["id"], cleo["id"])
         assert (await scan(client, tenant, shown["secret"])).status_code == 200
         changed = await sync(client, tenant.r, event, cursor)
         by_item = {t["item_id"]: t for t in changed["tickets"]}
-        assert {1, 3} <= set(by_item)
+        assert set(by_item) == {1, 3}  # Ada's, used; Cleo's, new; not Bob's
         assert by_item[1]["redemption_count"] == 1 and by_item[1]["checked_in_at"] is not None
         assert changed["keys"] == first["keys"]
+        reissued = await client.post(
+            f"/v1/products/{product['id']}/items/2/ticket/reissue", headers=tenant.w
+        )
+        assert reissued.status_code == 200
+        again = await sync(client, tenant.r, event, changed["cursor"])
+        assert {t["item_id"]: t["ticket_version"] for t in again["tickets"]}[2] == 2
 
     async def test_another_projects_event_and_bad_cursors(self, client, tenant, other):
         event, _, _, _ = await admission(client, tenant)
