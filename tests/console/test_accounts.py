@@ -156,6 +156,15 @@ class TestProjects:
         client_made = await operator.post(f"{page}/clients", {"permission": "write"})
         assert client_made.status_code == 201 and "Client secret" in client_made.text
 
+    async def test_a_checkin_key_made_here_opens_the_door_alone(self, operator, tenant, client):
+        page = f"/console/projects/{tenant.project_id}"
+        made = await operator.post(f"{page}/keys", {"permission": "checkin", "name": "gate 2"})
+        assert made.status_code == 201
+        door = {"x-api-key": made.text.split("<dd><code>")[1].split("</code>")[0]}
+        assert (await client.get("/v1/checkins/events", headers=door)).status_code == 200
+        assert (await client.get("/v1/products", headers=door)).status_code == 403
+        assert "<td>checkin</td>" in (await operator.get(page)).text
+
     async def test_bad_input_is_a_page_naming_it(self, operator, tenant):
         page = f"/console/projects/{tenant.project_id}"
         refused = await operator.post(
