@@ -46,11 +46,21 @@ OPEN_ROUTES = frozenset(
         ("POST", "/v1/claims/{token}"),
         ("GET", "/claim/{token}"),
         ("POST", "/claim/{token}"),
-        # A ticket's page, its event's calendar file and its PDF: the token in the path is the
-        # credential.
+        # A ticket's page, its event's calendar file, its PDF and its wallets' passes: the token
+        # in the path is the credential.
         ("GET", "/tickets/{token}"),
         ("GET", "/tickets/{token}/event.ics"),
         ("GET", "/tickets/{token}/ticket.pdf"),
+        ("GET", "/tickets/{token}/pass.pkpass"),
+        ("GET", "/tickets/{token}/google-wallet"),
+        # The PassKit web service: a pass's token (Authorization: ApplePass) is the credential
+        # where one is needed (tessera.passes.router); Apple's protocol asks none of the
+        # changed-passes list and the log.
+        ("POST", "/passkit/v1/devices/{device}/registrations/{pass_type}/{serial}"),
+        ("DELETE", "/passkit/v1/devices/{device}/registrations/{pass_type}/{serial}"),
+        ("GET", "/passkit/v1/devices/{device}/registrations/{pass_type}"),
+        ("GET", "/passkit/v1/passes/{pass_type}/{serial}"),
+        ("POST", "/passkit/v1/log"),
         # The door scanner's page and service worker: a shell, its data comes from the API.
         ("GET", "/scan"),
         ("GET", "/scan/sw.js"),

@@ -10,6 +10,7 @@ import logging.config
 import uuid
 from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Literal, NamedTuple, TypeVar
 
 import typer
@@ -244,6 +245,36 @@ def project_set(
             ticket_pdf_in_emails=ticket_pdf_in_emails,
         )
         return ProjectSettings.model_validate(changed)
+
+    _print(_run(work))
+
+
+@project_app.command("set-logo")
+def project_set_logo(
+    project: ProjectOpt,
+    png: Annotated[
+        Path | None,
+        typer.Argument(
+            help="A PNG (at most 512 KiB, 4096 pixels a side); square works best.",
+            exists=True,
+            dir_okay=False,
+        ),
+    ] = None,
+    remove: Annotated[bool, typer.Option("--remove", help="Show Tessera's mark again.")] = False,
+) -> None:
+    """The logo on the project's wallet passes (their icon and logo), or Tessera's mark with
+    --remove. A pass in a wallet shows it once it is next refreshed."""
+    from tessera.passes.schemas import PassLogo
+    from tessera.passes.service import set_logo
+
+    if (png is None) == (not remove):
+        typer.echo("error: give a PNG file, or --remove", err=True)
+        raise typer.Exit(1)
+    data = png.read_bytes() if png is not None else None
+
+    async def work(database: Database, _settings: Settings) -> PassLogo:
+        await set_logo(database, project_id=project, png=data)
+        return PassLogo(project_id=project, logo="tessera" if data is None else "project")
 
     _print(_run(work))
 

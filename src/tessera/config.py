@@ -26,6 +26,17 @@ Chain = Literal["AssetHub", "WestendAssetHub"]
 CHAINS: tuple[Chain, ...] = ("AssetHub", "WestendAssetHub")
 
 
+# What each phone wallet needs, all or none (the Apple key's password is optional).
+APPLE_WALLET_SETTINGS = (
+    "apple_pass_type_id",
+    "apple_team_id",
+    "apple_pass_certificate",
+    "apple_pass_key",
+    "apple_wwdr_certificate",
+)
+GOOGLE_WALLET_SETTINGS = ("google_wallet_issuer_id", "google_wallet_key_file")
+
+
 class Settings(BaseSettings):
     """Every setting of the server, the worker and the CLI. Each field's docstring is its
     description in docs/settings.md (``make docs`` renders it: ``tessera.docs_settings``)."""
@@ -239,6 +250,26 @@ class Settings(BaseSettings):
     mail_from: str | None = Field(default=None, max_length=320)
     """The sender of email, `Name <address>` or an address; needed with `SMTP_URL`."""
 
+    apple_pass_type_id: str | None = Field(default=None, pattern=r"^pass\.[A-Za-z0-9.-]+$")
+    """Apple Wallet passes (docs/wallets.md): the pass type identifier registered with Apple,
+    e.g. `pass.com.example.tickets`. With the team id, certificate, key and WWDR certificate;
+    all unset, tickets have no Apple Wallet pass."""
+    apple_team_id: str | None = Field(default=None, pattern=r"^[A-Z0-9]{10}$")
+    """The Apple developer team that owns the pass type id (10 characters)."""
+    apple_pass_certificate: Path | None = None
+    """The pass type id's certificate (PEM file)."""
+    apple_pass_key: Path | None = None
+    """The certificate's private key (PEM file; never logged)."""
+    apple_pass_key_password: SecretStr | None = None
+    """The key file's password, when it has one."""
+    apple_wwdr_certificate: Path | None = None
+    """Apple's WWDR intermediate certificate that issued the pass certificate (PEM file)."""
+    google_wallet_issuer_id: str | None = Field(default=None, pattern=r"^[0-9]{1,32}$")
+    """Google Wallet links (docs/wallets.md): the Wallet issuer id, with `GOOGLE_WALLET_KEY_FILE`;
+    both unset, tickets have no Google Wallet link."""
+    google_wallet_key_file: Path | None = None
+    """The service account's JSON key file that signs the links (never logged)."""
+
     devchain_spec: Path | None = None
     """`tessera devchain`: the raw Asset Hub chain spec Chopsticks runs; unset, the spec Tessera
     carries (tessera.chain.devchain)."""
@@ -285,6 +316,25 @@ class Settings(BaseSettings):
                 "TESSERA_OIDC_ISSUER, TESSERA_OIDC_AUDIENCE and TESSERA_OIDC_JWKS_URL go together"
             )
         return self
+
+    @model_validator(mode="after")
+    def _wallets_whole(self) -> "Settings":
+        for names in (APPLE_WALLET_SETTINGS, GOOGLE_WALLET_SETTINGS):
+            missing = [name for name in names if getattr(self, name) is None]
+            if missing and len(missing) < len(names):
+                listed = ", ".join(f"TESSERA_{name.upper()}" for name in missing)
+                raise ValueError(f"{listed} missing: wallet settings go together")
+        return self
+
+    @property
+    def apple_wallet(self) -> bool:
+        """Whether Apple Wallet passes are configured."""
+        return self.apple_pass_type_id is not None
+
+    @property
+    def google_wallet(self) -> bool:
+        """Whether Google Wallet links are configured."""
+        return self.google_wallet_issuer_id is not None
 
     @property
     def uses_dev_secrets(self) -> bool:

@@ -4,10 +4,11 @@
 |--------|----------------------------|----------------------------------------------------------|
 | 400    | {"errors": ["field: why"]} | unparsable bodies, wrong types, bounds, NUL characters   |
 | 401    | {"message"}                | missing, invalid, expired or revoked credential; a wrong |
-|        |                            | or missing metrics token                                 |
+|        |                            | or missing metrics token or wallet pass token            |
 | 403    | {"message"}                | read credential on a write; a claim link for another     |
 |        |                            | email; metrics from another host without a token         |
-| 404    | {"message"}                | no such object in the caller's project                   |
+| 404    | {"message"}                | no such object in the caller's project; a wallet that is |
+|        |                            | not configured                                           |
 | 405    | {"message"}, Allow         | a method the path does not answer (Allow names them all) |
 | 408    | {"message"}                | request headers too slow (tessera.server)                |
 |        | {"errors": ["body: ..."]}  | a request body too slow (tessera.middleware)             |
@@ -96,6 +97,10 @@ class MetricsTokenInvalid(Unauthorized):
     message = "metrics need an Authorization: Bearer header with TESSERA_METRICS_TOKEN"
 
 
+class PassTokenInvalid(Unauthorized):
+    message = "a wallet pass's web service needs Authorization: ApplePass and the pass's token"
+
+
 # 403
 class WritePermissionRequired(AppError):
     status_code = 403
@@ -176,6 +181,14 @@ class DeliveryNotFound(NotFound):
 
 class ClaimLinkNotFound(NotFound):
     message = "claim link not found"
+
+
+class WalletNotConfigured(NotFound):
+    """A phone wallet this server has no settings for (the message names them)."""
+
+
+class PassTypeNotFound(NotFound):
+    message = "not this server's pass type"
 
 
 # 410

@@ -48,6 +48,9 @@ from tessera.metrics.service import wallet_balance_chore
 from tessera.middleware import RequestContextMiddleware
 from tessera.nfts import tasks as nft_tasks
 from tessera.pages import PACKAGE
+from tessera.passes import pages as pass_pages
+from tessera.passes.router import router as passkit_router
+from tessera.passes.service import Wallets
 from tessera.reconciliation import tasks as reconciliation_tasks
 from tessera.reconciliation.tasks import reconcile_chore
 from tessera.scanner import router as scanner_router
@@ -176,6 +179,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.settings = settings
     app.state.box = box
     app.state.signers = Signers(box)
+    app.state.wallets = Wallets.load(settings)
     app.state.authenticator = Authenticator(settings, box)
     app.state.chains = Chains(settings)
     app.state.job_handlers = job_handlers()
@@ -205,6 +209,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(claims_router)
     app.include_router(claim_pages.router)
     app.include_router(ticket_pages.router)
+    app.include_router(pass_pages.router)
+    app.include_router(passkit_router)
     app.include_router(scanner_router)
     app.include_router(console_router)
     for pages in (

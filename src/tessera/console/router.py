@@ -24,6 +24,7 @@ from tessera.console.web import (
 from tessera.crypto import BoxDep
 from tessera.db import DatabaseDep
 from tessera.errors import AppError, InvalidInput
+from tessera.passes import repository as passes_repository
 from tessera.projects import repository as projects_repository
 from tessera.projects import service as projects
 from tessera.projects.schemas import ApiKeyRead, ClientRead
@@ -156,6 +157,11 @@ async def project_page(
             "wallets": wallets,
             "chains": {chain.name: chain for chain in settings.configured_chains()},
             "mail_configured": settings.smtp_url is not None,
+            "phone_wallets": {
+                "apple": settings.apple_pass_type_id,
+                "google": settings.google_wallet_issuer_id,
+            },
+            "has_logo": await database.read(passes_repository.has_logo, project.id),
         },
     )
 

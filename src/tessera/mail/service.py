@@ -33,6 +33,31 @@ class TicketMail:
     hash_key: bytes
     base_url: str
     signers: Signers
+    apple_wallet: bool = False  # the server signs Apple Wallet passes: the mail links them
+    google_wallet: bool = False  # and Google Wallet links
+
+    def ticket(
+        self,
+        *,
+        product: str,
+        number: int,
+        event_id: uuid.UUID | None,
+        item_id: uuid.UUID,
+        version: int,
+        secret: str,
+    ) -> Ticket:
+        """The item's ticket as an email links it: its page, and the wallets' where the
+        server has them."""
+        url = ticket_codes.page_url(self.base_url, self.hash_key, item_id, version)
+        return Ticket(
+            product=product,
+            number=number,
+            event_id=event_id,
+            url=url,
+            secret=secret,
+            apple_pass=f"{url}/pass.pkpass" if self.apple_wallet else None,
+            google_wallet=f"{url}/google-wallet" if self.google_wallet else None,
+        )
 
 
 def ticket_mail(
@@ -43,7 +68,13 @@ def ticket_mail(
     base = settings.public_url or base_url
     if settings.smtp_url is None or base is None:
         return None
-    return TicketMail(settings.hash_key_bytes, base.rstrip("/"), signers)
+    return TicketMail(
+        settings.hash_key_bytes,
+        base.rstrip("/"),
+        signers,
+        apple_wallet=settings.apple_wallet,
+        google_wallet=settings.google_wallet,
+    )
 
 
 class Holder(Protocol):
@@ -100,13 +131,12 @@ async def tickets_of(
     return [
         HeldTicket(
             item.owner,
-            Ticket(
+            mail.ticket(
                 product=item.product.name,
                 number=item.item_id,
                 event_id=item.product.event_id,
-                url=ticket_codes.page_url(
-                    mail.base_url, mail.hash_key, item.id, item.ticket_version
-                ),
+                item_id=item.id,
+                version=item.ticket_version,
                 secret=signer.secret(item.id, item.ticket_version),
             ),
             item.id,

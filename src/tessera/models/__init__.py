@@ -17,6 +17,7 @@ from tessera.models.project import (
     IdentityBinding,
     OAuthClient,
     Project,
+    ProjectLogo,
     ProjectWallet,
     ProjectWalletBalance,
     SigningKey,
@@ -24,6 +25,7 @@ from tessera.models.project import (
 from tessera.models.rate import RateBucket
 from tessera.models.reconciliation import Reconciliation
 from tessera.models.user import ReputationEntry, User, UserWallet, WalletChallenge
+from tessera.models.wallet_pass import PassRegistration
 from tessera.models.worker import WorkerHeartbeat
 
 __all__ = [
@@ -55,9 +57,11 @@ __all__ = [
     "Order",
     "OrderItem",
     "OrderStatus",
+    "PassRegistration",
     "Product",
     "ProductItem",
     "Project",
+    "ProjectLogo",
     "ProjectWallet",
     "ProjectWalletBalance",
     "RateBucket",

@@ -2,7 +2,7 @@ import uuid
 from datetime import datetime
 from typing import Literal
 
-from sqlalchemy import BigInteger, ForeignKey, String, Text, UniqueConstraint, false
+from sqlalchemy import BigInteger, ForeignKey, LargeBinary, String, Text, UniqueConstraint, false
 from sqlalchemy.orm import Mapped, mapped_column
 
 from tessera.models.base import (
@@ -42,6 +42,19 @@ class Project(IdMixin, TimestampMixin, Base):
     paper: Mapped[Paper] = mapped_column(String(8), default="a4", server_default="a4")
     # Ticket email carries each ticket's PDF as an attachment too (the link is there always).
     ticket_pdf_in_emails: Mapped[bool] = mapped_column(default=False, server_default=false())
+
+
+class ProjectLogo(Base):
+    """The project's logo (PNG), drawn on its tickets' wallet passes: a table of its own, so
+    that reading a project never reads the image."""
+
+    __tablename__ = "project_logos"
+
+    project_id: Mapped[uuid.UUID] = mapped_column(
+        Uuid, ForeignKey("projects.id", ondelete="CASCADE"), primary_key=True
+    )
+    png: Mapped[bytes] = mapped_column(LargeBinary)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 
 
 class ProjectWallet(IdMixin, TimestampMixin, CustodialKeyMixin, Base):

@@ -1,7 +1,9 @@
 """The ticket page, for the person who holds the item: ``GET /tickets/{token}`` shows the
 product, its event, the holder's name, the item's state and a QR code of the ticket's secret,
 what the door scans; ``GET /tickets/{token}/event.ics`` puts the event in a calendar;
-``GET /tickets/{token}/ticket.pdf`` is the ticket to print (``tessera.tickets.pdf``).
+``GET /tickets/{token}/ticket.pdf`` is the ticket to print (``tessera.tickets.pdf``);
+its Apple Wallet pass and Google Wallet link are ``tessera.passes.pages``', linked where the
+server is configured for them.
 
 No credential: the token in the path is one, as a claim link's is, so the pages carry the claim
 pages' headers (``tessera.pages.HEADERS``: nothing from another host, no Referer, not cached).
@@ -63,7 +65,7 @@ class State:
     uses: str | None
 
 
-async def _ticket(rows: Rows, token: str, hash_key: bytes) -> Ticket | None:
+async def ticket_of_token(rows: Rows, token: str, hash_key: bytes) -> Ticket | None:
     item = await item_of_code(rows, codes.Use.PAGE, token, hash_key=hash_key)
     if item is None:
         return None
@@ -73,7 +75,7 @@ async def _ticket(rows: Rows, token: str, hash_key: bytes) -> Ticket | None:
 
 async def _printable(rows: Rows, token: str, hash_key: bytes) -> tuple[Ticket, str] | None:
     """The ticket and the paper its project prints on."""
-    ticket = await _ticket(rows, token, hash_key)
+    ticket = await ticket_of_token(rows, token, hash_key)
     if ticket is None:
         return None
     return ticket, await repository.paper_of(rows, ticket.item.project_id)
@@ -124,19 +126,23 @@ def calendar_of(ticket: Ticket) -> bytes:
     return bytes(calendar.to_ical())
 
 
-def _missing(request: Request, heading: str, lines: list[str]) -> HTMLResponse:
+def missing(request: Request, heading: str, lines: list[str]) -> HTMLResponse:
     context = {"ok": False, "heading": heading, "lines": lines, "retry": False}
     return page(request, "claim_result.html", context, status=404)
 
 
 @router.get("/tickets/{token}", response_class=HTMLResponse)
 async def ticket_page(
-    request: Request, database: DatabaseDep, settings: SettingsDep, signers: SignersDep, token: str
+    request: Request,
+    database: DatabaseDep,
+    settings: SettingsDep,
+    signers: SignersDep,
+    token: str,
 ) -> HTMLResponse:
     hash_key = settings.hash_key_bytes
-    ticket = await database.read(_ticket, token, hash_key)
+    ticket = await database.read(ticket_of_token, token, hash_key)
     if ticket is None:
-        return _missing(request, *NOT_VALID)
+        return missing(request, *NOT_VALID)
     shown = ticket.shown
     names = (shown.first_name, shown.last_name)
     signer = await signers.of(database, ticket.item.project_id)
@@ -149,6 +155,8 @@ async def ticket_page(
         "qr": qr_svg(secret),
         "calendar": f"{token}/event.ics",  # relative: /tickets/{token}/event.ics
         "pdf": f"{token}/ticket.pdf",
+        "apple_pass": f"{token}/pass.pkpass" if settings.apple_wallet else None,
+        "google_wallet": f"{token}/google-wallet" if settings.google_wallet else None,
     }
     return page(request, "ticket.html", context)
 
@@ -157,11 +165,11 @@ async def ticket_page(
 async def ticket_calendar(
     request: Request, database: DatabaseDep, settings: SettingsDep, token: str
 ) -> Response:
-    ticket = await database.read(_ticket, token, settings.hash_key_bytes)
+    ticket = await database.read(ticket_of_token, token, settings.hash_key_bytes)
     if ticket is None:
-        return _missing(request, *NOT_VALID)
+        return missing(request, *NOT_VALID)
     if ticket.shown.event_name is None:
-        return _missing(request, *NO_EVENT)
+        return missing(request, *NO_EVENT)
     return Response(
         calendar_of(ticket),
         media_type="text/calendar",
@@ -175,7 +183,7 @@ async def ticket_pdf_page(
 ) -> Response:
     found = await database.read(_printable, token, settings.hash_key_bytes)
     if found is None:
-        return _missing(request, *NOT_VALID)
+        return missing(request, *NOT_VALID)
     ticket, paper = found
     signer = await signers.of(database, ticket.item.project_id)
     printed = PrintedTicket(ticket.shown, signer.secret(ticket.item.id, ticket.item.ticket_version))

@@ -29,7 +29,8 @@ class TicketItem(NamedTuple):
 
 class TicketPageRow(NamedTuple):
     """What a ticket's page shows: the item, its product, the product's event (None without
-    one), its holder's name (never the email) and the holder's check-in there."""
+    one), its holder's name (never the email) and the holder's check-in there; its project's
+    name and when the item last changed (what a wallet pass shows and is dated by)."""
 
     item_id: int
     redemption_count: int
@@ -45,6 +46,8 @@ class TicketPageRow(NamedTuple):
     event_start_date: int | None
     event_end_date: int | None
     checked_in_at: int | None
+    project_name: str
+    updated_at: datetime  # the item's last change (a wallet pass's Last-Modified)
 
 
 _COLUMNS = (
@@ -75,9 +78,12 @@ _PAGE = (
         _EVENTS.c.start_date.label("event_start_date"),
         _EVENTS.c.end_date.label("event_end_date"),
         _ATTENDEES.c.checked_in_at,
+        _PROJECTS.c.name.label("project_name"),
+        _ITEMS.c.updated_at,
     )
     .select_from(
         _ITEMS.join(_PRODUCTS, _PRODUCTS.c.id == _ITEMS.c.product_id)
+        .join(_PROJECTS, _PROJECTS.c.id == _ITEMS.c.project_id)
         .join(_USERS, _USERS.c.id == _ITEMS.c.owner_id)
         .outerjoin(_EVENTS, _EVENTS.c.id == _PRODUCTS.c.event_id)
         .outerjoin(

@@ -12,7 +12,7 @@ from tessera.changes.schemas import EventType
 from tessera.changes.service import record
 from tessera.db import Database, Rows, Transaction
 from tessera.mail import service as outbox
-from tessera.mail.letters import Kind, Ticket
+from tessera.mail.letters import Kind
 from tessera.mail.service import HeldTicket, TicketMail
 from tessera.models.base import utcnow
 from tessera.products.repository import get_product_row
@@ -35,14 +35,14 @@ async def mail_ticket(tx: Transaction, mail: TicketMail, item: TicketItem, *, ki
     version of the ticket."""
     holder = await get_user_row(tx, item.project_id, UserRef("id", item.owner_id))
     product = await get_product_row(tx, item.project_id, item.product_id)
-    ticket = Ticket(
+    signer = await mail.signers.within(tx, item.project_id)
+    ticket = mail.ticket(
         product=product.name,
         number=item.item_id,
         event_id=product.event_id,
-        url=ticket_url(mail.base_url, mail.hash_key, item),
-        secret=(await mail.signers.within(tx, item.project_id)).secret(
-            item.id, item.ticket_version
-        ),
+        item_id=item.id,
+        version=item.ticket_version,
+        secret=signer.secret(item.id, item.ticket_version),
     )
     await outbox.queue_tickets(
         tx,

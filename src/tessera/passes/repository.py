@@ -1,0 +1,122 @@
+"""Wallet pass statements: the devices registered for passes (the PassKit web service), which
+of a device's passes changed since a time, a holder's name, a project's logo."""
+
+import uuid
+from datetime import datetime
+from typing import NamedTuple
+
+from sqlalchemy import bindparam, delete, select, update
+
+from tessera.db import Rows, Transaction, table_of
+from tessera.models import PassRegistration, ProductItem, ProjectLogo, User
+
+_REGISTRATIONS, _ITEMS = table_of(PassRegistration), table_of(ProductItem)
+_LOGOS, _USERS = table_of(ProjectLogo), table_of(User)
+
+
+class Changed(NamedTuple):
+    serial: uuid.UUID
+    updated_at: datetime
+
+
+_RENEW = (
+    update(_REGISTRATIONS)
+    .where(
+        _REGISTRATIONS.c.device == bindparam("device"),
+        _REGISTRATIONS.c.serial == bindparam("serial"),
+    )
+    .values(owner_id=bindparam("owner_id"), push_token=bindparam("push_token"))
+)
+_UNREGISTER = delete(_REGISTRATIONS).where(
+    _REGISTRATIONS.c.device == bindparam("device"), _REGISTRATIONS.c.serial == bindparam("serial")
+)
+_OWNERS = select(_REGISTRATIONS.c.owner_id).where(_REGISTRATIONS.c.serial == bindparam("serial"))
+_DEVICE_OWNER = select(_REGISTRATIONS.c.owner_id).where(
+    _REGISTRATIONS.c.device == bindparam("device"), _REGISTRATIONS.c.serial == bindparam("serial")
+)
+_CHANGED = (
+    select(_REGISTRATIONS.c.serial, _ITEMS.c.updated_at)
+    .join(_ITEMS, _ITEMS.c.id == _REGISTRATIONS.c.serial)
+    .where(
+        _REGISTRATIONS.c.device == bindparam("device"),
+        _ITEMS.c.updated_at > bindparam("since"),
+    )
+    .order_by(_REGISTRATIONS.c.serial)
+)
+_NAME = select(_USERS.c.first_name, _USERS.c.last_name).where(_USERS.c.id == bindparam("id"))
+_LOGO = select(_LOGOS.c.png).where(_LOGOS.c.project_id == bindparam("project_id"))
+_HAS_LOGO = select(_LOGOS.c.updated_at).where(_LOGOS.c.project_id == bindparam("project_id"))
+_NEW_LOGO = (
+    update(_LOGOS)
+    .where(_LOGOS.c.project_id == bindparam("project_id"))
+    .values(png=bindparam("png"), updated_at=bindparam("updated_at"))
+)
+_NO_LOGO = delete(_LOGOS).where(_LOGOS.c.project_id == bindparam("project_id"))
+
+
+async def register(
+    tx: Transaction, *, device: str, serial: uuid.UUID, owner_id: uuid.UUID, push_token: str
+) -> bool:
+    """The device keeps the pass current for its holder ``owner_id``: whether it is new (an
+    existing registration takes the holder and push token given)."""
+    row = {"device": device, "serial": serial, "owner_id": owner_id, "push_token": push_token}
+    if await tx.insert_new(PassRegistration, row, unique=("device", "serial")):
+        return True
+    await tx.execute(_RENEW, device=device, serial=serial, owner_id=owner_id, push_token=push_token)
+    return False
+
+
+async def unregister(tx: Transaction, *, device: str, serial: uuid.UUID) -> None:
+    await tx.execute(_UNREGISTER, device=device, serial=serial)
+
+
+async def device_owner(rows: Rows, device: str, serial: uuid.UUID) -> uuid.UUID | None:
+    """The holder the device registered the pass for, or None without a registration."""
+    owner: uuid.UUID | None = await rows.scalar(_DEVICE_OWNER, device=device, serial=serial)
+    return owner
+
+
+async def registered_owners(rows: Rows, serial: uuid.UUID) -> set[uuid.UUID]:
+    """The holders the pass's devices registered it for (earlier holders among them)."""
+    return {row.owner_id for row in await rows.all(_OWNERS, _Owner, serial=serial)}
+
+
+async def changed_since(rows: Rows, device: str, since: datetime) -> list[Changed]:
+    """The device's passes whose items changed after ``since``."""
+    return await rows.all(_CHANGED, Changed, device=device, since=since)
+
+
+async def holder_name(rows: Rows, user_id: uuid.UUID) -> str | None:
+    """The user's name as a ticket shows it (never the email); None without one."""
+    found = await rows.first(_NAME, _Name, id=user_id)
+    return None if found is None else " ".join(n for n in found if n) or None
+
+
+async def logo_of(rows: Rows, project_id: uuid.UUID) -> bytes | None:
+    png: bytes | None = await rows.scalar(_LOGO, project_id=project_id)
+    return png
+
+
+async def has_logo(rows: Rows, project_id: uuid.UUID) -> bool:
+    return await rows.scalar(_HAS_LOGO, project_id=project_id) is not None
+
+
+async def set_logo(
+    tx: Transaction, project_id: uuid.UUID, png: bytes | None, now: datetime
+) -> None:
+    """The project's logo becomes ``png`` (None: none, Tessera's mark)."""
+    if png is None:
+        await tx.execute(_NO_LOGO, project_id=project_id)
+        return
+    row = {"project_id": project_id, "png": png, "updated_at": now}
+    if not await tx.insert_new(ProjectLogo, row, unique=("project_id",)):
+        await tx.execute(_NEW_LOGO, **row)
+
+
+class _Owner(NamedTuple):
+    owner_id: uuid.UUID
+
+
+class _Name(NamedTuple):
+    first_name: str | None
+    last_name: str | None
