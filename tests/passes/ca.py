@@ -20,6 +20,7 @@ TEAM_ID = "TESTTEAM42"
 ISSUER_ID = "3388000000022222222"
 SERVICE_ACCOUNT = "wallet@tessera-test.iam.gserviceaccount.com"
 KEY_PASSWORD = "pass-key-password"
+OPENSSL = "/usr/bin/openssl"
 
 
 def _key() -> rsa.RSAPrivateKey:
@@ -83,9 +84,7 @@ def _issued(
                 decipher_only=False,
             ),
             critical=True,
-        ).add_extension(
-            x509.ExtendedKeyUsage([ExtendedKeyUsageOID.CODE_SIGNING]), critical=False
-        )
+        ).add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.CODE_SIGNING]), critical=False)
     return builder.sign(issuer_key, hashes.SHA256())
 
 
@@ -189,7 +188,9 @@ class StandInCa:
             "google_wallet_key_file": self.google_key_file,
         }
 
-    def verified(self, signature: bytes, manifest: bytes, scratch: Path) -> subprocess.CompletedProcess[str]:
+    def verified(
+        self, signature: bytes, manifest: bytes, scratch: Path
+    ) -> subprocess.CompletedProcess[str]:
         """OpenSSL's verdict on ``signature`` (DER, detached) of ``manifest`` against the test
         root: the chain through the intermediate the signature carries."""
         signature_file, manifest_file = scratch / "signature", scratch / "manifest.json"
@@ -197,9 +198,22 @@ class StandInCa:
         manifest_file.write_bytes(manifest)
         return subprocess.run(
             [
-                "openssl", "cms", "-verify", "-binary", "-inform", "DER",
-                "-in", str(signature_file), "-content", str(manifest_file),
-                "-CAfile", str(self.root), "-purpose", "any", "-out", "/dev/null",
+                OPENSSL,
+                "cms",
+                "-verify",
+                "-binary",
+                "-inform",
+                "DER",
+                "-in",
+                str(signature_file),
+                "-content",
+                str(manifest_file),
+                "-CAfile",
+                str(self.root),
+                "-purpose",
+                "any",
+                "-out",
+                "/dev/null",
             ],
             capture_output=True,
             text=True,
