@@ -132,6 +132,16 @@ class TestPass:
         await set_logo(database_of(wallet_app), project_id=tenant.project_id, png=None)
         assert files_of(await pkpass_of(client, ticket["url"]))["icon.png"] == mark["icon.png"]
 
+    async def test_a_small_logo_is_scaled_up(self, client, tenant, wallet_app):
+        *_, ticket = await held(client, tenant)
+        await set_logo(
+            database_of(wallet_app), project_id=tenant.project_id, png=png((0, 90, 0), (40, 10))
+        )
+        files = files_of(await pkpass_of(client, ticket["url"]))
+        for name, size in (("logo@3x.png", (480, 120)), ("icon@3x.png", (87, 87))):
+            with Image.open(io.BytesIO(files[name])) as image:
+                assert image.size == size, name
+
     async def test_a_product_without_event(self, client, tenant, stand_in_ca, tmp_path):
         *_, ticket = await held(client, tenant, name="Drink voucher")
         content = opened(await pkpass_of(client, ticket["url"]), stand_in_ca, tmp_path)

@@ -5,7 +5,7 @@ Tessera's mark. Pillow scales them; the same logo gives the same files, kept in 
 import io
 from functools import lru_cache
 
-from PIL import Image, ImageDraw
+from PIL import Image, ImageDraw, ImageOps
 
 from tessera.errors import InvalidInput
 
@@ -26,7 +26,7 @@ def checked_logo(data: bytes) -> bytes:
             if max(image.size) > MAX_LOGO_SIDE:
                 raise InvalidInput(f"logo: at at most {MAX_LOGO_SIDE} pixels a side")
             image.load()
-    except (OSError, SyntaxError, Image.DecompressionBombError) as error:
+    except (OSError, SyntaxError, ValueError, Image.DecompressionBombError) as error:
         raise InvalidInput(f"logo: not a PNG image ({error})") from None
     return data
 
@@ -50,10 +50,9 @@ def _images(logo: bytes | None) -> dict[str, bytes]:
 
 
 def _fitted(source: Image.Image, width: int, height: int, square: bool) -> bytes:
-    """``source`` scaled to fit ``width`` by ``height``: an icon centred on a square of that
-    size (transparent around it), a logo as wide as it comes out."""
-    image = source.copy()
-    image.thumbnail((width, height), Image.Resampling.LANCZOS)
+    """``source`` scaled (up or down) to fit ``width`` by ``height``: an icon centred on a
+    square of that size (transparent around it), a logo as wide as it comes out."""
+    image = ImageOps.contain(source, (width, height), Image.Resampling.LANCZOS)
     if square:
         canvas = Image.new("RGBA", (width, height), (0, 0, 0, 0))
         canvas.paste(image, ((width - image.width) // 2, (height - image.height) // 2))
