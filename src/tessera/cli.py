@@ -124,9 +124,16 @@ def serve(
 ) -> None:
     """Run the HTTP API."""
     from tessera import server
+    from tessera.passes.apple import WalletSettingsInvalid
+    from tessera.passes.service import Wallets
 
     settings = get_settings()
     _configure_logging(settings)
+    try:  # each server process reads them again; a file that is wrong stops it here, plainly
+        Wallets.load(settings)
+    except WalletSettingsInvalid as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(1) from None
     host, port = host or settings.host, port or settings.port
     typer.echo(f"Tessera API at http://{host}:{port}/v1 (docs: http://{host}:{port}/docs)")
     typer.echo("Credentials: `tessera project create --name NAME` prints an API key and a client.")
