@@ -163,6 +163,30 @@ class TestChanges:
         assert new["authenticationToken"] == content["authenticationToken"]
         assert "voided" not in new
 
+    async def test_a_rescheduled_events_passes_are_updated(
+        self, client, tenant, stand_in_ca, tmp_path
+    ):
+        # What the pass shows comes from the event too: moving it changes the pass.
+        product, *_, content = await a_pass(client, tenant, stand_in_ca, tmp_path)
+        await registered(client, content)
+        tag = (await changed(client)).json()["lastUpdated"]
+        later = FESTIVAL["start_date"] + 7 * 86400
+        moved = await client.put(
+            "/v1/events/update",
+            headers=tenant.w,
+            json={"id": product["event_id"], "start_date": later, "end_date": later + 3600},
+        )
+        assert moved.status_code == 200, moved.text
+        after = await changed(client, tag)
+        assert after.status_code == 200
+        assert after.json()["serialNumbers"] == [content["serialNumber"]]
+        response = await client.get(
+            latest(content["serialNumber"]), headers=auth(content["authenticationToken"])
+        )
+        new = opened(response.content, stand_in_ca, tmp_path)
+        assert new["relevantDate"] == "2031-06-20T18:00:00+00:00"
+        assert new["barcodes"] == content["barcodes"]  # the same ticket, the same secret
+
     async def test_only_the_devices_own_passes(self, client, tenant, stand_in_ca, tmp_path):
         *_, mine = await a_pass(client, tenant, stand_in_ca, tmp_path)
         *_, theirs = await a_pass(client, tenant, stand_in_ca, tmp_path)

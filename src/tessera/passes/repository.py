@@ -1,5 +1,5 @@
-"""Wallet pass statements: the devices registered for passes (the PassKit web service), which
-of a device's passes changed since a time, a holder's name, a project's logo."""
+"""Wallet pass statements: the devices registered for passes (the PassKit web service), the
+passes a device keeps and when each last changed, a holder's name, a project's logo."""
 
 import uuid
 from datetime import datetime
@@ -8,15 +8,31 @@ from typing import NamedTuple
 from sqlalchemy import bindparam, delete, select, update
 
 from tessera.db import Rows, Transaction, table_of
-from tessera.models import PassRegistration, ProductItem, ProjectLogo, User
+from tessera.models import Event, PassRegistration, Product, ProductItem, ProjectLogo, User
+from tessera.tickets.repository import CHANGED_AT, last_change
 
 _REGISTRATIONS, _ITEMS = table_of(PassRegistration), table_of(ProductItem)
 _LOGOS, _USERS = table_of(ProjectLogo), table_of(User)
+_PRODUCTS, _EVENTS = table_of(Product), table_of(Event)
 
 
-class Changed(NamedTuple):
+class Registered(NamedTuple):
+    """A pass a device keeps, and when the rows its ticket shows last changed."""
+
     serial: uuid.UUID
-    updated_at: datetime
+    item_updated_at: datetime
+    product_updated_at: datetime
+    holder_updated_at: datetime
+    event_updated_at: datetime | None
+
+    @property
+    def changed_at(self) -> datetime:
+        return last_change(
+            self.item_updated_at,
+            self.product_updated_at,
+            self.holder_updated_at,
+            self.event_updated_at,
+        )
 
 
 _RENEW = (
@@ -34,13 +50,15 @@ _OWNERS = select(_REGISTRATIONS.c.owner_id).where(_REGISTRATIONS.c.serial == bin
 _DEVICE_OWNER = select(_REGISTRATIONS.c.owner_id).where(
     _REGISTRATIONS.c.device == bindparam("device"), _REGISTRATIONS.c.serial == bindparam("serial")
 )
-_CHANGED = (
-    select(_REGISTRATIONS.c.serial, _ITEMS.c.updated_at)
-    .join(_ITEMS, _ITEMS.c.id == _REGISTRATIONS.c.serial)
-    .where(
-        _REGISTRATIONS.c.device == bindparam("device"),
-        _ITEMS.c.updated_at > bindparam("since"),
+_REGISTERED = (
+    select(_REGISTRATIONS.c.serial, *CHANGED_AT)
+    .select_from(
+        _REGISTRATIONS.join(_ITEMS, _ITEMS.c.id == _REGISTRATIONS.c.serial)
+        .join(_PRODUCTS, _PRODUCTS.c.id == _ITEMS.c.product_id)
+        .join(_USERS, _USERS.c.id == _ITEMS.c.owner_id)
+        .outerjoin(_EVENTS, _EVENTS.c.id == _PRODUCTS.c.event_id)
     )
+    .where(_REGISTRATIONS.c.device == bindparam("device"))
     .order_by(_REGISTRATIONS.c.serial)
 )
 _NAME = select(_USERS.c.first_name, _USERS.c.last_name).where(_USERS.c.id == bindparam("id"))
@@ -81,9 +99,9 @@ async def registered_owners(rows: Rows, serial: uuid.UUID) -> set[uuid.UUID]:
     return {row.owner_id for row in await rows.all(_OWNERS, _Owner, serial=serial)}
 
 
-async def changed_since(rows: Rows, device: str, since: datetime) -> list[Changed]:
-    """The device's passes whose items changed after ``since``."""
-    return await rows.all(_CHANGED, Changed, device=device, since=since)
+async def registered(rows: Rows, device: str) -> list[Registered]:
+    """The passes the device keeps (a person's tickets: a handful), with their changes."""
+    return await rows.all(_REGISTERED, Registered, device=device)
 
 
 async def holder_name(rows: Rows, user_id: uuid.UUID) -> str | None:

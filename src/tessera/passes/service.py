@@ -3,7 +3,8 @@ PassKit web service that keeps a pass current on the devices that registered it.
 
 A device registers a pass with the token the pass carries (``apple.authentication_token``: the
 item and its holder). It asks which of its passes changed since the tag it was given last
-(the items' ``updated_at``, in microseconds) and fetches each: a reissued ticket's pass has the
+(the latest change of the rows a ticket shows: the item, its product, its holder, its event;
+in microseconds) and fetches each: a reissued ticket's pass has the
 new secret; after a transfer, the earlier holder's device gets the pass voided, without a code.
 Tessera does not send the push that makes a device ask at once (docs/wallets.md): a device asks
 when its pass is opened, and when the pass is pulled down to refresh.
@@ -101,7 +102,7 @@ async def ticket_pass(
         web_service_url=web_service_url(base_url),
         token=authentication_token(hash_key, item.id, item.owner_id),
     )
-    return await _packaged(wallet, content, logo, shown.updated_at)
+    return await _packaged(wallet, content, logo, shown.changed_at)
 
 
 async def google_link(
@@ -146,7 +147,7 @@ async def latest_pass(
     facts = facts_of(item, shown, None)._replace(holder=earlier_holder or None)
     content = pass_content(wallet, facts, web_service_url=web_service_url(base_url), token=token)
     logo = await database.read(repository.logo_of, item.project_id)
-    return await _packaged(wallet, content, logo, shown.updated_at)
+    return await _packaged(wallet, content, logo, shown.changed_at)
 
 
 async def _latest(
@@ -229,10 +230,11 @@ async def changed_passes(
     this server did not give), with the tag to ask with next; None when none did."""
     _check_type(wallet, pass_type)
     since = _since(tag)
-    changed = await database.read(repository.changed_since, device, since)
+    kept = await database.read(repository.registered, device)
+    changed = [one for one in kept if one.changed_at > since]
     if not changed:
         return None
-    last = max(one.updated_at for one in changed)
+    last = max(one.changed_at for one in changed)
     tag_now = (last - _EPOCH) // _MICROSECOND
     return Changed([str(one.serial) for one in changed], str(tag_now))
 

@@ -30,7 +30,7 @@ class TicketItem(NamedTuple):
 class TicketPageRow(NamedTuple):
     """What a ticket's page shows: the item, its product, the product's event (None without
     one), its holder's name (never the email) and the holder's check-in there; its project's
-    name and when the item last changed (what a wallet pass shows and is dated by)."""
+    name (what a wallet pass shows) and when each of those rows last changed."""
 
     item_id: int
     redemption_count: int
@@ -47,7 +47,21 @@ class TicketPageRow(NamedTuple):
     event_end_date: int | None
     checked_in_at: int | None
     project_name: str
-    updated_at: datetime  # the item's last change (a wallet pass's Last-Modified)
+    # When each part last changed: the latest is when what the ticket shows last changed (a
+    # wallet pass's Last-Modified).
+    item_updated_at: datetime
+    product_updated_at: datetime
+    holder_updated_at: datetime
+    event_updated_at: datetime | None
+
+    @property
+    def changed_at(self) -> datetime:
+        return last_change(
+            self.item_updated_at,
+            self.product_updated_at,
+            self.holder_updated_at,
+            self.event_updated_at,
+        )
 
 
 _COLUMNS = (
@@ -60,6 +74,13 @@ _COLUMNS = (
 )
 _BY_ID = select(*_COLUMNS).where(_ITEMS.c.id == bindparam("id"))
 _BY_IDS = select(*_COLUMNS).where(_ITEMS.c.id.in_(bindparam("ids", expanding=True)))
+# What a ticket shows comes from these rows: the latest of their changes is the ticket's.
+CHANGED_AT = (
+    _ITEMS.c.updated_at.label("item_updated_at"),
+    _PRODUCTS.c.updated_at.label("product_updated_at"),
+    _USERS.c.updated_at.label("holder_updated_at"),
+    _EVENTS.c.updated_at.label("event_updated_at"),
+)
 # The item at that version only: a transfer or reissue between finding the item and reading its
 # page (a new holder, perhaps) finds nothing rather than the new holder's ticket.
 _PAGE = (
@@ -79,7 +100,7 @@ _PAGE = (
         _EVENTS.c.end_date.label("event_end_date"),
         _ATTENDEES.c.checked_in_at,
         _PROJECTS.c.name.label("project_name"),
-        _ITEMS.c.updated_at,
+        *CHANGED_AT,
     )
     .select_from(
         _ITEMS.join(_PRODUCTS, _PRODUCTS.c.id == _ITEMS.c.product_id)
@@ -102,6 +123,11 @@ _NEXT_VERSION = (
     .where(_ITEMS.c.id == bindparam("id"))
     .values(ticket_version=_ITEMS.c.ticket_version + 1, updated_at=bindparam("now"))
 )
+
+
+def last_change(*times: datetime | None) -> datetime:
+    """The latest of ``times`` (None: a part the ticket lacks, such as an event)."""
+    return max(time for time in times if time is not None)
 
 
 async def ticket_item(rows: Rows, item_id: uuid.UUID) -> TicketItem | None:
