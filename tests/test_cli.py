@@ -427,3 +427,83 @@ class TestTokenClients:
                 )
                 assert result.returncode == 1
                 assert result.stderr.strip() == "error: token client not found"
+
+
+def _png(size: tuple[int, int]) -> bytes:
+    from io import BytesIO
+
+    from PIL import Image
+
+    out = BytesIO()
+    Image.new("RGB", size, (0, 0, 200)).save(out, "PNG")
+    return out.getvalue()
+
+
+class TestWalletsFromTheCli:
+    async def test_project_set_logo(self, cli, app, tenant, tmp_path: Path):
+        from tessera.db import database_of
+        from tessera.passes.repository import has_logo, logo_of
+
+        database = database_of(app)
+        project = str(tenant.project_id)
+        logo = tmp_path / "logo.png"
+        logo.write_bytes(_png((120, 40)))
+        shown = json.loads(
+            (await cli("project", "set-logo", "--project", project, str(logo))).stdout
+        )
+        assert shown == {"project_id": project, "logo": "project"}
+        assert await database.read(logo_of, tenant.project_id) == logo.read_bytes()
+
+        not_png = tmp_path / "logo.jpg"
+        not_png.write_bytes(b"\xff\xd8\xff\xe0 a JPEG, they say")
+        refused = await cli("project", "set-logo", "--project", project, str(not_png), ok=False)
+        assert refused.returncode == 1
+        assert refused.stderr.startswith("error: logo: not a PNG image (")
+        assert await database.read(logo_of, tenant.project_id) == logo.read_bytes()  # unchanged
+
+        shown = json.loads(
+            (await cli("project", "set-logo", "--project", project, "--remove")).stdout
+        )
+        assert shown == {"project_id": project, "logo": "tessera"}
+        assert await database.read(has_logo, tenant.project_id) is False
+
+    async def test_project_set_logo_refusals(self, cli, tenant, tmp_path: Path):
+        project = str(tenant.project_id)
+        neither = await cli("project", "set-logo", "--project", project, ok=False)
+        assert neither.returncode == 1
+        assert neither.stderr.strip() == "error: give a PNG file, or --remove"
+        logo = tmp_path / "logo.png"
+        logo.write_bytes(_png((10, 10)))
+        both = await cli(
+            "project", "set-logo", "--project", project, str(logo), "--remove", ok=False
+        )
+        assert both.returncode == 1
+        huge = tmp_path / "huge.png"
+        huge.write_bytes(_png((5000, 10)))
+        too_wide = await cli("project", "set-logo", "--project", project, str(huge), ok=False)
+        assert too_wide.stderr.strip() == "error: logo: at most 4096 pixels a side"
+        unknown = await cli(
+            "project",
+            "set-logo",
+            "--project",
+            "00000000-0000-0000-0000-000000000000",
+            str(logo),
+            ok=False,
+        )
+        assert unknown.returncode == 1 and unknown.stderr.strip() == "error: project not found"
+
+    async def test_serve_refuses_a_wallet_file_it_cannot_read(self, cli, tmp_path: Path):
+        missing = tmp_path / "pass.pem"
+        wallet = {
+            "TESSERA_APPLE_PASS_TYPE_ID": "pass.test.tickets",
+            "TESSERA_APPLE_TEAM_ID": "TESTTEAM42",
+            "TESSERA_APPLE_PASS_CERTIFICATE": str(missing),
+            "TESSERA_APPLE_PASS_KEY": str(tmp_path / "key.pem"),
+            "TESSERA_APPLE_WWDR_CERTIFICATE": str(tmp_path / "wwdr.pem"),
+        }
+        refused = await cli("serve", "--port", "9", env=wallet, ok=False)
+        assert refused.returncode == 1
+        assert refused.stderr.strip() == (
+            f"error: TESSERA_APPLE_PASS_CERTIFICATE: {missing}: not a PEM certificate "
+            "(FileNotFoundError)"
+        )

@@ -20,11 +20,11 @@ def checked_logo(data: bytes) -> bytes:
     """``data`` when it is a PNG of at most 512 KiB and 4096 pixels a side (read from its
     header: a huge image is refused before it is decoded)."""
     if len(data) > MAX_LOGO_BYTES:
-        raise InvalidInput(f"logo: at at most {MAX_LOGO_BYTES // 1024} KiB")
+        raise InvalidInput(f"logo: at most {MAX_LOGO_BYTES // 1024} KiB")
     try:
         with Image.open(io.BytesIO(data), formats=["PNG"]) as image:
             if max(image.size) > MAX_LOGO_SIDE:
-                raise InvalidInput(f"logo: at at most {MAX_LOGO_SIDE} pixels a side")
+                raise InvalidInput(f"logo: at most {MAX_LOGO_SIDE} pixels a side")
             image.load()
     except (OSError, SyntaxError, ValueError, Image.DecompressionBombError) as error:
         raise InvalidInput(f"logo: not a PNG image ({error})") from None
