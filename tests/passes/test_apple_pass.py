@@ -77,6 +77,7 @@ class TestPass:
             "organizationName": "Acme",
             "description": "Ticket: Harbour Lights Festival",
             "webServiceURL": "http://tessera.test/passkit",
+            "sharingProhibited": True,
             "relevantDate": "2031-06-13T18:00:00+00:00",
             "expirationDate": "2031-06-15T23:00:00+00:00",
             "barcodes": [barcode],

@@ -158,6 +158,8 @@ def pass_content(
         "description": f"Ticket: {title}",
         "webServiceURL": web_service_url,
         "authenticationToken": token,
+        # Whoever holds the code can show the ticket: Wallet offers no Share button for it.
+        "sharingProhibited": True,
         "eventTicket": fields,
     }
     if facts.event_start is not None and facts.event_end is not None:
