@@ -170,9 +170,14 @@ async def _latest(
 async def _packaged(
     wallet: AppleWallet, content: dict[str, object], logo: bytes | None, modified: datetime
 ) -> PassFile:
-    # In a thread: signing and zipping take a few milliseconds, too long to hold the loop.
-    data = await asyncio.to_thread(wallet.package, content, pass_images(logo))
+    # In a thread: signing and zipping take a few milliseconds (scaling a new logo, more), too
+    # long to hold the event loop.
+    data = await asyncio.to_thread(_signed, wallet, content, logo)
     return PassFile(data, modified)
+
+
+def _signed(wallet: AppleWallet, content: dict[str, object], logo: bytes | None) -> bytes:
+    return wallet.package(content, pass_images(logo))
 
 
 async def register_device(
