@@ -14,7 +14,7 @@ from tessera.config import Settings
 from tessera.main import create_app
 from tessera.passes.apple import WalletSettingsInvalid
 from tessera.passes.service import Wallets
-from tests.passes.ca import KEY_PASSWORD, PASS_TYPE_ID, TEAM_ID, StandInCa
+from tests.passes.ca import ISSUER_ID, KEY_PASSWORD, PASS_TYPE_ID, TEAM_ID, StandInCa
 
 
 def settings_with(**wallets: object) -> Settings:
@@ -45,11 +45,21 @@ class TestTogether:
         settings = settings_with(apple_pass_key_password="x")
         assert settings.apple_wallet is False
 
-    def test_some_google_settings_name_the_missing_one(self, tmp_path: Path):
+    def test_either_google_setting_alone_names_the_other(self, tmp_path: Path):
         message = refusal(google_wallet_key_file=tmp_path / "key.json")
         assert message == (
             "Value error, TESSERA_GOOGLE_WALLET_ISSUER_ID missing: wallet settings go together"
         )
+        message = refusal(google_wallet_issuer_id=ISSUER_ID)
+        assert message == (
+            "Value error, TESSERA_GOOGLE_WALLET_KEY_FILE missing: wallet settings go together"
+        )
+
+    def test_a_refusal_does_not_echo_the_password(self):
+        with pytest.raises(ValidationError) as refused:
+            settings_with(apple_pass_type_id=PASS_TYPE_ID, apple_pass_key_password=KEY_PASSWORD)
+        assert "TESSERA_APPLE_TEAM_ID" in str(refused.value)
+        assert KEY_PASSWORD not in str(refused.value)
 
     @pytest.mark.parametrize(
         ("name", "value"),
@@ -81,7 +91,7 @@ class TestFiles:
         with pytest.raises(WalletSettingsInvalid) as refused:
             create_app(settings)
         message = str(refused.value)
-        assert KEY_PASSWORD not in message and "PRIVATE KEY" not in message
+        assert KEY_PASSWORD not in message and "-----" not in message
         return message
 
     def test_a_key_that_is_not_the_certificates(self, stand_in_ca: StandInCa):
