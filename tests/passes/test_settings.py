@@ -1,8 +1,9 @@
 """The wallets' settings: each wallet's go together (some without the others refuse to start,
 naming the missing ones), and their files are read and checked at start-up (``Wallets.load``):
-a file that is missing, not PEM, locked by another password or not the certificate's key is
-named by its setting, and no key or password is ever part of the message or of the settings'
-dump."""
+a file that is missing, not PEM, locked by another password, not the certificate's key, or a
+WWDR certificate that did not issue the pass certificate is named by its setting, as is a pass
+type id or team the certificate is not for; no key or password is ever part of the message or
+of the settings' dump."""
 
 import json
 from pathlib import Path
@@ -126,6 +127,29 @@ class TestFiles:
         message = self.refused(stand_in_ca, apple_wwdr_certificate=der)
         assert (
             message == f"TESSERA_APPLE_WWDR_CERTIFICATE: {der}: not a PEM certificate (ValueError)"
+        )
+
+    def test_a_wwdr_that_did_not_issue_the_certificate(self, stand_in_ca: StandInCa):
+        # The root issued the intermediate, not the pass certificate: as a WWDR of the wrong
+        # generation, the passes it would carry are refused by every iPhone.
+        message = self.refused(stand_in_ca, apple_wwdr_certificate=stand_in_ca.root)
+        assert message == (
+            f"TESSERA_APPLE_WWDR_CERTIFICATE: {stand_in_ca.root}: did not issue "
+            "TESSERA_APPLE_PASS_CERTIFICATE"
+        )
+
+    def test_a_pass_type_id_that_is_not_the_certificates(self, stand_in_ca: StandInCa):
+        message = self.refused(stand_in_ca, apple_pass_type_id="pass.test.someone.else")
+        assert message == (
+            "TESSERA_APPLE_PASS_TYPE_ID: pass.test.someone.else is not the one of "
+            f"TESSERA_APPLE_PASS_CERTIFICATE ({PASS_TYPE_ID})"
+        )
+
+    def test_a_team_that_is_not_the_certificates(self, stand_in_ca: StandInCa):
+        message = self.refused(stand_in_ca, apple_team_id="OTHERTEAM1")
+        assert message == (
+            f"TESSERA_APPLE_TEAM_ID: OTHERTEAM1 is not the one of TESSERA_APPLE_PASS_CERTIFICATE "
+            f"({TEAM_ID})"
         )
 
     @pytest.mark.parametrize(

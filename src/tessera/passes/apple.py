@@ -21,9 +21,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from cryptography import x509
+from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from cryptography.hazmat.primitives.serialization import pkcs7
+from cryptography.x509.oid import NameOID
 
 from tessera.config import Settings
 from tessera.passes.facts import PassFacts, iso_date
@@ -50,7 +52,8 @@ class AppleWallet:
     @classmethod
     def load(cls, settings: Settings) -> "AppleWallet | None":
         """The configured wallet, its files read and checked (the key must be the
-        certificate's); None when Apple Wallet is not configured."""
+        certificate's, the WWDR certificate its issuer, the pass type id and team its own);
+        None when Apple Wallet is not configured."""
         if not settings.apple_wallet:
             return None
         assert settings.apple_pass_type_id is not None and settings.apple_team_id is not None
@@ -76,6 +79,11 @@ class AppleWallet:
             raise WalletSettingsInvalid(
                 "TESSERA_APPLE_PASS_KEY is not the key of TESSERA_APPLE_PASS_CERTIFICATE"
             )
+        _check_issued(certificate, wwdr, settings.apple_wwdr_certificate)
+        # A pass names its pass type id and team, which must be the certificate's: otherwise
+        # it is signed, served and then refused by every iPhone, with no word to the server.
+        _check_subject(certificate, "apple_pass_type_id", settings.apple_pass_type_id)
+        _check_subject(certificate, "apple_team_id", settings.apple_team_id)
         return cls(settings.apple_pass_type_id, settings.apple_team_id, certificate, key, wwdr)
 
     def package(self, content: dict[str, Any], images: dict[str, bytes]) -> bytes:
@@ -110,6 +118,34 @@ def _certificate(setting: str, path: Any) -> x509.Certificate:
         raise WalletSettingsInvalid(
             f"TESSERA_{setting.upper()}: {path}: not a PEM certificate ({type(error).__name__})"
         ) from None
+
+
+# Apple's pass certificates name the pass type id as the subject's UID, the team as its OU.
+_SUBJECT_OIDS = {
+    "apple_pass_type_id": NameOID.USER_ID,
+    "apple_team_id": NameOID.ORGANIZATIONAL_UNIT_NAME,
+}
+
+
+def _check_issued(certificate: x509.Certificate, wwdr: x509.Certificate, path: Any) -> None:
+    try:
+        certificate.verify_directly_issued_by(wwdr)
+    except (ValueError, TypeError, InvalidSignature):
+        raise WalletSettingsInvalid(
+            f"TESSERA_APPLE_WWDR_CERTIFICATE: {path}: did not issue TESSERA_APPLE_PASS_CERTIFICATE"
+        ) from None
+
+
+def _check_subject(certificate: x509.Certificate, setting: str, value: str) -> None:
+    found = [
+        str(attribute.value)
+        for attribute in certificate.subject.get_attributes_for_oid(_SUBJECT_OIDS[setting])
+    ]
+    if value not in found:
+        raise WalletSettingsInvalid(
+            f"TESSERA_{setting.upper()}: {value} is not the one of "
+            f"TESSERA_APPLE_PASS_CERTIFICATE ({', '.join(found) or 'none named'})"
+        )
 
 
 def _public(key: Any) -> bytes:
