@@ -53,6 +53,7 @@ class TestPhoneWallets:
             "Google Wallet: not configured: the server needs TESSERA_GOOGLE_WALLET_ISSUER_ID and "
             "TESSERA_GOOGLE_WALLET_KEY_FILE."
         )
+        assert shown["pass-logo"] == "The passes show Tessera's mark (tessera project set-logo)."
 
     async def test_the_projects_logo(self, wallet_app, tenant):
         logo = io.BytesIO()
