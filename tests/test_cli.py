@@ -429,13 +429,18 @@ class TestTokenClients:
                 assert result.stderr.strip() == "error: token client not found"
 
 
-def _png(size: tuple[int, int]) -> bytes:
+def _png(size: tuple[int, int], *, noise: bool = False) -> bytes:
+    """A PNG of that size: one colour, or random pixels (which do not compress)."""
     from io import BytesIO
 
     from PIL import Image
 
     out = BytesIO()
-    Image.new("RGB", size, (0, 0, 200)).save(out, "PNG")
+    if noise:
+        image = Image.frombytes("RGB", size, os.urandom(size[0] * size[1] * 3))
+    else:
+        image = Image.new("RGB", size, (0, 0, 200))
+    image.save(out, "PNG")
     return out.getvalue()
 
 
@@ -467,7 +472,9 @@ class TestWalletsFromTheCli:
         assert shown == {"project_id": project, "logo": "tessera"}
         assert await database.read(has_logo, tenant.project_id) is False
 
-    async def test_project_set_logo_refusals(self, cli, tenant, tmp_path: Path):
+    async def test_project_set_logo_refusals(self, cli, database, tenant, tmp_path: Path):
+        from tessera.passes.repository import has_logo
+
         project = str(tenant.project_id)
         neither = await cli("project", "set-logo", "--project", project, ok=False)
         assert neither.returncode == 1
@@ -478,10 +485,24 @@ class TestWalletsFromTheCli:
             "project", "set-logo", "--project", project, str(logo), "--remove", ok=False
         )
         assert both.returncode == 1
+        assert both.stderr.strip() == "error: give a PNG file, or --remove"
         huge = tmp_path / "huge.png"
         huge.write_bytes(_png((5000, 10)))
         too_wide = await cli("project", "set-logo", "--project", project, str(huge), ok=False)
+        assert too_wide.returncode == 1
         assert too_wide.stderr.strip() == "error: logo: at most 4096 pixels a side"
+        heavy = tmp_path / "heavy.png"
+        heavy.write_bytes(_png((600, 600), noise=True))
+        assert heavy.stat().st_size > 512 * 1024
+        too_big = await cli("project", "set-logo", "--project", project, str(heavy), ok=False)
+        assert too_big.returncode == 1
+        assert too_big.stderr.strip() == "error: logo: at most 512 KiB"
+        not_png = tmp_path / "logo.gif"
+        not_png.write_bytes(b"GIF89a not a PNG")
+        refused = await cli("project", "set-logo", "--project", project, str(not_png), ok=False)
+        assert refused.returncode == 1
+        assert refused.stderr.startswith("error: logo: not a PNG image (")
+        assert await database.read(has_logo, tenant.project_id) is False  # still none
         unknown = await cli(
             "project",
             "set-logo",
