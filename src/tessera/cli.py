@@ -270,12 +270,16 @@ def project_set_logo(
     remove: Annotated[bool, typer.Option("--remove", help="Show Tessera's mark again.")] = False,
 ) -> None:
     """The logo on the project's wallet passes (their icon and logo), or Tessera's mark with
-    --remove. A pass in a wallet shows it once it is next refreshed."""
+    --remove. The devices that keep the project's passes see them changed."""
+    from tessera.passes.images import MAX_LOGO_BYTES
     from tessera.passes.schemas import PassLogo
     from tessera.passes.service import set_logo
 
     if (png is None) == (not remove):
         typer.echo("error: give a PNG file, or --remove", err=True)
+        raise typer.Exit(1)
+    if png is not None and png.stat().st_size > MAX_LOGO_BYTES:
+        typer.echo(f"error: logo: at most {MAX_LOGO_BYTES // 1024} KiB", err=True)
         raise typer.Exit(1)
     data = png.read_bytes() if png is not None else None
 

@@ -5,11 +5,15 @@ ticket's pass shows up as changed and the latest pass carries the new secret; af
 the earlier holder's device gets the pass voided. A wrong token gets 401, another pass type 404,
 and a server without Apple Wallet settings 404 naming them."""
 
+import io
 import logging
 import uuid
 
 import pytest
+from PIL import Image
 
+from tessera.db import database_of
+from tessera.passes.service import set_logo
 from tests.factories import create_user, transfer_item
 from tests.passes.ca import PASS_TYPE_ID
 from tests.passes.pkpass import opened
@@ -186,6 +190,23 @@ class TestChanges:
         new = opened(response.content, stand_in_ca, tmp_path)
         assert new["relevantDate"] == "2031-06-20T18:00:00+00:00"
         assert new["barcodes"] == content["barcodes"]  # the same ticket, the same secret
+
+    async def test_a_new_logo_updates_the_projects_passes(
+        self, client, tenant, wallet_app, stand_in_ca, tmp_path
+    ):
+        *_, content = await a_pass(client, tenant, stand_in_ca, tmp_path)
+        await registered(client, content)
+        tag = (await changed(client)).json()["lastUpdated"]
+        logo = io.BytesIO()
+        Image.new("RGB", (60, 60), (200, 0, 0)).save(logo, "PNG")
+        database = database_of(wallet_app)
+        await set_logo(database, project_id=tenant.project_id, png=logo.getvalue())
+        after = await changed(client, tag)
+        assert after.json()["serialNumbers"] == [content["serialNumber"]]
+        # Taking the logo away is a change too.
+        tag = after.json()["lastUpdated"]
+        await set_logo(database, project_id=tenant.project_id, png=None)
+        assert (await changed(client, tag)).json()["serialNumbers"] == [content["serialNumber"]]
 
     async def test_only_the_devices_own_passes(self, client, tenant, stand_in_ca, tmp_path):
         *_, mine = await a_pass(client, tenant, stand_in_ca, tmp_path)

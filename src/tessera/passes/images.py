@@ -1,5 +1,5 @@
 """A pass's images: its icon (29 points square) and its logo (at most 160 by 50 points), each at
-1x, 2x and 3x, drawn from the project's logo (``tessera project set --logo``) or, without one,
+1x, 2x and 3x, drawn from the project's logo (``tessera project set-logo``) or, without one,
 Tessera's mark. Pillow scales them; the same logo gives the same files, kept in a small cache."""
 
 import io

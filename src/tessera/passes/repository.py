@@ -8,31 +8,35 @@ from typing import NamedTuple
 from sqlalchemy import bindparam, delete, select, update
 
 from tessera.db import Rows, Transaction, table_of
-from tessera.models import Event, PassRegistration, Product, ProductItem, ProjectLogo, User
+from tessera.models import (
+    Event,
+    PassRegistration,
+    Product,
+    ProductItem,
+    Project,
+    ProjectLogo,
+    User,
+)
 from tessera.tickets.repository import CHANGED_AT, last_change
 
 _REGISTRATIONS, _ITEMS = table_of(PassRegistration), table_of(ProductItem)
 _LOGOS, _USERS = table_of(ProjectLogo), table_of(User)
-_PRODUCTS, _EVENTS = table_of(Product), table_of(Event)
+_PRODUCTS, _EVENTS, _PROJECTS = table_of(Product), table_of(Event), table_of(Project)
 
 
 class Registered(NamedTuple):
-    """A pass a device keeps, and when the rows its ticket shows last changed."""
+    """A pass a device keeps, and when the rows it shows last changed."""
 
     serial: uuid.UUID
     item_updated_at: datetime
     product_updated_at: datetime
     holder_updated_at: datetime
     event_updated_at: datetime | None
+    project_updated_at: datetime  # its name and its logo (``set_logo`` touches it)
 
     @property
     def changed_at(self) -> datetime:
-        return last_change(
-            self.item_updated_at,
-            self.product_updated_at,
-            self.holder_updated_at,
-            self.event_updated_at,
-        )
+        return last_change(*self[1:])
 
 
 _RENEW = (
@@ -56,6 +60,7 @@ _REGISTERED = (
         _REGISTRATIONS.join(_ITEMS, _ITEMS.c.id == _REGISTRATIONS.c.serial)
         .join(_PRODUCTS, _PRODUCTS.c.id == _ITEMS.c.product_id)
         .join(_USERS, _USERS.c.id == _ITEMS.c.owner_id)
+        .join(_PROJECTS, _PROJECTS.c.id == _ITEMS.c.project_id)
         .outerjoin(_EVENTS, _EVENTS.c.id == _PRODUCTS.c.event_id)
     )
     .where(_REGISTRATIONS.c.device == bindparam("device"))
@@ -68,6 +73,11 @@ _NEW_LOGO = (
     update(_LOGOS)
     .where(_LOGOS.c.project_id == bindparam("project_id"))
     .values(png=bindparam("png"), updated_at=bindparam("updated_at"))
+)
+_TOUCH_PROJECT = (
+    update(_PROJECTS)
+    .where(_PROJECTS.c.id == bindparam("project_id"))
+    .values(updated_at=bindparam("now"))
 )
 _NO_LOGO = delete(_LOGOS).where(_LOGOS.c.project_id == bindparam("project_id"))
 
@@ -122,7 +132,9 @@ async def has_logo(rows: Rows, project_id: uuid.UUID) -> bool:
 async def set_logo(
     tx: Transaction, project_id: uuid.UUID, png: bytes | None, now: datetime
 ) -> None:
-    """The project's logo becomes ``png`` (None: none, Tessera's mark)."""
+    """The project's logo becomes ``png`` (None: none, Tessera's mark). The project counts as
+    changed, so that its passes do too (``registered``)."""
+    await tx.execute(_TOUCH_PROJECT, project_id=project_id, now=now)
     if png is None:
         await tx.execute(_NO_LOGO, project_id=project_id)
         return

@@ -3,8 +3,8 @@ PassKit web service that keeps a pass current on the devices that registered it.
 
 A device registers a pass with the token the pass carries (``apple.authentication_token``: the
 item and its holder). It asks which of its passes changed since the tag it was given last
-(the latest change of the rows a ticket shows: the item, its product, its holder, its event;
-in microseconds) and fetches each: a reissued ticket's pass has the
+(the latest change of what a pass shows: the item, its product, its holder, its event, its
+project and the project's logo; in microseconds) and fetches each: a reissued ticket's pass has the
 new secret; after a transfer, the earlier holder's device gets the pass voided, without a code.
 Tessera does not send the push that makes a device ask at once (docs/wallets.md): a device asks
 when its pass is opened, and when the pass is pulled down to refresh.
@@ -261,8 +261,8 @@ def _check_type(wallet: AppleWallet, pass_type: str) -> None:
 
 async def set_logo(database: Database, *, project_id: uuid.UUID, png: bytes | None) -> None:
     """The project's passes show ``png`` (a PNG of at most 512 KiB, 4096 pixels a side;
-    ``InvalidInput`` otherwise) as their icon and logo; None: Tessera's mark. A pass already
-    in a wallet shows it once it is next refreshed."""
+    ``InvalidInput`` otherwise) as their icon and logo; None: Tessera's mark. The passes'
+    devices see them changed (``changed_passes``)."""
     if png is not None:
         checked_logo(png)
     async with database.transaction() as tx:

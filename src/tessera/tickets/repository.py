@@ -53,6 +53,7 @@ class TicketPageRow(NamedTuple):
     product_updated_at: datetime
     holder_updated_at: datetime
     event_updated_at: datetime | None
+    project_updated_at: datetime  # its name (and, on a wallet pass, its logo)
 
     @property
     def changed_at(self) -> datetime:
@@ -61,6 +62,7 @@ class TicketPageRow(NamedTuple):
             self.product_updated_at,
             self.holder_updated_at,
             self.event_updated_at,
+            self.project_updated_at,
         )
 
 
@@ -80,6 +82,7 @@ CHANGED_AT = (
     _PRODUCTS.c.updated_at.label("product_updated_at"),
     _USERS.c.updated_at.label("holder_updated_at"),
     _EVENTS.c.updated_at.label("event_updated_at"),
+    _PROJECTS.c.updated_at.label("project_updated_at"),
 )
 # The item at that version only: a transfer or reissue between finding the item and reading its
 # page (a new holder, perhaps) finds nothing rather than the new holder's ticket.
