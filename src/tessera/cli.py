@@ -145,10 +145,20 @@ def serve(
 
 @db_app.command("upgrade")
 def db_upgrade(revision: str = "head") -> None:
-    """Apply migrations up to REVISION (default head)."""
+    """Apply migrations up to REVISION (default head). At head, a project without a live
+    check-in key (made before a project's first key was made with it) then gets one, sealed
+    with TESSERA_SECRET_KEYS: a key cannot be sealed in a migration, which has no key ring."""
     from tessera import migrations
+    from tessera.ticket_keys.service import key_every_project
 
     migrations.upgrade(get_settings().database_url, revision)
+    if revision == "head":
+
+        async def work(database: Database, settings: Settings) -> int:
+            return await key_every_project(database, SecretBox(settings.key_ring))
+
+        if made := _run(work):
+            typer.echo(f"check-in keys made for {made} projects that had none", err=True)
 
 
 @project_app.command("create")
@@ -188,8 +198,8 @@ def project_retire_checkin_key(
     drop it at their next sync. Rotate first, and retire once the new key's secrets are out."""
     from tessera.ticket_keys.service import retire
 
-    async def work(database: Database, _settings: Settings) -> BaseModel:
-        return await retire(database, project, kid)
+    async def work(database: Database, settings: Settings) -> BaseModel:
+        return await retire(database, SecretBox(settings.key_ring), project, kid)
 
     _print(_run(work))
 

@@ -140,7 +140,7 @@ class TestSignedSecret:
         annulled = await scan(client, tenant, old["secret"], "old-key")
         assert annulled.status_code == 200  # the rotated-out key still verifies
         await client.post("/v1/checkins/annul", headers=tenant.w, json={"nonce": "old-key"})
-        retired = await ticket_keys.retire(database, tenant.project_id, first["kid"])
+        retired = await ticket_keys.retire(database, app.state.box, tenant.project_id, first["kid"])
         assert retired.retired_at is not None
         assert [k["kid"] for k in (await sync(client, tenant.r, event))["keys"]] == [rotated.kid]
         response = await scan(client, tenant, old["secret"])

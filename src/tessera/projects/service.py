@@ -19,6 +19,7 @@ from tessera.models.project import KeyPermission, Paper
 from tessera.projects import repository
 from tessera.projects.repository import ProjectRow, ProjectWalletRow
 from tessera.projects.schemas import ApiKeyCreated, ClientCreated, ProjectCreated
+from tessera.ticket_keys import service as ticket_keys
 from tessera.wallets.schemas import WalletBalance
 from tessera.wallets.service import read_balances
 
@@ -26,12 +27,15 @@ from tessera.wallets.service import read_balances
 async def create_project(
     database: Database, *, name: str, box: SecretBox, hash_key: bytes, ss58_prefix: int
 ) -> ProjectCreated:
-    """A project with its custodial project wallet, a ``write`` API key and a token client."""
+    """A project with its custodial project wallet, its first check-in key, a ``write`` API key
+    and a token client."""
     project_id = new_id()
     key = new_custodial_key(box, ss58_prefix=ss58_prefix)
     async with database.transaction() as tx:
         await repository.add_project(tx, {"id": project_id, "name": name})
         await repository.add_wallet(tx, {"project_id": project_id, **key.columns()})
+        # Its first check-in key now: never later, in a use-case's transaction (ticket_keys).
+        await ticket_keys.new_key(tx, box, project_id)
         api_key = await api_keys.create_api_key(
             tx, project_id=project_id, permission="write", hash_key=hash_key, name="default"
         )

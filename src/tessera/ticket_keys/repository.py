@@ -1,5 +1,5 @@
 """Check-in key statements: a project's live keys (newest first), one added, one retired; the
-project's row locked while its first key is made."""
+projects without a live key."""
 
 import uuid
 from datetime import datetime
@@ -31,8 +31,11 @@ _OF_PROJECT = (
 )
 _LIVE = _OF_PROJECT.where(_KEYS.c.retired_at.is_(None))
 _NEWEST_LIVE = _LIVE.limit(1)
-_LOCK_PROJECT = (
-    select(_PROJECTS.c.id).where(_PROJECTS.c.id == bindparam("project_id")).with_for_update()
+_PROJECT = select(_PROJECTS.c.id).where(_PROJECTS.c.id == bindparam("project_id"))
+_WITHOUT_LIVE_KEY = select(_PROJECTS.c.id).where(
+    ~select(_KEYS.c.id)
+    .where(_KEYS.c.project_id == _PROJECTS.c.id, _KEYS.c.retired_at.is_(None))
+    .exists()
 )
 _RETIRE = (
     update(_KEYS)
@@ -60,9 +63,16 @@ async def signing_key(rows: Rows, project_id: uuid.UUID) -> CheckinKeyRow | None
     return await rows.first(_NEWEST_LIVE, CheckinKeyRow, project_id=project_id)
 
 
-async def lock_project(tx: Transaction, project_id: uuid.UUID) -> bool:
-    """The project's row locked until the transaction ends (False: no such project)."""
-    return await tx.scalar(_LOCK_PROJECT, project_id=project_id) is not None
+async def project_exists(rows: Rows, project_id: uuid.UUID) -> bool:
+    return await rows.scalar(_PROJECT, project_id=project_id) is not None
+
+
+class ProjectId(NamedTuple):
+    id: uuid.UUID
+
+
+async def projects_without_live_key(rows: Rows) -> list[uuid.UUID]:
+    return [row.id for row in await rows.all(_WITHOUT_LIVE_KEY, ProjectId)]
 
 
 async def add_key(tx: Transaction, values: dict[str, Any]) -> CheckinKeyRow | None:

@@ -1,14 +1,26 @@
 """A project's check-in keys: the newest live one signs its tickets' secrets, every live one
 verifies them, a retired one nothing.
 
-The first key is made when a project's first secret is (its row locked meanwhile, so that two
-processes make one). ``rotate`` adds a new key that signs from then on, while the earlier ones
-keep verifying the secrets already handed out; ``retire`` stops a key verifying (every secret
-it signed is then refused, ``revoked``). A process keeps each project's signing key for
-``SIGNER_SECONDS``: a rotation reaches every process within that time, and a secret signed
-meanwhile with the previous key verifies as long as that key is live.
+A project's first key is made with the project (``projects.service.create_project``); a
+project from before keys were made that way gets its own from ``tessera db upgrade``
+(``key_every_project``). ``rotate`` adds a new key that signs from then on, while the earlier
+ones keep verifying the secrets already handed out; ``retire`` stops a key verifying (every
+secret it signed is then refused, ``revoked``), and retiring the last live one makes its
+successor at once. A process keeps each project's signing key for ``SIGNER_SECONDS``: a
+rotation reaches every process within that time, and a secret signed meanwhile with the
+previous key verifies as long as that key is live.
+
+No key is ever made under a lock of the project's row: a use-case's transaction holds a
+key-share lock on that row through its inserts, and asking it for more (``FOR UPDATE``) while
+other use-cases hold theirs is the deadlock every new project's first burst of orders met.
+A project that still has no live key (one made by a process of the previous release while it
+was being upgraded) gets one where it is first needed: in a transaction of its own
+(``Signers.of``, under an advisory lock, so that processes make one), or, for a secret an
+email carries, in the use-case's transaction (``Signers.within``, a plain insert: two such
+transactions at once may each make one, and both keys then verify).
 """
 
+import hashlib
 import os
 import time
 import uuid
@@ -19,7 +31,7 @@ from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
 from tessera import ticket_codes as codes
 from tessera.crypto import Sealed, SecretBox
-from tessera.db import Database, Rows, Transaction
+from tessera.db import Database, Rows, Transaction, serialize
 from tessera.errors import CheckinKeyNotFound, ProjectNotFound
 from tessera.models.base import new_id, utcnow
 from tessera.ticket_keys import repository
@@ -53,6 +65,8 @@ class Signers:
         self._kept: dict[uuid.UUID, tuple[Signer, float]] = {}
 
     async def of(self, database: Database, project_id: uuid.UUID) -> Signer:
+        """The project's signer, outside any transaction of the caller's; a project without a
+        live key gets one in a transaction of its own."""
         kept = self._kept_for(project_id)
         if kept is not None:
             return kept
@@ -65,14 +79,15 @@ class Signers:
 
     async def within(self, tx: Transaction, project_id: uuid.UUID) -> Signer:
         """The project's signer, read in ``tx`` (a write transaction that hands out secrets:
-        an email's); a first key is made in it, and kept only once it is known to be
-        committed (the next time it is read)."""
+        an email's). A project without a live key gets one in ``tx``, without a lock (see the
+        module docstring), kept only once it is known to be committed (the next time it is
+        read)."""
         kept = self._kept_for(project_id)
         if kept is not None:
             return kept
         row = await repository.signing_key(tx, project_id)
         if row is None:
-            made = await _first_key(tx, self.box, project_id)
+            made = await new_key(tx, self.box, project_id)
             return Signer(made.kid, self._open(made))
         return self._keep(project_id, row)
 
@@ -96,15 +111,28 @@ class Signers:
         return Ed25519PrivateKey.from_private_bytes(seed)
 
 
+def _first_key_lock(project_id: uuid.UUID) -> int:
+    """The advisory lock under which a project's first key is made (``serialize``): 64 bits of
+    the project's id, apart from other locks by a tag."""
+    digest = hashlib.blake2b(b"checkin key\0" + project_id.bytes, digest_size=8).digest()
+    return int.from_bytes(digest, "big", signed=True)
+
+
 async def _first_key(tx: Transaction, box: SecretBox, project_id: uuid.UUID) -> CheckinKeyRow:
-    """The project's signing key, made now unless another process made one meanwhile."""
-    if not await repository.lock_project(tx, project_id):
-        raise ProjectNotFound
+    """The project's signing key, made now unless another process made one meanwhile (``tx``
+    is a transaction of its own)."""
+    await serialize(tx, _first_key_lock(project_id))
     row = await repository.signing_key(tx, project_id)
-    return row if row is not None else await _new_key(tx, box, project_id)
+    if row is not None:
+        return row
+    if not await repository.project_exists(tx, project_id):
+        raise ProjectNotFound
+    return await new_key(tx, box, project_id)
 
 
-async def _new_key(tx: Transaction, box: SecretBox, project_id: uuid.UUID) -> CheckinKeyRow:
+async def new_key(tx: Transaction, box: SecretBox, project_id: uuid.UUID) -> CheckinKeyRow:
+    """A new live key of the project, which signs from the commit on (the newest live key
+    signs): the project's first, when the project is made, or a rotation's."""
     while True:
         key = Ed25519PrivateKey.generate()
         key_id = new_id()
@@ -123,6 +151,21 @@ async def _new_key(tx: Transaction, box: SecretBox, project_id: uuid.UUID) -> Ch
         )
         if row is not None:  # else that kid is the project's already (one in 4 billion)
             return row
+
+
+async def key_every_project(database: Database, box: SecretBox) -> int:
+    """A first key for each project that has no live one (projects made before a project's
+    first key was made with it), each in a transaction of its own; how many were made.
+    ``tessera db upgrade`` runs it after the migrations."""
+    made = 0
+    for project_id in await database.read(repository.projects_without_live_key):
+        async with database.transaction() as tx:
+            await serialize(tx, _first_key_lock(project_id))
+            if await repository.signing_key(tx, project_id) is None:
+                await new_key(tx, box, project_id)
+                made += 1
+            await tx.commit()
+    return made
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,20 +192,25 @@ def shown(keys: dict[str, bytes]) -> list[PublicCheckinKey]:
 async def rotate(database: Database, box: SecretBox, project_id: uuid.UUID) -> CheckinKeyRead:
     """A new key that signs from now on; the earlier ones keep verifying."""
     async with database.transaction() as tx:
-        if not await repository.lock_project(tx, project_id):
+        if not await repository.project_exists(tx, project_id):
             raise ProjectNotFound
-        row = await _new_key(tx, box, project_id)
+        row = await new_key(tx, box, project_id)
         await tx.commit()
     return _read(row, signing=True)
 
 
-async def retire(database: Database, project_id: uuid.UUID, kid: str) -> CheckinKeyRead:
-    """The live key ``kid`` verifies nothing from now on (404 for no such live key). Retiring
-    the signing key makes the next live one sign, or a new one on the next secret."""
+async def retire(
+    database: Database, box: SecretBox, project_id: uuid.UUID, kid: str
+) -> CheckinKeyRead:
+    """The live key ``kid`` verifies nothing from now on (404 for no such live key).
+    Retiring the signing key makes the next live one sign; retiring the last live one makes
+    a new one, in the same transaction, so that a project always has a key to sign with."""
     async with database.transaction() as tx:
         row = await repository.retire(tx, project_id, kid.lower(), utcnow())
         if row is None:
             raise CheckinKeyNotFound
+        if await repository.signing_key(tx, project_id) is None:
+            await new_key(tx, box, project_id)
         await tx.commit()
     return _read(row, signing=False)
 
