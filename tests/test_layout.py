@@ -362,3 +362,50 @@ def test_domains_have_the_same_files():
     """Every package with tables has ``router.py`` (where it has routes), ``service.py``,
     ``repository.py`` and ``schemas.py``."""
     assert _shape_gaps() == {}
+
+
+# Public use-cases of a service.py that open a transaction and are not run again on a conflict
+# (``db.conflicts``), and why: each is either not a request's, or not safe to run again whole.
+RUN_ONCE = {
+    "auth/service.py": {"flush": "the usage writer's batch: the next flush writes it again"},
+    "reconciliation/service.py": {
+        "reconcile": "reads the chain and records what it found: a job's, run again by the worker"
+    },
+    "ticket_keys/service.py": {
+        "key_every_project": "tessera db upgrade's, one transaction per project, run again whole"
+    },
+    "extrinsics/service.py": {
+        "sign": "signs and records an extrinsic for the chain: its caller decides what is next",
+        "submit_all": "submits to the chain: not done twice, and followed by the worker anyway",
+    },
+    "metrics/service.py": {
+        "record_wallet_balances": "a chore of the worker: its next round reads the balances again"
+    },
+}
+
+
+def _transactions_not_rerun() -> dict[str, list[str]]:
+    """The public functions (and methods) of each ``service.py`` that enter
+    ``database.transaction()`` without ``@rerun_on_conflict``, less those in ``RUN_ONCE``."""
+    found: dict[str, list[str]] = {}
+    for path in sorted(SRC.rglob("service.py")):
+        relative = str(path.relative_to(SRC))
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, ast.AsyncFunctionDef) or node.name.startswith("_"):
+                continue
+            opens = any(
+                isinstance(inner, ast.AsyncWith)
+                and ast.unparse(inner.items[0].context_expr).endswith("database.transaction()")
+                for inner in ast.walk(node)
+            )
+            rerun = any(ast.unparse(d) == "rerun_on_conflict" for d in node.decorator_list)
+            if opens and not rerun and node.name not in RUN_ONCE.get(relative, {}):
+                found.setdefault(relative, []).append(node.name)
+    return found
+
+
+def test_use_cases_run_again_on_a_conflict():
+    """A use-case's transaction that PostgreSQL aborts as a deadlock runs again (docs/design.md,
+    Locks): every public use-case of a service that opens a transaction says so with
+    ``@rerun_on_conflict``, or is named in ``RUN_ONCE`` with the reason it is not."""
+    assert _transactions_not_rerun() == {}

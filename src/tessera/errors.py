@@ -20,7 +20,8 @@
 |        |                            | credential over TESSERA_RATE_LIMIT_READ/WRITE            |
 | 503    | {"message"}                | a chain is unreachable; too many connections (server.py) |
 |        | {"message"}, Retry-After   | the database refused or lost a connection, or gave none  |
-|        |                            | within TESSERA_DB_POOL_TIMEOUT_SECONDS (tessera.db)      |
+|        |                            | within TESSERA_DB_POOL_TIMEOUT_SECONDS (tessera.db); a   |
+|        |                            | transaction aborted as a deadlock at its last attempt    |
 | 500    | {"message", "request_id"}  | anything unexpected (traceback goes to the log only)     |
 """
 
@@ -407,6 +408,15 @@ class DatabaseUnavailable(AppError):
 
     def headers(self) -> dict[str, str] | None:
         return {"Retry-After": str(self.retry_after)}
+
+
+class TransactionConflict(DatabaseUnavailable):
+    """PostgreSQL aborted the request's transaction to let another one through (a deadlock, a
+    serialization failure), and the use-case's last attempt met the same (``db.conflicts``):
+    nothing was changed, and the request may be sent again at once."""
+
+    message = "the database gave way to another request: nothing was changed, send it again"
+    retry_after = 1
 
 
 # 413

@@ -22,7 +22,7 @@ from pydantic import BaseModel
 from tessera.changes import repository
 from tessera.changes.repository import ChangeRow
 from tessera.changes.schemas import ChangeList, ChangeRead, EventType, Place
-from tessera.db import Database, Rows, Transaction
+from tessera.db import Database, Rows, Transaction, rerun_on_conflict
 from tessera.models import Change
 from tessera.models.base import new_id, utcnow
 
@@ -88,6 +88,7 @@ def purge_chore(retention_days: int) -> tuple[float, Callable[[Database], Awaita
     """The worker's hourly chore: forget the changes and delivery attempts older than
     ``retention_days`` (``TESSERA_CHANGES_RETENTION_DAYS``); how many changes."""
 
+    @rerun_on_conflict
     async def purge_changes(database: Database) -> int:
         before = utcnow() - timedelta(days=retention_days)
         async with database.transaction() as tx:

@@ -50,7 +50,7 @@ from tessera.checkins.schemas import (
     SyncedTicket,
     SyncRead,
 )
-from tessera.db import Database, Rows, Transaction
+from tessera.db import Database, Rows, Transaction, rerun_on_conflict
 from tessera.errors import AnnulWindowClosed, CheckinNotFound
 from tessera.events import repository as events
 from tessera.events.repository import EventRow
@@ -96,6 +96,7 @@ class Scanned:
         return self.outcome == "ok"
 
 
+@rerun_on_conflict
 async def scan(
     database: Database,
     principal: Principal,
@@ -121,6 +122,7 @@ async def scan(
     return answer
 
 
+@rerun_on_conflict
 async def scan_item(
     database: Database,
     principal: Principal,
@@ -358,6 +360,7 @@ def _scan_values(
     }
 
 
+@rerun_on_conflict
 async def annul(
     database: Database, principal: Principal, *, nonce: str, window: timedelta
 ) -> AnnulRead:
@@ -426,6 +429,7 @@ def _annulled(
     )
 
 
+@rerun_on_conflict
 async def upload(
     database: Database, principal: Principal, *, hash_key: bytes, body: BatchRequest
 ) -> BatchRead:

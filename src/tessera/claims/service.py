@@ -27,7 +27,7 @@ from tessera.claims.schemas import (
 )
 from tessera.config import Settings
 from tessera.crypto import SecretBox, keyed_hash
-from tessera.db import Database
+from tessera.db import Database, rerun_on_conflict
 from tessera.errors import (
     ClaimLinkClosed,
     ClaimLinkNotFound,
@@ -59,6 +59,7 @@ def token_digest(hash_key: bytes, token: str) -> str:
     return keyed_hash(hash_key, token)
 
 
+@rerun_on_conflict
 async def create_link(
     database: Database,
     principal: Principal,
@@ -139,6 +140,7 @@ async def get_link(
     return ClaimLinkRead.of(link, unix_now())
 
 
+@rerun_on_conflict
 async def revoke_link(
     database: Database, principal: Principal, *, product_id: uuid.UUID, link_id: uuid.UUID
 ) -> ClaimLinkRead:
@@ -200,6 +202,7 @@ async def view_offer(database: Database, *, token: str, hash_key: bytes) -> Clai
     )
 
 
+@rerun_on_conflict
 async def claim(
     database: Database,
     *,

@@ -24,7 +24,7 @@ from tessera.auth.service import access_for_api_key
 from tessera.console import repository
 from tessera.console.repository import OperatorRow
 from tessera.crypto import hashes_match, keyed_hash
-from tessera.db import Database, Transaction
+from tessera.db import Database, Transaction, rerun_on_conflict
 from tessera.errors import AppError, Conflict, CredentialInvalid, InvalidInput
 from tessera.models.base import utcnow
 from tessera.schemas import normalize_email
@@ -101,6 +101,7 @@ def hash_password(password: str) -> str:
     return _hasher.hash(password)
 
 
+@rerun_on_conflict
 async def create_operator(database: Database, *, email: str, password: str) -> OperatorRow:
     row = {"email": normalize_email(email), "password_hash": hash_password(password)}
     async with database.transaction() as tx:
@@ -118,6 +119,7 @@ def _verified(password_hash: str, password: str) -> bool:
         return False
 
 
+@rerun_on_conflict
 async def sign_in(database: Database, *, email: str, password: str, hash_key: bytes) -> str:
     """A new session's token for the operator, or ``SignInRefused`` (a wrong email, a wrong
     password, or a locked account: the same answer)."""
@@ -154,6 +156,7 @@ async def sign_in(database: Database, *, email: str, password: str, hash_key: by
     return token
 
 
+@rerun_on_conflict
 async def sign_in_with_key(database: Database, *, api_key: str, hash_key: bytes) -> str:
     """A new session's token for the owner of the project whose write key this is."""
     try:
@@ -208,6 +211,7 @@ async def session_of(
     )
 
 
+@rerun_on_conflict
 async def sign_out(database: Database, user: ConsoleUser) -> None:
     async with database.transaction() as tx:
         await repository.end_session(tx, user.token_hash)

@@ -12,6 +12,8 @@ PostgreSQL runs READ COMMITTED; use-cases that check-then-write lock the row the
 already provides.
 
 - ``database``: ``Database``, its connections, ``read`` and ``transaction``;
+- ``conflicts``: ``rerun_on_conflict``, a use-case run again when PostgreSQL aborts its
+  transaction as a deadlock;
 - ``rows``: what reads and writes are given (``Rows``, ``Transaction``), typed rows;
 - ``compiled``: Core statements compiled once per backend, their arguments, their rows;
 - ``pool``: the PostgreSQL driver's pool, the process's only one;
@@ -21,6 +23,7 @@ already provides.
 """
 
 from tessera.db.compiled import table_of, with_defaults
+from tessera.db.conflicts import rerun_on_conflict
 from tessera.db.database import Database
 from tessera.db.pool import DISCONNECTED, ConnectionPool
 from tessera.db.requests import (
@@ -62,6 +65,7 @@ __all__ = [
     "lock_for_share",
     "lock_for_update",
     "reads_only",
+    "rerun_on_conflict",
     "serialize",
     "skip_locked",
     "table_of",

@@ -31,12 +31,14 @@ from tessera.db.sqlite import (
     sqlite_commit,
     sqlite_connection,
 )
-from tessera.errors import DatabaseUnavailable
+from tessera.errors import DatabaseUnavailable, TransactionConflict
 
 T = TypeVar("T")
 P = ParamSpec("P")
 
 POOL_RECYCLE_SECONDS = 3600.0
+# What PostgreSQL aborts a transaction with to let another one through: 40P01, 40001.
+CONFLICTS = (asyncpg.DeadlockDetectedError, asyncpg.SerializationError)
 
 
 def dialect_of(url: URL) -> Dialect:
@@ -146,7 +148,9 @@ class Database:
         uncommitted rolls back. On SQLite one writer at a
         time (the in-process lock, then ``BEGIN IMMEDIATE``, waiting for another process's
         write lock without blocking the loop); on PostgreSQL READ COMMITTED with the row locks
-        the use-case takes (``lock_for_update``).
+        the use-case takes (``lock_for_update``). A transaction PostgreSQL aborts as a
+        deadlock or a serialization failure raises ``TransactionConflict``
+        (``db.conflicts``).
         """
         if self._sqlite_writer is not None:
             connection = self._sqlite_writer
@@ -166,6 +170,8 @@ class Database:
             await transaction.start()
             try:
                 yield Transaction(self, driver, commit=transaction.commit)
+            except CONFLICTS as exc:  # rolled back: the use-case may run again (db.conflicts)
+                raise TransactionConflict() from exc
             finally:
                 if driver.is_in_transaction():  # not committed
                     await transaction.rollback()

@@ -10,7 +10,7 @@ from sqlalchemy.exc import IntegrityError
 from tessera.auth.principal import Principal
 from tessera.changes.schemas import EventType
 from tessera.changes.service import record
-from tessera.db import Database, Rows, Transaction
+from tessera.db import Database, Rows, Transaction, rerun_on_conflict
 from tessera.errors import (
     EventDatesOutOfOrder,
     EventInUse,
@@ -47,6 +47,7 @@ def _require_dates_in_order(start_date: int, end_date: int) -> None:
         raise InvalidInput("end_date: must not be before start_date")
 
 
+@rerun_on_conflict
 async def create_event(
     database: Database, principal: Principal, *, body: EventCreate
 ) -> repository.EventRow:
@@ -65,6 +66,7 @@ async def create_event(
     return event
 
 
+@rerun_on_conflict
 async def update_event(
     database: Database, principal: Principal, *, body: EventUpdate
 ) -> repository.EventRow:
@@ -118,6 +120,7 @@ async def list_events(
     return await database.read(repository.read_events, principal.project_id, paging)
 
 
+@rerun_on_conflict
 async def delete_event(database: Database, principal: Principal, *, id_or_reference: str) -> None:
     """Delete an event with its attendees and its unused products.
 
@@ -193,6 +196,7 @@ async def attendee_at(
     return new.id if new is not None else await repository.attendee_id_of(tx, event_id, user_id)
 
 
+@rerun_on_conflict
 async def register_attendee(
     database: Database, principal: Principal, *, body: AttendeeRegister
 ) -> Registration:

@@ -4,7 +4,7 @@ import json
 import uuid
 from datetime import timedelta
 
-from tessera.db import Database
+from tessera.db import Database, rerun_on_conflict
 from tessera.errors import IdempotencyKeyReused, IdempotencyKeyRunning
 from tessera.idempotency import repository
 from tessera.idempotency.schemas import Answer, KeyScope
@@ -18,6 +18,7 @@ class IdempotencyStore:
         self.database = database
         self.ttl = timedelta(seconds=ttl_seconds)
 
+    @rerun_on_conflict
     async def begin(self, scope: KeyScope, key: str, fingerprint: str) -> uuid.UUID | Answer:
         """The record's id when this request is to run; the stored answer of the same request;
         409 while it runs; 422 for a key used with another request."""
@@ -64,6 +65,7 @@ class IdempotencyStore:
         headers = [(name, value) for name, value in json.loads(found.headers or "[]")]
         return Answer(found.status_code, headers, found.body or b"")
 
+    @rerun_on_conflict
     async def answered(self, record: uuid.UUID, answer: Answer) -> None:
         async with self.database.transaction() as tx:
             await repository.set_answer(
@@ -75,12 +77,14 @@ class IdempotencyStore:
             )
             await tx.commit()
 
+    @rerun_on_conflict
     async def forget(self, record: uuid.UUID) -> None:
         async with self.database.transaction() as tx:
             await repository.delete_record(tx, record)
             await tx.commit()
 
 
+@rerun_on_conflict
 async def purge_expired(database: Database) -> int:
     """Delete the records past their time (a chore of the job worker); how many."""
     async with database.transaction() as tx:

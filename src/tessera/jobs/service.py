@@ -2,7 +2,7 @@
 
 import uuid
 
-from tessera.db import Database
+from tessera.db import Database, rerun_on_conflict
 from tessera.errors import JobNotFailed, JobNotFound
 from tessera.jobs import repository
 from tessera.jobs.repository import JobRow
@@ -18,6 +18,7 @@ async def list_jobs(
     return await database.read(repository.newest, status=status, limit=limit)
 
 
+@rerun_on_conflict
 async def retry_job(context: JobContext, handlers: Handlers, *, job_id: uuid.UUID) -> JobRow:
     """Queue a failed job again with fresh attempts, and show its row as queued again.
 

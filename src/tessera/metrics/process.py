@@ -20,6 +20,7 @@ from prometheus_client.multiprocess import MultiProcessCollector, mark_process_d
 
 from tessera import logs
 from tessera.db import Database
+from tessera.db.conflicts import CONFLICTS
 from tessera.metrics.http import LATENCY, REQUESTS
 
 # prometheus-client reads this variable when it is imported, in each process; `tessera serve`
@@ -132,7 +133,7 @@ def scrape_registry() -> CollectorRegistry:
     else:
         pool = _pool_gauges.metrics() if _pool_gauges is not None else ()
         writer = _writer_gauges.metrics() if _writer_gauges is not None else ()
-        for metric in (REQUESTS, LATENCY, logs.DROPPED, *pool, *writer):
+        for metric in (REQUESTS, LATENCY, logs.DROPPED, CONFLICTS, *pool, *writer):
             registry.register(metric)
     return registry
 

@@ -9,7 +9,7 @@ from tessera.chain.keys import open_seed
 from tessera.changes.schemas import EventType
 from tessera.changes.service import record
 from tessera.crypto import Sealed, SecretBox
-from tessera.db import Transaction
+from tessera.db import Transaction, rerun_on_conflict
 from tessera.extrinsics.schemas import Signer
 from tessera.jobs.queue import JobKind
 from tessera.jobs.repository import JobRow
@@ -64,6 +64,7 @@ def show_items(kind: JobKind) -> Show:
     (with the job's last error); those retried show queued again."""
     column = "nft_transfer" if kind == JobKind.TRANSFER else "nft"
 
+    @rerun_on_conflict
     async def show(context: JobContext, jobs: Sequence[JobRow], status: JobStatus) -> None:
         ids = [item_id_of(job) for job in jobs]
         now = utcnow()
@@ -95,6 +96,7 @@ def show_items(kind: JobKind) -> Show:
     return show
 
 
+@rerun_on_conflict
 async def show_products(context: JobContext, jobs: Sequence[JobRow], status: JobStatus) -> None:
     """A product whose collection job gives up shows failed, with an ``nft.failed`` change;
     one retried shows queued again."""
@@ -122,6 +124,7 @@ async def show_products(context: JobContext, jobs: Sequence[JobRow], status: Job
             await tx.commit()
 
 
+@rerun_on_conflict
 async def fail_alone(
     context: JobContext, held: Claim, failed: Mapping[uuid.UUID, str], *, transfer: bool
 ) -> None:

@@ -9,7 +9,7 @@ from sqlalchemy.exc import IntegrityError
 from tessera.auth.principal import Principal
 from tessera.changes.schemas import EventType
 from tessera.changes.service import record
-from tessera.db import Database, Rows, Transaction, with_defaults
+from tessera.db import Database, Rows, Transaction, rerun_on_conflict, with_defaults
 from tessera.errors import (
     OrderNotFound,
     OrderNotPending,
@@ -32,6 +32,7 @@ from tessera.users.repository import UserRow, get_user_row
 from tessera.users.schemas import UserRef
 
 
+@rerun_on_conflict
 async def create_order(
     database: Database,
     principal: Principal,
@@ -105,6 +106,7 @@ async def create_order(
     return read
 
 
+@rerun_on_conflict
 async def complete_order(
     database: Database,
     principal: Principal,
@@ -128,6 +130,7 @@ async def complete_order(
     return read
 
 
+@rerun_on_conflict
 async def cancel_order(
     database: Database, principal: Principal, *, order_id: uuid.UUID
 ) -> OrderRead:

@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 from typing import NamedTuple
 
 from tessera.config import Settings
-from tessera.db import Database, Rows
+from tessera.db import Database, Rows, rerun_on_conflict
 from tessera.errors import PassTokenInvalid, PassTypeNotFound, WalletNotConfigured
 from tessera.models.base import utcnow
 from tessera.passes import repository
@@ -180,6 +180,7 @@ def _signed(wallet: AppleWallet, content: dict[str, object], logo: bytes | None)
     return wallet.package(content, pass_images(logo))
 
 
+@rerun_on_conflict
 async def register_device(
     database: Database,
     wallet: AppleWallet,
@@ -205,6 +206,7 @@ async def register_device(
     return created
 
 
+@rerun_on_conflict
 async def unregister_device(
     database: Database,
     wallet: AppleWallet,
@@ -259,6 +261,7 @@ def _check_type(wallet: AppleWallet, pass_type: str) -> None:
         raise PassTypeNotFound
 
 
+@rerun_on_conflict
 async def set_logo(database: Database, *, project_id: uuid.UUID, png: bytes | None) -> None:
     """The project's passes show ``png`` (a PNG of at most 512 KiB, 4096 pixels a side;
     ``InvalidInput`` otherwise) as their icon and logo; None: Tessera's mark. The passes'

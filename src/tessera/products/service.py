@@ -9,7 +9,7 @@ from tessera.chain.keys import USER_CONTROLLED, ss58_address
 from tessera.chain.registry import Chains
 from tessera.changes.schemas import EventType
 from tessera.changes.service import record
-from tessera.db import Database, Transaction
+from tessera.db import Database, Transaction, rerun_on_conflict
 from tessera.errors import (
     InsufficientCollectionBalance,
     InvalidInput,
@@ -57,6 +57,7 @@ from tessera.users.repository import find_user_row, get_user_row, users_by
 from tessera.users.schemas import UserPageLookup, UserRef
 
 
+@rerun_on_conflict
 async def create_product(
     database: Database, principal: Principal, *, body: ProductCreate, chains: Chains
 ) -> ProductRead:
@@ -151,6 +152,7 @@ async def list_sales(
     return sales
 
 
+@rerun_on_conflict
 async def issue_items(
     database: Database,
     principal: Principal,
@@ -186,6 +188,7 @@ async def issue_items(
     return items
 
 
+@rerun_on_conflict
 async def redeem_item(
     database: Database, principal: Principal, *, product_id: uuid.UUID, body: RedeemRequest
 ) -> tuple[Item, ProductItemRead]:
@@ -241,6 +244,7 @@ async def _require_movable_nft(tx: Transaction, item: ItemRow) -> None:
         )
 
 
+@rerun_on_conflict
 async def transfer_item(
     database: Database,
     principal: Principal,
@@ -328,6 +332,7 @@ async def list_item_transfers(
     )
 
 
+@rerun_on_conflict
 async def update_product(
     database: Database,
     principal: Principal,

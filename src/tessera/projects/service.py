@@ -13,7 +13,7 @@ from tessera.chain.keys import new_custodial_key
 from tessera.chain.registry import Chains
 from tessera.config import Chain
 from tessera.crypto import SecretBox
-from tessera.db import Database, Rows
+from tessera.db import Database, Rows, rerun_on_conflict
 from tessera.models.base import new_id, utcnow
 from tessera.models.project import KeyPermission, Paper
 from tessera.projects import repository
@@ -24,6 +24,7 @@ from tessera.wallets.schemas import WalletBalance
 from tessera.wallets.service import read_balances
 
 
+@rerun_on_conflict
 async def create_project(
     database: Database, *, name: str, box: SecretBox, hash_key: bytes, ss58_prefix: int
 ) -> ProjectCreated:
@@ -51,6 +52,7 @@ async def create_project(
     )
 
 
+@rerun_on_conflict
 async def set_project_rules(
     database: Database,
     *,
@@ -78,6 +80,7 @@ async def set_project_rules(
     return project
 
 
+@rerun_on_conflict
 async def issue_api_key(
     database: Database,
     *,
@@ -117,6 +120,7 @@ async def _api_keys(rows: Rows, project_id: uuid.UUID) -> list[ApiKeyRow]:
     return await api_keys.list_api_keys(rows, project_id=project_id)
 
 
+@rerun_on_conflict
 async def revoke_api_key(
     database: Database, *, project_id: uuid.UUID, key_id: uuid.UUID
 ) -> ApiKeyRow:
@@ -127,6 +131,7 @@ async def revoke_api_key(
     return key
 
 
+@rerun_on_conflict
 async def create_token_client(
     database: Database, *, project_id: uuid.UUID, permission: Permission, hash_key: bytes
 ) -> ClientCreated:
@@ -152,6 +157,7 @@ async def _token_clients(rows: Rows, project_id: uuid.UUID) -> list[ClientRow]:
     return await tokens.list_clients(rows, project_id=project_id)
 
 
+@rerun_on_conflict
 async def revoke_token_client(
     database: Database, *, project_id: uuid.UUID, client_id: str
 ) -> ClientRow:
@@ -161,6 +167,7 @@ async def revoke_token_client(
     return client
 
 
+@rerun_on_conflict
 async def rotate_token_client(
     database: Database, *, project_id: uuid.UUID, client_id: str, hash_key: bytes
 ) -> ClientCreated:
@@ -190,6 +197,7 @@ async def issue_token(
     return token
 
 
+@rerun_on_conflict
 async def bind_identity(
     database: Database,
     *,

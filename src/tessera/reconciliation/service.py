@@ -17,7 +17,7 @@ from tessera.chain.keys import CUSTODIAL, ss58_address
 from tessera.chain.registry import Chains
 from tessera.changes.schemas import EventType
 from tessera.changes.service import record
-from tessera.db import Database, Rows, Transaction
+from tessera.db import Database, Rows, Transaction, rerun_on_conflict
 from tessera.errors import NftsNotMinted
 from tessera.jobs.queue import JobKind, enqueue
 from tessera.models import JobStatus, NftStatus, Product, ProductItem
@@ -182,6 +182,7 @@ async def last_reconciliation(
     )
 
 
+@rerun_on_conflict
 async def repair(
     database: Database,
     chains: Chains,

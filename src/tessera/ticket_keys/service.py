@@ -31,7 +31,7 @@ from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
 from tessera import ticket_codes as codes
 from tessera.crypto import Sealed, SecretBox
-from tessera.db import Database, Rows, Transaction, serialize
+from tessera.db import Database, Rows, Transaction, rerun_on_conflict, serialize
 from tessera.errors import CheckinKeyNotFound, ProjectNotFound
 from tessera.models.base import new_id, utcnow
 from tessera.ticket_keys import repository
@@ -64,6 +64,7 @@ class Signers:
         self.box = box
         self._kept: dict[uuid.UUID, tuple[Signer, float]] = {}
 
+    @rerun_on_conflict
     async def of(self, database: Database, project_id: uuid.UUID) -> Signer:
         """The project's signer, outside any transaction of the caller's; a project without a
         live key gets one in a transaction of its own."""
@@ -189,6 +190,7 @@ def shown(keys: dict[str, bytes]) -> list[PublicCheckinKey]:
     return [PublicCheckinKey.of(kid, public_key) for kid, public_key in keys.items()]
 
 
+@rerun_on_conflict
 async def rotate(database: Database, box: SecretBox, project_id: uuid.UUID) -> CheckinKeyRead:
     """A new key that signs from now on; the earlier ones keep verifying."""
     async with database.transaction() as tx:
@@ -199,6 +201,7 @@ async def rotate(database: Database, box: SecretBox, project_id: uuid.UUID) -> C
     return _read(row, signing=True)
 
 
+@rerun_on_conflict
 async def retire(
     database: Database, box: SecretBox, project_id: uuid.UUID, kid: str
 ) -> CheckinKeyRead:

@@ -10,7 +10,7 @@ from tessera import ticket_codes as codes
 from tessera.auth.principal import Principal
 from tessera.changes.schemas import EventType
 from tessera.changes.service import record
-from tessera.db import Database, Rows, Transaction
+from tessera.db import Database, Rows, Transaction, rerun_on_conflict
 from tessera.mail import service as outbox
 from tessera.mail.letters import Kind
 from tessera.mail.service import HeldTicket, TicketMail
@@ -79,6 +79,7 @@ async def get_ticket(
     return shown(found, signer, hash_key=hash_key, base_url=base_url)
 
 
+@rerun_on_conflict
 async def reissue_ticket(
     database: Database,
     principal: Principal,

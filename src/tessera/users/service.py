@@ -12,7 +12,7 @@ from tessera.chain.keys import new_custodial_key
 from tessera.changes.schemas import EventType
 from tessera.changes.service import record
 from tessera.crypto import SecretBox
-from tessera.db import Database, Transaction
+from tessera.db import Database, Transaction, rerun_on_conflict
 from tessera.errors import EmailTaken, InvalidInput, ReferenceIdTaken, UserNotFound
 from tessera.models.base import new_id, utcnow
 from tessera.users import repository
@@ -35,6 +35,7 @@ class NewUser(NamedTuple):
     wallet: dict[str, Any]
 
 
+@rerun_on_conflict
 async def create_users(
     database: Database,
     principal: Principal,
@@ -187,6 +188,7 @@ async def count_active_users(database: Database, principal: Principal) -> int:
     return await database.read(repository.count_active_users, principal.project_id)
 
 
+@rerun_on_conflict
 async def activate_user(
     database: Database, principal: Principal, *, lookup: UserLookup
 ) -> repository.UserRow:
@@ -213,6 +215,7 @@ async def activation_status(
     return await database.read(repository.get_user_row, principal.project_id, lookup.ref())
 
 
+@rerun_on_conflict
 async def adjust_reputation(
     database: Database, principal: Principal, *, body: ReputationAdjust
 ) -> repository.ReputationEntryRow:

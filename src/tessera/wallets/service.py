@@ -19,7 +19,7 @@ from tessera.chain.keys import (
 )
 from tessera.chain.registry import Chains
 from tessera.config import CHAINS, Chain
-from tessera.db import Database
+from tessera.db import Database, rerun_on_conflict
 from tessera.errors import ChallengeUnusable, WalletInUse, WalletNotFound, WalletTaken
 from tessera.models.base import utcnow
 from tessera.users.repository import get_user_row
@@ -100,6 +100,7 @@ def _default_chain(chains: Chains) -> Chain:
 CHALLENGE_SECONDS = 300
 
 
+@rerun_on_conflict
 async def wallet_challenge(
     database: Database, principal: Principal, *, body: WalletChallengeRequest
 ) -> WalletChallengeRead:
@@ -123,6 +124,7 @@ async def wallet_challenge(
     return WalletChallengeRead(message=message, expires_at=expires_at)
 
 
+@rerun_on_conflict
 async def link_wallet(
     database: Database, principal: Principal, *, body: WalletLinkRequest, ss58_prefix: int
 ) -> UserWallets:
@@ -167,6 +169,7 @@ async def link_wallet(
     return await _user_wallets(database, principal, user.id)
 
 
+@rerun_on_conflict
 async def choose_receiving_wallet(
     database: Database, principal: Principal, *, body: ReceivingWalletRequest
 ) -> UserWallets:
@@ -181,6 +184,7 @@ async def choose_receiving_wallet(
     return await _user_wallets(database, principal, user.id)
 
 
+@rerun_on_conflict
 async def unlink_wallet(database: Database, principal: Principal, *, wallet_id: uuid.UUID) -> None:
     """Unlink a user-controlled wallet, unless NFTs of the project sit in it (409); custodial
     wallets stay (409). Mints then go to the first custodial wallet again."""

@@ -8,7 +8,7 @@ from typing import Any
 from tessera.auth.principal import Principal
 from tessera.changes import service as feed
 from tessera.crypto import Sealed, SecretBox
-from tessera.db import Database, Rows
+from tessera.db import Database, Rows, rerun_on_conflict
 from tessera.errors import DeliveryNotFound, WebhookNotFound
 from tessera.models import DeliveryStatus, WebhookEndpoint
 from tessera.models.base import new_id, utcnow
@@ -40,6 +40,7 @@ def open_secret(box: SecretBox, endpoint: EndpointRow | WebhookEndpoint) -> str:
     return box.open(sealed, aad=secret_aad(endpoint.id)).decode()
 
 
+@rerun_on_conflict
 async def create_webhook(
     database: Database,
     principal: Principal,
@@ -111,6 +112,7 @@ async def list_webhooks(
     )
 
 
+@rerun_on_conflict
 async def update_webhook(
     database: Database,
     principal: Principal,
@@ -150,6 +152,7 @@ async def update_webhook(
     return WebhookRead.of(updated)
 
 
+@rerun_on_conflict
 async def delete_webhook(
     database: Database, principal: Principal, *, endpoint_id: uuid.UUID
 ) -> None:
@@ -176,6 +179,7 @@ async def list_deliveries(
     )
 
 
+@rerun_on_conflict
 async def replay_delivery(
     database: Database, principal: Principal, *, endpoint_id: uuid.UUID, delivery_id: uuid.UUID
 ) -> DeliveryRead:
