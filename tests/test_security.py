@@ -69,7 +69,7 @@ def _project_routes(app):
 class TestEveryProjectRoute:
     async def test_needs_a_credential(self, app, client, tenant):
         routes = list(_project_routes(app))
-        assert len(routes) == 64
+        assert len(routes) == 65
         for method, template, path in routes:
             response = await client.request(method, path, json={})
             assert response.status_code == 401, (method, template)

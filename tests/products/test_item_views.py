@@ -1,4 +1,5 @@
-"""The read-only views of a product's items: the items (by owner) and an item's transfers."""
+"""The read-only views of a product's items: the items (by owner), one item, and an item's
+transfers."""
 
 import uuid
 
@@ -127,6 +128,55 @@ class TestListProductItems:
         assert await listed(owner_id=b["id"], page=2, limit=1) == ([3], 2)
         response = await client.get(path, headers=tenant.r, params={"owner_id": b["id"]})
         assert [i["user"] for i in response.json()["items"]] == [owner(b), owner(b)]
+
+
+class TestGetProductItem:
+    async def test_needs_a_credential(self, client, tenant):
+        product = await create_product(client, tenant)
+        assert (await client.get(f"/v1/products/{product['id']}/items/1")).status_code == 401
+
+    async def test_another_projects_product_or_item_is_404(self, client, tenant, other):
+        theirs = await create_product(client, other)
+        mine = await create_product(client, tenant)
+        [their_user] = await create_users(client, other, 1)
+        [user] = await create_users(client, tenant, 1)
+        [their_item] = await issue_items(client, other, theirs["id"], their_user["id"])
+        await issue_items(client, tenant, mine["id"], user["id"])
+        product_gone = {"message": "product not found"}
+        item_gone = {"message": "product item not found"}
+        for path, body in (
+            (f"{theirs['id']}/items/1", product_gone),
+            (f"{theirs['id']}/items/{their_item['id']}", product_gone),
+            (f"{uuid.uuid4()}/items/1", product_gone),
+            (f"{mine['id']}/items/2", item_gone),
+            (f"{mine['id']}/items/{their_item['id']}", item_gone),
+            (f"{mine['id']}/items/{uuid.uuid4()}", item_gone),
+        ):
+            response = await client.get(f"/v1/products/{path}", headers=tenant.r)
+            assert (response.status_code, response.json()) == (404, body), path
+
+    @pytest.mark.parametrize("item_id", ["0", "-1", "9007199254740993", "abc"])
+    async def test_a_key_that_is_neither_a_number_nor_an_id_is_400(self, client, tenant, item_id):
+        product = await create_product(client, tenant)
+        response = await client.get(
+            f"/v1/products/{product['id']}/items/{item_id}", headers=tenant.r
+        )
+        assert (response.status_code, response.json()) == (400, {"errors": [ITEM_KEY_ERROR]})
+
+    async def test_reads_the_item_by_number_or_id_as_the_list_shows_it(self, client, tenant):
+        product = await create_product(client, tenant, is_transferable=True)
+        a, b = await create_users(client, tenant, 2)
+        issued = await issue_items(client, tenant, product["id"], a["id"], b["id"])
+        moved = await transfer_item(client, tenant, product["id"], issued[0]["id"], a, b)
+        assert moved.status_code == 200
+        listed = await client.get(f"/v1/products/{product['id']}/items", headers=tenant.r)
+        for item, key in zip(listed.json()["items"], ("1", issued[1]["id"]), strict=True):
+            response = await client.get(
+                f"/v1/products/{product['id']}/items/{key}", headers=tenant.r
+            )
+            assert (response.status_code, response.json()) == (200, item)
+        first = await client.get(f"/v1/products/{product['id']}/items/1", headers=tenant.r)
+        assert first.json()["user"] == owner(b)
 
 
 async def _transfer_ids(database, item_id: str) -> list[str]:

@@ -6,7 +6,7 @@ import uuid
 from datetime import datetime
 from typing import Any, NamedTuple
 
-from sqlalchemy import and_, bindparam, delete, or_, select, update
+from sqlalchemy import and_, bindparam, delete, func, or_, select, update
 from sqlalchemy.orm import aliased
 
 from tessera.db import Rows, Transaction, table_of
@@ -313,6 +313,9 @@ _SYNCED_SINCE = _SYNCED.where(
         _ATTENDEES.c.updated_at >= bindparam("since"),
     )
 )
+_AT_EVENT_FROM = _SCANS.outerjoin(_ITEMS, _ITEMS.c.id == _SCANS.c.item_id).outerjoin(
+    _PRODUCTS, _PRODUCTS.c.id == _ITEMS.c.product_id
+)
 _AT_EVENT = (
     select(
         _SCANS.c.nonce,
@@ -327,16 +330,21 @@ _AT_EVENT = (
         _SCANS.c.annulled_at,
         _WINNER.c.nonce.label("conflict_with"),
     )
-    .select_from(
-        _SCANS.outerjoin(_ITEMS, _ITEMS.c.id == _SCANS.c.item_id)
-        .outerjoin(_PRODUCTS, _PRODUCTS.c.id == _ITEMS.c.product_id)
-        .outerjoin(_WINNER, _WINNER.c.id == _SCANS.c.conflict_of)
-    )
+    .select_from(_AT_EVENT_FROM.outerjoin(_WINNER, _WINNER.c.id == _SCANS.c.conflict_of))
     .where(_AT_DOOR)
-    .order_by(_SCANS.c.created_at.desc(), _SCANS.c.id.desc())
+    .order_by(_SCANS.c.created_at, _SCANS.c.id)
     .limit(bindparam("limit"))
+    .offset(bindparam("offset"))
 )
-_CONFLICTS_AT_EVENT = _AT_EVENT.where(_SCANS.c.conflict_of.is_not(None))
+_CONFLICT = _SCANS.c.conflict_of.is_not(None)
+# A page of the scans at the event's door (or of its conflicts only), and how many there are.
+_SCANS_AT_EVENT = {
+    False: (select(func.count()).select_from(_AT_EVENT_FROM).where(_AT_DOOR), _AT_EVENT),
+    True: (
+        select(func.count()).select_from(_AT_EVENT_FROM).where(_AT_DOOR, _CONFLICT),
+        _AT_EVENT.where(_CONFLICT),
+    ),
+}
 
 
 async def door_events(rows: Rows, project_id: uuid.UUID) -> list[DoorEventRow]:
@@ -355,10 +363,18 @@ async def synced_tickets(
 
 
 async def scans_at_event(
-    rows: Rows, project_id: uuid.UUID, event_id: uuid.UUID, *, conflicts: bool, limit: int
-) -> list[ListedScan]:
-    """The last scans at the event's door (its conflicts only), newest first."""
-    statement = _CONFLICTS_AT_EVENT if conflicts else _AT_EVENT
-    return await rows.all(
-        statement, ListedScan, project_id=project_id, event_id=event_id, limit=limit
-    )
+    rows: Rows,
+    project_id: uuid.UUID,
+    event_id: uuid.UUID,
+    *,
+    conflicts: bool,
+    limit: int,
+    offset: int,
+) -> tuple[int, list[ListedScan]]:
+    """How many scans were made at the event's door (its conflicts only), and a page of them,
+    oldest first."""
+    total, page = _SCANS_AT_EVENT[conflicts]
+    where = {"project_id": project_id, "event_id": event_id}
+    count = await rows.scalar(total, **where)
+    found = await rows.all(page, ListedScan, **where, limit=limit, offset=offset)
+    return count, found

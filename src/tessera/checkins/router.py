@@ -12,6 +12,7 @@ from tessera.checkins.schemas import (
     AnnulRequest,
     BatchRead,
     BatchRequest,
+    CheckinFilter,
     CheckinRead,
     CheckinRefused,
     CheckinRequest,
@@ -133,15 +134,15 @@ async def door_events(caller: CallerDep) -> DoorEvents:
 async def list_scans(
     caller: CallerDep,
     event_id: Annotated[uuid.UUID, Query(description="The event whose door's scans to list.")],
-    conflicts: Annotated[
-        bool, Query(description="Only the conflicts: tickets two doors admitted offline.")
-    ] = False,
-    limit: Annotated[
-        int, Query(ge=1, le=1000, description="At most this many, newest first.")
-    ] = 100,
+    paging: Annotated[CheckinFilter, Query()],
 ) -> ScanList:
-    """The last scans at the event's door, newest first, refused ones too, with the device and
-    time of those made offline."""
+    """The scans at the event's door, refused ones too, oldest first (`page` from 1, `limit`
+    1-100, default 20), with the device and time of those made offline; `conflicts=true`: only
+    the tickets two doors admitted offline."""
     return await service.list_scans(
-        caller.database, caller.principal, event_id=event_id, conflicts=conflicts, limit=limit
+        caller.database,
+        caller.principal,
+        event_id=event_id,
+        conflicts=paging.conflicts,
+        paging=paging,
     )

@@ -5,7 +5,7 @@ from typing import Annotated, Literal
 
 from pydantic import AwareDatetime, BeforeValidator, Field, StringConstraints
 
-from tessera.schemas import SnakeInput, SnakeModel
+from tessera.schemas import PageParams, Pagination, SnakeInput, SnakeModel
 from tessera.ticket_keys.schemas import PublicCheckinKey
 
 Nonce = Annotated[
@@ -189,5 +189,14 @@ class ScanRead(SnakeModel):
     )
 
 
+class CheckinFilter(PageParams):
+    """A page of the scans at an event's door, optionally its conflicts only."""
+
+    conflicts: bool = Field(
+        default=False, description="Only the conflicts: tickets two doors admitted offline."
+    )
+
+
 class ScanList(SnakeModel):
     data: list[ScanRead]
+    pagination: Pagination

@@ -61,6 +61,7 @@ from tessera.models.base import new_id, utcnow
 from tessera.products import repository as products
 from tessera.products.rows import ItemRow, ProductRow, item_of
 from tessera.products.schemas import ProductItemRead, is_fully_redeemed
+from tessera.schemas import PageParams, Pagination
 from tessera.ticket_keys import service as ticket_keys
 from tessera.ticket_keys.service import ProjectKeys
 from tessera.tickets.repository import TicketItem
@@ -565,16 +566,24 @@ async def list_scans(
     *,
     event_id: uuid.UUID,
     conflicts: bool,
-    limit: int,
+    paging: PageParams,
 ) -> ScanList:
-    """The last scans at the event's door, newest first (``conflicts``: only the tickets
+    """A page of the scans at the event's door, oldest first (``conflicts``: only the tickets
     admitted twice offline)."""
 
-    async def read(rows: Rows) -> list[ListedScan]:
+    async def read(rows: Rows) -> tuple[int, list[ListedScan]]:
         await events.get_event_row(rows, principal.project_id, event_id)
         return await repository.scans_at_event(
-            rows, principal.project_id, event_id, conflicts=conflicts, limit=limit
+            rows,
+            principal.project_id,
+            event_id,
+            conflicts=conflicts,
+            limit=paging.limit,
+            offset=paging.offset,
         )
 
-    scans = await database.read(read)
-    return ScanList(data=[ScanRead.model_validate(scan._asdict()) for scan in scans])
+    total, scans = await database.read(read)
+    return ScanList(
+        data=[ScanRead.model_validate(scan._asdict()) for scan in scans],
+        pagination=Pagination(page=paging.page, limit=paging.limit, total=total),
+    )

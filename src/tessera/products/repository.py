@@ -484,6 +484,13 @@ def _items_of_product(by_owner_id: bool, by_owner_email: bool) -> tuple[AnySelec
     return total, page
 
 
+# One item of a product, by item_id or by id, with its owner.
+_ITEM_AND_OWNER = {
+    field: select(_ITEMS, *(_USERS.c[key].label(f"owner_{key}") for key in _OWNER_KEYS[1:]))
+    .select_from(_ITEMS_AND_OWNERS)
+    .where(_ITEMS.c.product_id == bindparam("product_id"), column == bindparam("key"))
+    for field, column in (("item_id", _ITEMS.c.item_id), ("id", _ITEMS.c.id))
+}
 # Built once per combination of filters (see users.repository).
 _PRODUCT_ITEMS = {
     (by_id, by_email): _items_of_product(by_id, by_email)
@@ -557,6 +564,19 @@ async def read_product_items(
         items=[ProductItemRead.of(owned_item(row, product)) for row in found],
         pagination=Pagination(page=query.page, limit=query.limit, total=count),
     )
+
+
+async def read_product_item(
+    rows: Rows, project_id: uuid.UUID, product_id: uuid.UUID, key: int | uuid.UUID
+) -> ProductItemRead:
+    """The product's item (by ``item_id`` when ``key`` is an integer, else by ``id``) with its
+    owner. 404 when the project has no such product, or the product no such item."""
+    product = await get_product_row(rows, project_id, product_id)
+    field = "item_id" if isinstance(key, int) else "id"
+    found = await rows.first(_ITEM_AND_OWNER[field], OwnedItemRow, product_id=product_id, key=key)
+    if found is None:
+        raise ProductItemNotFound
+    return ProductItemRead.of(owned_item(found, product))
 
 
 async def read_holdings(

@@ -143,6 +143,16 @@ async def list_product_items(
 
 
 @router.get(
+    "/{id}/items/{item_id}", response_model=ProductItemRead, responses=responses(400, 401, 404)
+)
+async def get_product_item(caller: CallerDep, id: uuid.UUID, item_id: ItemKey) -> ProductItemRead:
+    """One item of the product, as the items list shows it (its owner, uses, NFT): ``item_id``
+    names it either by its sequential ``item_id`` within the product (an integer) or by its
+    ``id`` (a UUID), as an order's or a claim's answer gives them."""
+    return await service.get_item(caller.database, caller.principal, product_id=id, item=item_id)
+
+
+@router.get(
     "/{id}/items/{item_id}/transfers",
     response_model=ItemTransferList,
     responses=responses(400, 401, 404),

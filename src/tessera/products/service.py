@@ -318,6 +318,13 @@ async def list_items(
     )
 
 
+async def get_item(
+    database: Database, principal: Principal, *, product_id: uuid.UUID, item: int | uuid.UUID
+) -> ProductItemRead:
+    """The product's item (by ``item_id`` or by ``id``), as the items list shows it."""
+    return await database.read(repository.read_product_item, principal.project_id, product_id, item)
+
+
 async def list_item_transfers(
     database: Database,
     principal: Principal,
