@@ -239,8 +239,8 @@ class TestUpload:
             "/v1/checkins", headers=tenant.r, params={"event_id": event["id"]}
         )
         assert [s["nonce"] for s in everything.json()["data"]] == [
-            first_scan["nonce"],
             second_scan["nonce"],
+            first_scan["nonce"],
         ]
         # The same batches again: the same answers, nothing changed.
         counts = await row_counts(database)
