@@ -131,18 +131,14 @@ async def door_events(caller: CallerDep) -> DoorEvents:
 
 
 @router.get("", response_model=ScanList, responses=responses(400, 401, 403, 404))
-async def list_scans(
-    caller: CallerDep,
-    event_id: Annotated[uuid.UUID, Query(description="The event whose door's scans to list.")],
-    paging: Annotated[CheckinFilter, Query()],
-) -> ScanList:
+async def list_scans(caller: CallerDep, query: Annotated[CheckinFilter, Query()]) -> ScanList:
     """The scans at the event's door, refused ones too, oldest first (`page` from 1, `limit`
     1-100, default 20), with the device and time of those made offline; `conflicts=true`: only
     the tickets two doors admitted offline."""
     return await service.list_scans(
         caller.database,
         caller.principal,
-        event_id=event_id,
-        conflicts=paging.conflicts,
-        paging=paging,
+        event_id=query.event_id,
+        conflicts=query.conflicts,
+        paging=query,
     )

@@ -192,6 +192,7 @@ class ScanRead(SnakeModel):
 class CheckinFilter(PageParams):
     """A page of the scans at an event's door, optionally its conflicts only."""
 
+    event_id: uuid.UUID = Field(description="The event whose door's scans to list.")
     conflicts: bool = Field(
         default=False, description="Only the conflicts: tickets two doors admitted offline."
     )
