@@ -182,8 +182,9 @@ class TestCheckinKey:
             "/v1/checkins", headers=door, json={"secret": shown["secret"], "nonce": "door-1"}
         )
         assert scanned.status_code == 200, scanned.text
+        # Made after the scan at the door: the ticket was used already.
         uploaded = await upload(
-            client, door, offline(shown["secret"], event=event, scanned_at=at(5))
+            client, door, offline(shown["secret"], event=event, scanned_at=at(0))
         )
         assert uploaded.status_code == 200, uploaded.text
         assert uploaded.json()["results"][0]["status"] == "already_checked_in"
@@ -197,57 +198,108 @@ class TestCheckinKey:
 
 
 class TestUpload:
-    async def test_two_doors_admit_one_ticket_offline_one_check_in_at_the_earlier_time(
-        self, app, client, tenant, database
+    @pytest.mark.parametrize("earlier_first", [True, False], ids=["in-order", "later-first"])
+    async def test_two_doors_admit_one_ticket_offline_the_earlier_scan_wins(
+        self, app, client, tenant, database, earlier_first
     ):
         event, product, ada, shown = await admission(client, tenant)
         door = await door_key(app, tenant)
         earlier, later = at(300), at(120)
         first_scan = offline(shown["secret"], event=event, scanned_at=earlier, device="north")
         second_scan = offline(shown["secret"], event=event, scanned_at=later, device="south")
-        # The later scan reaches the server first.
-        response = await upload(client, door, second_scan)
-        assert response.status_code == 200, response.text
-        assert response.json()["results"] == [
-            {
-                "nonce": second_scan["nonce"],
-                "status": "ok",
-                "checked_in_at": int(datetime.fromisoformat(later).timestamp()),
-            }
-        ]
-        response = await upload(client, door, first_scan)
-        [result] = response.json()["results"]
         when = int(datetime.fromisoformat(earlier).timestamp())
-        assert result == {
-            "nonce": first_scan["nonce"],
-            "status": "already_checked_in",
-            "checked_in_at": when,
-        }
+        then = int(datetime.fromisoformat(later).timestamp())
+        uploads = [first_scan, second_scan] if earlier_first else [second_scan, first_scan]
+        answers = []
+        for made in uploads:
+            response = await upload(client, door, made)
+            assert response.status_code == 200, response.text
+            answers.append(response.json()["results"])
+        # Each upload answered what was known then: the earlier scan is ok either way; the
+        # later one was ok while it was the only one, and lost its use to the earlier since.
+        first_answer = {"nonce": first_scan["nonce"], "status": "ok", "checked_in_at": when}
+        if earlier_first:
+            assert answers == [
+                [first_answer],
+                [
+                    {
+                        "nonce": second_scan["nonce"],
+                        "status": "already_checked_in",
+                        "checked_in_at": when,
+                    }
+                ],
+            ]
+        else:
+            assert answers == [
+                [{"nonce": second_scan["nonce"], "status": "ok", "checked_in_at": then}],
+                [first_answer],
+            ]
+        # Whatever the order, the same end: one use, held by the earlier scan; the holder
+        # checked in at its time; the later scan a conflict with it.
         assert (await attendee_of(client, tenant, event, ada))["checked_in_at"] == when
         items = await client.get(f"/v1/products/{product['id']}/items", headers=tenant.r)
         assert items.json()["items"][0]["redemption_count"] == 1
+        assert items.json()["items"][0]["redeemed_at"] == when
         listed = await client.get(
             "/v1/checkins", headers=tenant.r, params={"event_id": event["id"], "conflicts": "true"}
         )
         assert listed.status_code == 200, listed.text
         [conflict] = listed.json()["data"]
-        assert conflict["nonce"] == first_scan["nonce"] and conflict["device"] == "north"
-        assert conflict["conflict_with"] == second_scan["nonce"]
+        assert listed.json()["pagination"] == {"page": 1, "limit": 20, "total": 1}
+        assert conflict["nonce"] == second_scan["nonce"] and conflict["device"] == "south"
+        assert conflict["conflict_with"] == first_scan["nonce"]
         assert conflict["status"] == "already_checked_in" and conflict["source"] == "offline"
-        assert datetime.fromisoformat(conflict["scanned_at"]) == datetime.fromisoformat(earlier)
+        assert datetime.fromisoformat(conflict["scanned_at"]) == datetime.fromisoformat(later)
         everything = await client.get(
             "/v1/checkins", headers=tenant.r, params={"event_id": event["id"]}
         )
-        assert [s["nonce"] for s in everything.json()["data"]] == [
-            second_scan["nonce"],
-            first_scan["nonce"],
-        ]
-        # The same batches again: the same answers, nothing changed.
+        assert [s["nonce"] for s in everything.json()["data"]] == [m["nonce"] for m in uploads]
+        assert [s["status"] for s in everything.json()["data"] if s["status"] == "ok"] == ["ok"]
+        changes = await client.get("/v1/changes", headers=tenant.r, params={"limit": 100})
+        kinds = [change["type"] for change in changes.json()["events"]]
+        assert kinds.count("checkin.created") == (1 if earlier_first else 2)
+        assert kinds.count("checkin.displaced") == (0 if earlier_first else 1)
+        if not earlier_first:
+            [displaced] = [
+                change["data"]
+                for change in changes.json()["events"]
+                if change["type"] == "checkin.displaced"
+            ]
+            assert displaced == {
+                "message": "this ticket has been used already",
+                "reason": "already_checked_in",
+                "checked_in_at": when,
+                "nonce": second_scan["nonce"],
+                "conflict_with": first_scan["nonce"],
+            }
+        # Both scans again, in one batch: the answers as they now stand, nothing changed.
         counts = await row_counts(database)
         again = await upload(client, door, first_scan, second_scan)
-        assert [r["status"] for r in again.json()["results"]] == ["already_checked_in", "ok"]
+        assert [r["status"] for r in again.json()["results"]] == ["ok", "already_checked_in"]
         assert await row_counts(database) == counts
         assert (await attendee_of(client, tenant, event, ada))["checked_in_at"] == when
+
+    async def test_a_holder_is_checked_in_at_the_earliest_scan_of_any_of_their_tickets(
+        self, app, client, tenant
+    ):
+        event, product, ada, shown = await admission(client, tenant)
+        await issue_items(client, tenant, product["id"], ada["id"])
+        second = await ticket(client, tenant, product, 2)
+        door = await door_key(app, tenant)
+        early, late = at(600), at(200)
+        # The later scan (of the other ticket) reaches the server first, then the earlier.
+        await upload(client, door, offline(second["secret"], event=event, scanned_at=late))
+        assert (await attendee_of(client, tenant, event, ada))["checked_in_at"] == int(
+            datetime.fromisoformat(late).timestamp()
+        )
+        await upload(client, door, offline(shown["secret"], event=event, scanned_at=early))
+        earliest = int(datetime.fromisoformat(early).timestamp())
+        assert (await attendee_of(client, tenant, event, ada))["checked_in_at"] == earliest
+        # A third ticket scanned at the door now moves nothing.
+        await issue_items(client, tenant, product["id"], ada["id"])
+        third = await ticket(client, tenant, product, 3)
+        assert (await scan(client, tenant, third["secret"], "now")).status_code == 200
+        assert (await attendee_of(client, tenant, event, ada))["checked_in_at"] == earliest
 
     async def test_one_batch_takes_its_scans_in_the_order_they_were_made(self, app, client, tenant):
         event, _, ada, shown = await admission(client, tenant)

@@ -38,6 +38,9 @@ class EventType(StrEnum):
     TICKET_REISSUED = "ticket.reissued"  # {"id", "item_id", "product_id", "user_id"}
     CHECKIN_CREATED = "checkin.created"  # the scan's answer, with its "nonce"
     CHECKIN_ANNULLED = "checkin.annulled"  # the annulled scan's answer, with "annulled_at"
+    # An ok scan whose use an earlier offline scan took: its answer now (already_checked_in),
+    # its "nonce" and "conflict_with", the nonce of the scan that took it.
+    CHECKIN_DISPLACED = "checkin.displaced"
     # A mail given up: {"id", "to", "subject", "cause", "attempts", "error", "created_at"}
     MAIL_FAILED = "mail.failed"
 

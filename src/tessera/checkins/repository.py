@@ -90,6 +90,80 @@ async def last_ok_scan(rows: Rows, item_id: uuid.UUID) -> ScanRow | None:
     return await rows.first(_LAST_OK, ScanRow, item_id=item_id)
 
 
+class UseRow(NamedTuple):
+    """An ok scan (not annulled): it holds one of its item's uses."""
+
+    id: uuid.UUID
+    item_id: uuid.UUID
+    nonce: str
+    scanned_at: datetime | None
+    created_at: datetime
+    redemption_id: uuid.UUID | None
+
+
+_USES = select(
+    _SCANS.c.id,
+    _SCANS.c.item_id,
+    _SCANS.c.nonce,
+    _SCANS.c.scanned_at,
+    _SCANS.c.created_at,
+    _SCANS.c.redemption_id,
+).where(
+    _SCANS.c.item_id.in_(bindparam("ids", expanding=True)),
+    _SCANS.c.status == "ok",
+    _SCANS.c.annulled_at.is_(None),
+)
+_WRITTEN = select(_SCANS.c.id).where(_SCANS.c.id.in_(bindparam("ids", expanding=True)))
+_DISPLACED = (
+    update(_SCANS)
+    .where(_SCANS.c.id == bindparam("scan_id"))
+    .values(
+        status=bindparam("status"),
+        answer=bindparam("answer"),
+        conflict_of=bindparam("conflict_of"),
+        redemption_id=None,
+    )
+)
+
+
+class ScanId(NamedTuple):
+    id: uuid.UUID
+
+
+_EARLIEST_USE_OF = select(func.min(func.coalesce(_SCANS.c.scanned_at, _SCANS.c.created_at))).where(
+    _SCANS.c.attendee_id == bindparam("attendee_id"),
+    _SCANS.c.status == "ok",
+    _SCANS.c.annulled_at.is_(None),
+)
+
+
+async def earliest_use_of(rows: Rows, attendee_id: uuid.UUID) -> int | None:
+    """When the earliest ok scan (not annulled) that checked the attendee in was made, in Unix
+    seconds."""
+    made: datetime | None = await rows.scalar(_EARLIEST_USE_OF, attendee_id=attendee_id)
+    return None if made is None else int(made.timestamp())
+
+
+async def uses_of(rows: Rows, item_ids: list[uuid.UUID]) -> list[UseRow]:
+    """The ok scans (not annulled) of those items."""
+    return await rows.all(_USES, UseRow, ids=item_ids) if item_ids else []
+
+
+async def add_scans(tx: Transaction, scans: list[dict[str, Any]]) -> set[uuid.UUID]:
+    """The scans, in the order given (a conflict's scan before the scans that name it), each
+    unless a scan of its nonce exists or is being written by another transaction; the ids of
+    those written."""
+    await tx.insert_each_new(Checkin, scans, unique=("project_id", "nonce"))
+    written = await tx.all(_WRITTEN, ScanId, ids=[scan["id"] for scan in scans])
+    return {row.id for row in written}
+
+
+async def displace(tx: Transaction, displaced: list[dict[str, Any]]) -> None:
+    """Ok scans whose use an earlier scan took over: refused now (``status``, ``answer``), a
+    conflict with that scan (``conflict_of``), holding no redemption."""
+    await tx.execute_many(_DISPLACED, displaced)
+
+
 async def add_scan(tx: Transaction, values: dict[str, Any]) -> ScanRow | None:
     """The scan, unless a scan of its nonce exists or is being written by another transaction
     (then None, and nothing is written)."""

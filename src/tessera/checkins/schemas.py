@@ -87,6 +87,15 @@ class CheckinRefused(SnakeModel):
     )
 
 
+class CheckinDisplaced(CheckinRefused):
+    """The ``data`` of a ``checkin.displaced`` change: an ``ok`` scan whose use a scan made
+    offline before it took over (the earliest scan wins), its answer now, its nonce, and the
+    nonce of the scan that took the use."""
+
+    nonce: str
+    conflict_with: str
+
+
 class AnnulRead(SnakeModel):
     status: Literal["annulled"]
     nonce: str

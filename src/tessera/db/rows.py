@@ -220,6 +220,27 @@ class Transaction(Rows):
         written, or None."""
         table = table_of(model)
         full = with_table_defaults(table, row)
+        inserted = await self.scalar(self._insert_new(table, unique), **full) is not None
+        if into is None:
+            return inserted
+        return _written(into, full) if inserted else None
+
+    async def insert_each_new(
+        self,
+        model: type[DeclarativeBase],
+        rows: Sequence[dict[str, Any]],
+        *,
+        unique: tuple[str, ...],
+    ) -> None:
+        """Each of ``rows`` as ``insert_new`` writes one (nothing where a row with the same
+        ``unique`` columns exists or is being written), in the order given, in one round
+        trip. Which were written is not said: read them back where it matters."""
+        table = table_of(model)
+        await self.execute_many(
+            self._insert_new(table, unique), [with_table_defaults(table, row) for row in rows]
+        )
+
+    def _insert_new(self, table: Table, unique: tuple[str, ...]) -> Any:
         key = (table, unique, self._database.dialect_name)
         statement = _INSERT_NEW.get(key)
         if statement is None:
@@ -230,10 +251,7 @@ class Transaction(Rows):
                 .on_conflict_do_nothing(index_elements=list(unique))
                 .returning(*table.primary_key.columns)
             )
-        inserted = await self.scalar(statement, **full) is not None
-        if into is None:
-            return inserted
-        return _written(into, full) if inserted else None
+        return statement
 
     async def add_to(
         self,

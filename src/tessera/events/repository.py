@@ -1,7 +1,7 @@
 """Event queries."""
 
 import uuid
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator, Sequence
 from datetime import datetime
 from typing import Any, NamedTuple
 
@@ -316,6 +316,60 @@ async def add_attendee(tx: Transaction, attendee: dict[str, Any]) -> AttendeeRow
     """Write the user's attendee record at the event, unless one exists or is being written by
     another transaction (then None, and nothing is written)."""
     return await tx.insert_new(Attendee, attendee, AttendeeRow, unique=("event_id", "user_id"))
+
+
+_LOCK_ATTENDEES = lock_for_update(
+    select(_ATTENDEES)
+    .where(
+        _ATTENDEES.c.event_id == bindparam("event_id"),
+        _ATTENDEES.c.user_id.in_(bindparam("user_ids", expanding=True)),
+    )
+    .order_by(_ATTENDEES.c.user_id)
+)
+_CHECK_INS = (
+    update(_ATTENDEES)
+    .where(_ATTENDEES.c.id == bindparam("attendee_id"))
+    .values(checked_in_at=bindparam("checked_in_at"), updated_at=bindparam("updated_at"))
+)
+
+
+async def lock_attendees(
+    tx: Transaction, wanted: Collection[tuple[uuid.UUID, uuid.UUID]]
+) -> dict[tuple[uuid.UUID, uuid.UUID], AttendeeRow]:
+    """The attendee records there are of the (event, user) pairs ``wanted``, locked until the
+    transaction ends, in (event, user) order, by pair (docs/design.md, Locks)."""
+    by_event: dict[uuid.UUID, list[uuid.UUID]] = {}
+    for event_id, user_id in sorted(set(wanted)):
+        by_event.setdefault(event_id, []).append(user_id)
+    locked: dict[tuple[uuid.UUID, uuid.UUID], AttendeeRow] = {}
+    for event_id, user_ids in by_event.items():
+        found = await tx.all(_LOCK_ATTENDEES, AttendeeRow, event_id=event_id, user_ids=user_ids)
+        locked.update({(row.event_id, row.user_id): row for row in found})
+    return locked
+
+
+async def add_attendees(
+    tx: Transaction, attendees: Sequence[AttendeeRow]
+) -> dict[tuple[uuid.UUID, uuid.UUID], AttendeeRow]:
+    """Those attendee records written, in (event, user) order, except where another
+    transaction wrote one of the pair meanwhile; then all of the pairs' records locked (in the
+    same order), by pair: a record whose id is not the one given was not written here."""
+    ordered = sorted(attendees, key=lambda row: (row.event_id, row.user_id))
+    await tx.insert_each_new(
+        Attendee, [row._asdict() for row in ordered], unique=("event_id", "user_id")
+    )
+    return await lock_attendees(tx, [(row.event_id, row.user_id) for row in ordered])
+
+
+async def write_check_ins(tx: Transaction, check_ins: Sequence[AttendeeRow]) -> None:
+    """The check-in times of those attendees (locked), as they now are."""
+    await tx.execute_many(
+        _CHECK_INS,
+        [
+            {"attendee_id": a.id, "checked_in_at": a.checked_in_at, "updated_at": a.updated_at}
+            for a in check_ins
+        ],
+    )
 
 
 async def attendee_id_of(rows: Rows, event_id: uuid.UUID, user_id: uuid.UUID) -> uuid.UUID:

@@ -426,6 +426,39 @@ async def write_redemption(tx: Transaction, item: Item) -> None:
     )
 
 
+async def write_redemptions(tx: Transaction, items: Sequence[ItemRow]) -> None:
+    """Each item's redemption count and last redemption time as ``items`` (locked) have them
+    now, in one round trip."""
+    await tx.execute_many(
+        _REDEEMED,
+        [
+            {
+                "id": item.id,
+                "redemption_count": item.redemption_count,
+                "redeemed_at": item.redeemed_at,
+                "updated_at": item.updated_at,
+            }
+            for item in items
+        ],
+    )
+
+
+_REDEMPTION_MOVED = (
+    update(_REDEMPTIONS)
+    .where(_REDEMPTIONS.c.id == bindparam("redemption_id"))
+    .values(redeemed_at=bindparam("redeemed_at"))
+)
+
+
+async def move_redemptions(tx: Transaction, moved: Sequence[tuple[uuid.UUID, int]]) -> None:
+    """Those redemptions (id, time) happened at another time: a use that an earlier scan took
+    over (``checkins.rules``)."""
+    await tx.execute_many(
+        _REDEMPTION_MOVED,
+        [{"redemption_id": redemption_id, "redeemed_at": at} for redemption_id, at in moved],
+    )
+
+
 async def add_redemption(tx: Transaction, values: dict[str, Any]) -> None:
     """The record of a redemption (``redemptions``): the count and time it left the item at."""
     await tx.insert(Redemption, [values])

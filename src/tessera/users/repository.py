@@ -7,7 +7,7 @@ from typing import Any, NamedTuple
 
 from sqlalchemy import Select, bindparam, func, select, update
 
-from tessera.db import NotIndexed, Rows, Transaction, table_of
+from tessera.db import NotIndexed, Rows, Transaction, lock_for_update, table_of
 from tessera.errors import ReputationWouldBeNegative, UserNotFound
 from tessera.models import Project, ReputationEntry, User, UserWallet
 from tessera.models.base import utcnow
@@ -472,6 +472,53 @@ async def _moved(tx: Transaction, user: UserRow, delta: int, reason: str) -> dic
         )
     values = {"project_id": user.project_id, "user_id": user.id, "delta": delta, "reason": reason}
     return values | {"balance": balance}
+
+
+_LOCK_USERS = lock_for_update(
+    select(_ROWS.c.id).where(_ROWS.c.id.in_(bindparam("ids", expanding=True))).order_by(_ROWS.c.id)
+)
+_ADD_ONE_EACH = (
+    update(_ROWS)
+    .where(_ROWS.c.id.in_(bindparam("ids", expanding=True)))
+    .values(reputation=_ROWS.c.reputation + 1, updated_at=bindparam("now"))
+    .returning(_ROWS.c.id, _ROWS.c.reputation)
+)
+
+
+class UserId(NamedTuple):
+    id: uuid.UUID
+
+
+class Balance(NamedTuple):
+    id: uuid.UUID
+    reputation: int
+
+
+async def add_a_point_each(
+    tx: Transaction, users: Sequence[UserRow], *, reason: str, now: datetime
+) -> None:
+    """One reputation point more for each of ``users`` (a first check-in's), their rows locked
+    in id order first (two transactions that add to some of the same never wait for each other
+    in turn), each entry written with the transaction's staged rows."""
+    if not users:
+        return
+    ids = sorted({user.id for user in users})
+    await tx.all(_LOCK_USERS, UserId, ids=ids)
+    balances = await tx.all(_ADD_ONE_EACH, Balance, ids=ids, now=now)
+    project_of = {user.id: user.project_id for user in users}
+    tx.stage(
+        ReputationEntry,
+        [
+            {
+                "project_id": project_of[row.id],
+                "user_id": row.id,
+                "delta": 1,
+                "reason": reason,
+                "balance": row.reputation,
+            }
+            for row in balances
+        ],
+    )
 
 
 async def move_reputation(tx: Transaction, user: UserRow, *, delta: int, reason: str) -> None:
