@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 PYTEST_WORKERS ?= 2
 
-.PHONY: serve test test-newest lock lint docs clean devchain chopsticks bench bench-reconcile bench-chain bench-door fuzz
+.PHONY: serve test test-newest lock lint docs clean devchain chopsticks bench bench-reconcile bench-chain bench-door bench-event fuzz
 
 PIP := pip install --quiet --disable-pip-version-check
 LOCK := requirements.lock
@@ -113,6 +113,16 @@ bench-chain: $(VENV)/.dev chopsticks
 bench-door: $(VENV)/.bench
 	@if echo "$${BACKENDS:-postgresql}" | grep -q postgresql; then bench/postgres.sh; fi
 	$(BIN)/python -m bench.door
+
+# The whole event day (bench/event.py): TICKETS (10,000) sold by 32 clients, minted on
+# Chopsticks, 200 passed on, mailed to a local SMTP sink, scanned offline by four doors, reconciled;
+# PostgreSQL with `tessera serve --workers 2` and a `tessera worker` (BACKEND=sqlite: one process).
+# About 25 minutes at 10,000 on 2 cores; the table goes to bench/results/event-*.md.
+TICKETS ?= 10000
+BACKEND ?= postgresql
+bench-event: $(VENV)/.bench chopsticks
+	@if [ "$(BACKEND)" = postgresql ]; then bench/postgres.sh; fi
+	$(BIN)/python -m bench.event --tickets $(TICKETS) --backend $(BACKEND)
 
 # The fuzz test of the suite, longer (about 10,000 requests per database), on SQLite and, when
 # TESSERA_TEST_DATABASE_URL is set, on PostgreSQL; the summaries are printed.

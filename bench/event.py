@@ -157,8 +157,8 @@ class Report:
 
 
 class Api:
-    """Requests to Tessera, each counted by status and timed into the current step; a 503 is
-    sent again after its Retry-After (a client's due), counted all the same."""
+    """Requests to Tessera, each counted by status and timed into the current step; a 503 with
+    a Retry-After is sent again after it (a client's due), counted all the same."""
 
     def __init__(self, base: str, report: Report) -> None:
         self.report = report
@@ -183,7 +183,7 @@ class Api:
             response = await self.http.request(method, path, **options)
             self.step.latencies[what].append(time.perf_counter() - began)
             self.report.statuses[response.status_code] += 1
-            if response.status_code != 503:
+            if response.status_code != 503 or "retry-after" not in response.headers:
                 break
             await asyncio.sleep(float(response.headers.get("retry-after", "1")))
         wanted = (expect,) if isinstance(expect, int) else expect
@@ -213,20 +213,26 @@ class Tessera:
         return answer
 
     def error_lines(self) -> list[str]:
-        """The servers' log lines at error level or above, and tracebacks."""
-        found = []
-        for log in sorted(self.folder.glob("*.log")):
-            for line in log.read_text(errors="replace").splitlines():
-                lowered = line.lower()
-                if (
-                    '"level": "error"' in lowered
-                    or '"level": "critical"' in lowered
-                    or " error " in lowered[:80]
-                    or " critical " in lowered[:80]
-                    or line.startswith("Traceback")
-                ):
-                    found.append(f"{log.name}: {line[:300]}")
-        return found
+        """The servers' log lines at error level or above (JSON lines, as Tessera writes them
+        to a file), and any other line that is not JSON (a traceback)."""
+        return [
+            f"{log.name}: {line[:300]}"
+            for log in sorted(self.folder.glob("*.log"))
+            for line in log.read_text(errors="replace").splitlines()
+            if is_error(line)
+        ]
+
+
+def is_error(line: str) -> bool:
+    """A line of Tessera's log at error level or above, or one that is not its own (a
+    traceback, a crash); the lines ``tessera serve`` prints before logging starts are not."""
+    if not line.startswith("{"):
+        return line.startswith(("Traceback", "  File ", "Error", "Exception"))
+    try:
+        level = json.loads(line).get("level")
+    except ValueError:
+        return True
+    return level in ("error", "critical")
 
 
 @contextmanager
@@ -838,6 +844,7 @@ class Day:
                 "GET",
                 f"/v1/products/{self.product_id}/reconciliation",
                 headers=self.key,
+                timeout=3600,  # a whole collection read from the runtime (docs/chain.md)
             )
             findings = checked.json()["findings"]
             step.notes.append(f"{len(findings)} findings")

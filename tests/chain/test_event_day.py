@@ -11,16 +11,17 @@ figures are the benchmark's, never asserted here; only what must hold is).
 """
 
 import asyncio
+import logging
 
 import pytest
-from bench.event import Size, run_day
+from bench.event import Size, is_error, run_day
 
+from tessera.logs import JsonFormatter
 from tests.conftest import BACKEND
 from tests.serving import fresh_database
 
-pytestmark = pytest.mark.chain
 
-
+@pytest.mark.chain
 def test_the_whole_day_together(devchain, tmp_path):
     url = fresh_database(BACKEND, tmp_path, "event_day")
     workers = 2 if BACKEND == "postgresql" else 1
@@ -35,3 +36,17 @@ def test_the_whole_day_together(devchain, tmp_path):
     assert report.facts["reconciliation: findings"] == 0
     assert report.facts["error lines in the logs"] == 0
     assert not [status for status in report.statuses if status >= 500]
+
+
+def test_the_day_reads_an_error_line_as_one():
+    """The day's "no error line" holds only if an error line would be seen: lines as Tessera's
+    own log writes them to a file (JSON), a traceback, and what ``tessera serve`` prints first."""
+    formatter = JsonFormatter()
+
+    def line(level: int) -> str:
+        return formatter.format(logging.LogRecord("tessera.jobs", level, "x", 1, "a", None, None))
+
+    assert is_error(line(logging.ERROR)) and is_error(line(logging.CRITICAL))
+    assert not is_error(line(logging.WARNING)) and not is_error(line(logging.INFO))
+    assert is_error("Traceback (most recent call last):")
+    assert not is_error("Tessera API at http://127.0.0.1:8000/v1 (docs: ...)")

@@ -18,6 +18,10 @@ class ChainUnreachable(ChainError):
     pass
 
 
+# A storage map (a collection's NFTs) is read by prefix this many entries per round trip.
+PAGE_SIZE = 1000
+
+
 @dataclass(frozen=True, slots=True)
 class TxResult:
     tx_hash: str

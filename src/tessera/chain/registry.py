@@ -51,18 +51,24 @@ class Chains:
         work: Callable[[ChainGateway], T],
         *,
         in_request: bool = False,
-        long: bool = False,
+        pages: int = 0,
     ) -> T:
         """Run blocking gateway calls in a thread; an unreachable chain is a 503.
 
         A piece of work makes a few RPCs (each with its own timeout): the worker allows it a few
         times the RPC timeout (its lease is renewed meanwhile), a request
-        ``chain_request_timeout_seconds`` in all; ``long`` work (a whole collection read in
-        pages) is allowed a few times the RPC timeout wherever it runs.
+        ``chain_request_timeout_seconds`` in all. Work that reads in ``pages`` (a whole
+        collection, 1,000 keys a page) is allowed a few times the RPC timeout and once more per
+        page, wherever it runs: a page costs a runtime more the more it holds (Chopsticks, the
+        local runtime, walks every block's storage for each page).
         """
         gateway = self.gateway(name)
-        short = in_request and not long
-        deadline = self.settings.chain_request_timeout_seconds if short else self.timeout * 4
+        if pages:
+            deadline = self.timeout * (4 + pages)
+        elif in_request:
+            deadline = self.settings.chain_request_timeout_seconds
+        else:
+            deadline = self.timeout * 4
         try:
             return await asyncio.wait_for(asyncio.to_thread(work, gateway), deadline)
         except (ChainUnreachable, TimeoutError) as exc:

@@ -20,6 +20,7 @@ from tessera.chain.extrinsics import (
     tx_hash,
 )
 from tessera.chain.gateway import (
+    PAGE_SIZE,
     Account,
     Balance,
     BlockLimits,
@@ -39,8 +40,6 @@ from tessera.chain.gateway import (
 )
 
 T = TypeVar("T")
-# Storage maps are read by prefix this many entries per RPC round trip.
-PAGE_SIZE = 1000
 # Storage keys read in one round trip (state_queryStorageAt).
 KEYS_PER_READ = 1000
 # What signing adds to a call's length: the signer, signature, era, nonce, tip, mode.

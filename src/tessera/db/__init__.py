@@ -43,6 +43,7 @@ from tessera.db.sql import (
     lock_for_share,
     lock_for_update,
     serialize,
+    serialize_each,
     skip_locked,
 )
 from tessera.db.sqlite import SQLITE_BUSY_TIMEOUT_MS
@@ -67,6 +68,7 @@ __all__ = [
     "reads_only",
     "rerun_on_conflict",
     "serialize",
+    "serialize_each",
     "skip_locked",
     "table_of",
     "with_defaults",

@@ -1,8 +1,19 @@
 """Backend-specific SQL: row locks, advisory locks, functions each backend spells its way."""
 
+from collections.abc import Iterable
 from typing import Any, TypeVar
 
-from sqlalchemy import BigInteger, ColumnElement, Select, String, bindparam, func, select
+from sqlalchemy import (
+    ARRAY,
+    BigInteger,
+    ColumnElement,
+    Select,
+    String,
+    bindparam,
+    func,
+    literal_column,
+    select,
+)
 from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql.compiler import SQLCompiler
 from sqlalchemy.sql.functions import FunctionElement
@@ -50,6 +61,20 @@ async def serialize(tx: Transaction, key: int) -> None:
     """
     if tx.on_postgresql:
         await tx.scalar(_XACT_LOCK, key=key)
+
+
+_XACT_LOCKS = select(func.count(func.pg_advisory_xact_lock(literal_column("key")))).select_from(
+    func.unnest(bindparam("keys", type_=ARRAY(BigInteger()))).alias("key")
+)
+
+
+async def serialize_each(tx: Transaction, keys: Iterable[int]) -> None:
+    """``serialize`` on each of ``keys``, taken in ascending order in one statement (two
+    transactions that want some of the same keys never each hold what the other waits for).
+    SQLite's write transaction holds everything already."""
+    ordered = sorted(set(keys))
+    if tx.on_postgresql and ordered:
+        await tx.scalar(_XACT_LOCKS, keys=tuple(ordered))  # an array: a tuple, not a list
 
 
 class UtcDay(FunctionElement[str]):

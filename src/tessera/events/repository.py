@@ -1,5 +1,6 @@
 """Event queries."""
 
+import hashlib
 import uuid
 from collections.abc import Collection, Iterator, Sequence
 from datetime import datetime
@@ -7,7 +8,7 @@ from typing import Any, NamedTuple
 
 from sqlalchemy import bindparam, delete, exists, func, or_, select, update
 
-from tessera.db import Rows, Transaction, lock_for_update, table_of
+from tessera.db import Rows, Transaction, lock_for_update, serialize_each, table_of
 from tessera.errors import EventNotFound
 from tessera.models import Attendee, Event, OrderItem, Product, User
 from tessera.schemas import PageParams
@@ -333,11 +334,26 @@ _CHECK_INS = (
 )
 
 
+def attendee_key(event_id: uuid.UUID, user_id: uuid.UUID) -> int:
+    """The advisory lock of a user's attendee record at an event, whether it exists or not."""
+    digest = hashlib.blake2b(b"attendee\0" + event_id.bytes + user_id.bytes, digest_size=8)
+    return int.from_bytes(digest.digest(), "big", signed=True)
+
+
 async def lock_attendees(
     tx: Transaction, wanted: Collection[tuple[uuid.UUID, uuid.UUID]]
 ) -> dict[tuple[uuid.UUID, uuid.UUID], AttendeeRow]:
-    """The attendee records there are of the (event, user) pairs ``wanted``, locked until the
-    transaction ends, in (event, user) order, by pair (docs/design.md, Locks)."""
+    """The attendee records of the (event, user) pairs ``wanted``, those there are and those
+    there are not yet, locked until the transaction ends (advisory locks of the pairs, in one
+    order; then the rows there are, in (event, user) order), by pair: no other transaction
+    writes one of them meanwhile (docs/design.md, Locks)."""
+    await serialize_each(tx, [attendee_key(event_id, user_id) for event_id, user_id in wanted])
+    return await _lock_rows(tx, wanted)
+
+
+async def _lock_rows(
+    tx: Transaction, wanted: Collection[tuple[uuid.UUID, uuid.UUID]]
+) -> dict[tuple[uuid.UUID, uuid.UUID], AttendeeRow]:
     by_event: dict[uuid.UUID, list[uuid.UUID]] = {}
     for event_id, user_id in sorted(set(wanted)):
         by_event.setdefault(event_id, []).append(user_id)
@@ -358,7 +374,7 @@ async def add_attendees(
     await tx.insert_each_new(
         Attendee, [row._asdict() for row in ordered], unique=("event_id", "user_id")
     )
-    return await lock_attendees(tx, [(row.event_id, row.user_id) for row in ordered])
+    return await _lock_rows(tx, [(row.event_id, row.user_id) for row in ordered])
 
 
 async def write_check_ins(tx: Transaction, check_ins: Sequence[AttendeeRow]) -> None:

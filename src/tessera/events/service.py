@@ -160,15 +160,10 @@ async def check_in(
     event_id: uuid.UUID,
     checked_in_at: int,
     now: datetime,
-    *,
-    keep_later: bool = False,
 ) -> int | None:
-    """The attendee checked in at ``checked_in_at`` (its row locked; with ``keep_later``, a
-    later check-in time it has stays); the check-in time it had before (None: this is their
-    first, which adds 1 to the user's reputation)."""
+    """The attendee checked in at ``checked_in_at`` (its row locked); the check-in time it had
+    before (None: this is their first, which adds 1 to the user's reputation)."""
     before = await repository.lock_check_in(tx, attendee_id)
-    if keep_later and before is not None:
-        checked_in_at = max(before, checked_in_at)
     if before is None:
         await move_reputation(
             tx, user, delta=FIRST_CHECK_IN_REPUTATION, reason=f"check-in:{event_id}"
@@ -176,24 +171,6 @@ async def check_in(
     if before != checked_in_at:
         await repository.set_checked_in(tx, attendee_id, checked_in_at, now)
     return before
-
-
-async def attendee_at(
-    tx: Transaction, project_id: uuid.UUID, event_id: uuid.UUID, user_id: uuid.UUID, now: datetime
-) -> uuid.UUID:
-    """The id of the user's attendee record at the event, written (registered now) when they
-    have none."""
-    new = await repository.add_attendee(
-        tx,
-        {
-            "project_id": project_id,
-            "event_id": event_id,
-            "user_id": user_id,
-            "registered_at": int(now.timestamp()),
-            "created_at": now,
-        },
-    )
-    return new.id if new is not None else await repository.attendee_id_of(tx, event_id, user_id)
 
 
 @rerun_on_conflict
@@ -210,7 +187,8 @@ async def register_attendee(
         user = await get_user_row(tx, principal.project_id, body.user())
         require_activated(principal, user, "be registered as an attendee")
         now = utcnow()
-        # A concurrent registration of the same pair wins the insert; this one then updates.
+        # The pair's record, there or not, locked as the door locks it (docs/design.md, Locks).
+        await repository.lock_attendees(tx, [(event.id, user.id)])
         new = await repository.add_attendee(
             tx,
             {

@@ -8,7 +8,7 @@ from typing import Any, NamedTuple
 from sqlalchemy import bindparam, func, select, update
 
 from tessera.chain.keys import CUSTODIAL
-from tessera.db import Rows, Transaction, table_of
+from tessera.db import Rows, Transaction, lock_for_update, table_of
 from tessera.models import NftStatus, Product, ProductItem, ProjectWallet, User, UserWallet
 from tessera.models.base import UTCDateTime, utcnow
 from tessera.nfts.schemas import HeldWallet, JobItem, SigningWallet
@@ -164,6 +164,25 @@ async def shown_items(rows: Rows, ids: Sequence[uuid.UUID]) -> list[OwnedItemRow
     return await rows.all(_SHOWN_ITEMS, OwnedItemRow, ids=list(ids)) if ids else []
 
 
+# Items locked in id order before a statement that writes many of them: an UPDATE locks rows in
+# the order it finds them, and a door's upload locks the same items in id order (docs/design.md,
+# Locks).
+_LOCK_IN_ORDER = lock_for_update(
+    select(_ITEMS.c.id)
+    .where(_ITEMS.c.id.in_(bindparam("ids", expanding=True)))
+    .order_by(_ITEMS.c.id)
+)
+
+
+class ItemId(NamedTuple):
+    id: uuid.UUID
+
+
+async def _lock_in_order(tx: Transaction, ids: Sequence[uuid.UUID]) -> None:
+    if len(ids) > 1:
+        await tx.all(_LOCK_IN_ORDER, ItemId, ids=sorted(set(ids)))
+
+
 async def mark_submitted(
     tx: Transaction,
     ids: Sequence[uuid.UUID],
@@ -175,6 +194,7 @@ async def mark_submitted(
 ) -> None:
     """The items' mint (or on-chain transfer) rides the extrinsic now."""
     if ids:
+        await _lock_in_order(tx, ids)
         statement = _SUBMITTED["nft_transfer" if transfer else "nft"]
         await tx.execute(
             statement, ids=list(ids), extrinsic_id=extrinsic_id, tx_hash=tx_hash, now=now
@@ -191,15 +211,17 @@ async def mark_waiting(
 ) -> None:
     """The items' mint (or on-chain transfer) is queued again, waiting for ``reason``."""
     if ids:
+        await _lock_in_order(tx, ids)
         statement = _WAITING["nft_transfer" if transfer else "nft"]
         await tx.execute(statement, ids=list(ids), reason=reason and reason[:500], now=now)
 
 
 async def write_items(tx: Transaction, rows: Sequence[dict[str, Any]]) -> None:
-    """Each of ``rows`` (``id`` and the same columns in each) written on its item, in one
-    round trip (``updated_at``: now, unless given)."""
+    """Each of ``rows`` (``id`` and the same columns in each) written on its item, in id order
+    (docs/design.md, Locks), in one round trip (``updated_at``: now, unless given)."""
     if not rows:
         return
+    rows = sorted(rows, key=lambda row: row["id"])
     if "updated_at" not in rows[0]:
         now = utcnow()
         rows = [row | {"updated_at": now} for row in rows]

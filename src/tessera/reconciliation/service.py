@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 
-from tessera.chain.gateway import ChainGateway, ChainItem, Collection
+from tessera.chain.gateway import PAGE_SIZE, ChainGateway, ChainItem, Collection
 from tessera.chain.keys import CUSTODIAL, ss58_address
 from tessera.chain.registry import Chains
 from tessera.changes.schemas import EventType
@@ -69,8 +69,10 @@ async def reconcile(
             return None, {}
         return gateway.collection(collection_id), gateway.collection_items(collection_id)
 
-    # A long read: a product's whole collection, a page of 1000 NFTs per round trip.
-    collection, nfts = await chains.run(chain, read, in_request=in_request, long=True)
+    # A long read: a product's whole collection, a page of 1,000 NFTs (and one of their
+    # metadata) per round trip, for the items the database has and as many more.
+    pages = 2 * (len(rows) // PAGE_SIZE + 1)
+    collection, nfts = await chains.run(chain, read, in_request=in_request, pages=pages)
     keys = [nft.owner for nft in nfts.values()] + [
         r.nft_wallet_key for r in rows if r.nft_wallet_key
     ]
