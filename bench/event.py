@@ -413,7 +413,8 @@ class Day:
             [wallet] = (
                 await self.api("wallets", "GET", "/v1/projects/wallets", headers=self.key)
             ).json()
-            self.devchain.fund(wallet["address"], max(1_000, self.size.tickets) * DOT)
+            self.wallet, self.funded = wallet["address"], max(1_000, self.size.tickets) * DOT
+            self.devchain.fund(self.wallet, self.funded)
             start = int(time.time()) + 86_400
             event = await self.api(
                 "events",
@@ -850,6 +851,8 @@ class Day:
             step.notes.append(f"{len(findings)} findings")
             self.report.facts["reconciliation: findings"] = len(findings)
             self.report.check(not findings, f"reconciliation: {findings[:3]}")
+        spent = (self.funded - await asyncio.to_thread(self.devchain.free, self.wallet)) / DOT
+        self.report.facts["project wallet: DOT spent (deposits and fees)"] = f"{spent:,.1f}"
 
 
 async def run_day(

@@ -84,7 +84,7 @@ class TestOpenApi:
         body = delivery["requestBody"]["content"]["application/json"]["schema"]
         assert body == {"$ref": "#/components/schemas/ChangeRead"}
         event_types = spec["components"]["schemas"]["EventType"]["enum"]
-        assert len(event_types) == 22
-        assert {"nft.drift_found", "ticket.reissued", "checkin.annulled", "mail.failed"} <= set(
+        assert len(event_types) == 23
+        assert {"nft.drift_found", "ticket.reissued", "checkin.displaced", "mail.failed"} <= set(
             event_types
         )

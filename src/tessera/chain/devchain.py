@@ -19,6 +19,9 @@ import time
 import urllib.request
 from importlib import resources
 from pathlib import Path
+from typing import Any
+
+from substrateinterface import SubstrateInterface
 
 from tessera.config import Settings
 
@@ -125,6 +128,7 @@ class Devchain:
         self.port = port or free_port()
         self.log = log
         self.process: subprocess.Popen[bytes] | None = None
+        self._substrate: SubstrateInterface | None = None
 
     @property
     def url(self) -> str:
@@ -193,13 +197,38 @@ class Devchain:
         return answer
 
     def fund(self, address: str, planck: int) -> None:
-        """Set an account's free balance (the dev chain has no sudo; Chopsticks writes storage)."""
-        self.rpc(
-            "dev_setStorage",
-            [{"System": {"Account": [[[address], {"providers": 1, "data": {"free": planck}}]]}}],
-        )
+        """Set an account's free balance (the dev chain has no sudo; Chopsticks writes storage).
+        The rest of the account is kept: Chopsticks writes the whole account it is given, so a
+        balance set alone would reset its nonce and the deposits it holds."""
+        account = self._account(address)
+        account["providers"] = max(1, int(account.get("providers", 0)))
+        # Balances as decimal text: JSON numbers past 2^53 do not survive JavaScript.
+        data = {name: str(value) for name, value in account.get("data", {}).items()}
+        account["data"] = data | {"free": str(planck)}
+        self.rpc("dev_setStorage", [{"System": {"Account": [[[address], account]]}}])
+
+    def free(self, address: str) -> int:
+        """The account's free balance."""
+        return int(self._account(address).get("data", {}).get("free", 0))
+
+    def keep_funded(self, address: str, planck: int) -> bool:
+        """Top the account up to ``planck`` when its free balance has fallen below half of it;
+        whether it did."""
+        if self.free(address) >= planck // 2:
+            return False
+        self.fund(address, planck)
+        return True
+
+    def _account(self, address: str) -> dict[str, Any]:
+        if self._substrate is None:
+            self._substrate = SubstrateInterface(url=self.url)
+        value = self._substrate.query("System", "Account", [address]).value
+        return dict(value) if isinstance(value, dict) else {}
 
     def stop(self) -> None:
+        if self._substrate is not None:
+            self._substrate.close()
+            self._substrate = None
         if self.process and self.process.poll() is None:
             self.process.terminate()
             try:

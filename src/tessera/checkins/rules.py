@@ -266,6 +266,23 @@ class Door:
             self.checked_in[key] = self.checked_in.get(key, False) or before is None
         return attendee.id, before, after
 
+    def _registered(self, ticket: Ticket) -> AttendeeRegistered:
+        """The holder's attendee record at the ticket's event as it now is."""
+        attendee = self._attendee(ticket)
+        assert attendee is not None
+        return AttendeeRegistered.model_validate(
+            RegisteredAttendee(
+                attendee.id,
+                attendee.created_at,
+                attendee.updated_at,
+                attendee.event_id,
+                self.owners[attendee.user_id],
+                attendee.registered_at,
+                attendee.checked_in_at,
+                self.events[attendee.event_id],
+            )
+        )
+
     def _admit(self, scan: Scan, ticket: Ticket, at: int) -> Scanned:
         row, product = ticket.row, ticket.product
         ticket.row = row._replace(
@@ -342,6 +359,8 @@ class Door:
         row, product = ticket.row, ticket.product
         owner = self.owners[row.owner_id]
         attendee_id, before, after = self._check_in(ticket, at)
+        if after != before:  # at most once per holder and door: the batch's earliest scan
+            self.changes.append((EventType.ATTENDEE_CHECKED_IN, self._registered(ticket)))
         body = CheckinRead(
             status="ok",
             item_id=row.item_id,
@@ -434,24 +453,6 @@ class Door:
         await repository.displace(tx, self.displaced)
         for kind, data in self.changes:
             await record(tx, project_id, kind, [data])
-        for key in sorted(self.checked_in):
-            attendee = self.attendees[key]
-            shown = RegisteredAttendee(
-                attendee.id,
-                attendee.created_at,
-                attendee.updated_at,
-                attendee.event_id,
-                self.owners[attendee.user_id],
-                attendee.registered_at,
-                attendee.checked_in_at,
-                self.events[attendee.event_id],
-            )
-            await record(
-                tx,
-                project_id,
-                EventType.ATTENDEE_CHECKED_IN,
-                [AttendeeRegistered.model_validate(shown)],
-            )
 
     async def _recorded_meanwhile(self, lost: list[dict[str, Any]]) -> None:
         """Scans whose nonce another transaction recorded while this one ran (the same scans

@@ -20,6 +20,7 @@ holder is no longer checked in and the balance still has it. A scan it had displ
 conflicted with it, stays as it is: the operator sees it among the conflicts.
 """
 
+import asyncio
 import uuid
 from datetime import UTC, datetime, timedelta
 
@@ -52,7 +53,12 @@ from tessera.schemas import PageParams, Pagination
 from tessera.ticket_keys import service as ticket_keys
 from tessera.ticket_keys.service import ProjectKeys
 from tessera.tickets.repository import TicketItem
-from tessera.tickets.service import Unreadable, tickets_of_secrets
+from tessera.tickets.service import (
+    Unreadable,
+    named_items,
+    tickets_of_named,
+    tickets_of_secrets,
+)
 from tessera.users.repository import add_reputation, get_user_row
 from tessera.users.schemas import UserRef
 
@@ -196,14 +202,14 @@ async def upload(
     """Scans made offline (see the module docstring): each answers as the door decides it, in
     the request's order; the same nonce again, the same answer."""
     now = utcnow()
+    # The signatures checked first, in a thread (OpenSSL lets the loop go on meanwhile), holding
+    # no connection: the keys as they are now, as a door's are as of its last sync.
+    keys = await database.read(ticket_keys.project_keys, principal.project_id)
+    texts = [scan.secret for scan in body.scans]
+    named = await asyncio.to_thread(named_items, texts, keys)
     async with database.transaction() as tx:
-        keys = await ticket_keys.project_keys(tx, principal.project_id)
-        items = await tickets_of_secrets(
-            tx,
-            principal.project_id,
-            [scan.secret for scan in body.scans],
-            keys=keys,
-            hash_key=hash_key,
+        items = await tickets_of_named(
+            tx, principal.project_id, texts, named, keys=keys, hash_key=hash_key
         )
         found = [_found(item) for item in items]
         door = await Door.open(

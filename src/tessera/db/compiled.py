@@ -12,6 +12,7 @@ MAX_COMPILED = 1000  # statements x lengths of their list parameters
 
 
 _INSERTS: dict[Table, Any] = {}
+Processor = Callable[[Any], Any] | None
 
 
 def insert_all(table: Table) -> Any:
@@ -20,6 +21,51 @@ def insert_all(table: Table) -> Any:
     if statement is None:
         statement = _INSERTS[table] = insert(table).values(column_values(table))
     return statement
+
+
+@dataclass(frozen=True, slots=True)
+class BulkInsert:
+    """PostgreSQL: many rows of a table in one statement, each column sent as one array
+    (``INSERT ... SELECT * FROM unnest($1::type[], ...)``): a row costs the server a tuple, not
+    a statement, where ``executemany`` runs the statement once per row. The columns are
+    ``insert_all``'s, their values converted as it converts them."""
+
+    sql: str
+    columns: tuple[tuple[str, Processor], ...]
+
+    def arguments(self, rows: Sequence[dict[str, Any]]) -> list[list[Any]]:
+        return [
+            [
+                row[name] if process is None or row[name] is None else process(row[name])
+                for row in rows
+            ]
+            for name, process in self.columns
+        ]
+
+
+_BULK_INSERTS: dict[tuple[Table, str], BulkInsert] = {}
+
+
+def bulk_insert(table: Table, dialect: Dialect) -> BulkInsert:
+    """``BulkInsert`` of ``table``, built once per table (PostgreSQL's dialect)."""
+    key = (table, dialect.name)
+    found = _BULK_INSERTS.get(key)
+    if found is None:
+        binds = column_values(table)
+        names = list(binds)
+        arrays = ", ".join(
+            f"${i}::{binds[name].type.compile(dialect=dialect)}[]"
+            for i, name in enumerate(names, start=1)
+        )
+        quote = dialect.identifier_preparer.quote
+        into = ", ".join(quote(table.c[name].name) for name in names)
+        # The names are the model's, the types its columns': no input reaches the statement.
+        sql = f"INSERT INTO {quote(table.name)} ({into}) SELECT * FROM unnest({arrays})"  # noqa: S608
+        columns = tuple(
+            (name, binds[name].type.dialect_impl(dialect).bind_processor(dialect)) for name in names
+        )
+        found = _BULK_INSERTS[key] = BulkInsert(sql, columns)
+    return found
 
 
 def column_values(table: Table) -> dict[str, BindParameter[Any]]:
@@ -69,9 +115,6 @@ def sizes_of(params: dict[str, Any]) -> tuple[tuple[str, int], ...]:
     return tuple(
         sorted((key, len(value)) for key, value in params.items() if isinstance(value, list))
     )
-
-
-Processor = Callable[[Any], Any] | None
 
 
 @dataclass(slots=True)

@@ -14,7 +14,7 @@ from contextlib import asynccontextmanager, contextmanager
 from typing import Any, Protocol, TypeVar, overload
 
 import asyncpg
-from sqlalchemy import Executable, Table
+from sqlalchemy import Dialect, Executable, Table
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.exc import IntegrityError
@@ -22,6 +22,7 @@ from sqlalchemy.orm import DeclarativeBase
 
 from tessera.db.compiled import (
     Compiled,
+    bulk_insert,
     column_values,
     insert_all,
     sizes_of,
@@ -36,6 +37,9 @@ class Compiler(Protocol):
 
     @property
     def dialect_name(self) -> str: ...
+
+    @property
+    def dialect(self) -> Dialect: ...
 
     def compiled(self, statement: Executable, sizes: tuple[tuple[str, int], ...]) -> Compiled: ...
 
@@ -178,16 +182,18 @@ class Transaction(Rows):
         ``into`` (a ``NamedTuple`` of the table's columns), the rows as written."""
         table = table_of(model)
         full = [with_table_defaults(table, row) for row in rows]
-        if full:
+        if len(full) > 1 and not isinstance(self._connection, sqlite3.Connection):
+            bulk = bulk_insert(table, self._database.dialect)
+            with _integrity(bulk.sql):
+                await self._connection.execute(bulk.sql, *bulk.arguments(full))
+        elif full:
             compiled = self._database.compiled(insert_all(table), ())
             args = [compiled.arguments(row) for row in full]
             with _integrity(compiled.sql):
                 if isinstance(self._connection, sqlite3.Connection):
                     self._connection.executemany(compiled.sql, args)
-                elif len(args) == 1:  # asyncpg's executemany costs a pipeline set-up
-                    await self._connection.execute(compiled.sql, *args[0])
                 else:
-                    await self._connection.executemany(compiled.sql, args)
+                    await self._connection.execute(compiled.sql, *args[0])
         return None if into is None else [_written(into, row) for row in full]
 
     @overload

@@ -5,7 +5,7 @@ from fastapi import Query, Request
 
 from tessera.auth.dependencies import CallerDep, project_router
 from tessera.db import reads_only
-from tessera.errors import responses
+from tessera.errors import concrete_paths_own_their_methods, responses
 from tessera.mail.router import for_request
 from tessera.products import service
 from tessera.products.rows import ProductView, SalePage
@@ -29,6 +29,8 @@ from tessera.schemas import PageParams
 from tessera.users.schemas import UserPageLookup
 
 router = project_router("/products", tags=["products"])
+# Before GET /{id}/items/{item_id}, which would take GET .../items/redeem for an item "redeem".
+concrete_paths_own_their_methods(router, "/{id}/items/redeem")
 
 
 @router.post(
