@@ -359,7 +359,7 @@ class Door:
         row, product = ticket.row, ticket.product
         owner = self.owners[row.owner_id]
         attendee_id, before, after = self._check_in(ticket, at)
-        if after != before:  # at most once per holder and door: the batch's earliest scan
+        if attendee_id is not None and after != before:  # once a holder: the batch's earliest
             self.changes.append((EventType.ATTENDEE_CHECKED_IN, self._registered(ticket)))
         body = CheckinRead(
             status="ok",
