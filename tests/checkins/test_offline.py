@@ -17,7 +17,7 @@ from tessera.models.base import utcnow
 from tessera.ticket_keys import service as ticket_keys
 from tests import orm
 from tests.changes.feed import of_type
-from tests.checkins.test_checkins import admission, attendee_of, scan, ticket
+from tests.checkins.test_checkins import admission, annul, attendee_of, scan, ticket
 from tests.factories import (
     create_event,
     create_product,
@@ -299,6 +299,53 @@ class TestUpload:
         third = await ticket(client, tenant, product, 3)
         assert (await scan(client, tenant, third["secret"], "now")).status_code == 200
         assert (await attendee_of(client, tenant, event, ada))["checked_in_at"] == earliest
+
+    async def test_annulling_the_earliest_scan_leaves_the_next_earliest(self, app, client, tenant):
+        event, product, ada, shown = await admission(client, tenant)
+        await issue_items(client, tenant, product["id"], ada["id"])
+        second = await ticket(client, tenant, product, 2)
+        door = await door_key(app, tenant)
+        assert (await scan(client, tenant, second["secret"], "at-the-door")).status_code == 200
+        now = (await attendee_of(client, tenant, event, ada))["checked_in_at"]
+        early = offline(shown["secret"], event=event, scanned_at=at(600))
+        await upload(client, door, early)
+        earliest = int(datetime.fromisoformat(early["scanned_at"]).timestamp())
+        assert (await attendee_of(client, tenant, event, ada))["checked_in_at"] == earliest
+        undone = await annul(client, tenant, early["nonce"])
+        assert (undone.status_code, undone.json()["checked_in_at"]) == (200, now)
+        assert (await attendee_of(client, tenant, event, ada))["checked_in_at"] == now
+        undone = await annul(client, tenant, "at-the-door")
+        assert (undone.status_code, undone.json()["checked_in_at"]) == (200, None)
+        assert (await attendee_of(client, tenant, event, ada))["checked_in_at"] is None
+        history = await client.post(
+            "/v1/users/reputation/history", headers=tenant.r, json={"id": ada["id"]}
+        )
+        assert history.json()["balance"] == 0  # the first check-in's point taken back
+        assert [e["delta"] for e in history.json()["entries"]] == [1, -1]
+
+    async def test_the_scans_and_their_conflicts_page(self, app, client, tenant):
+        event, product, ada, _ = await admission(client, tenant)
+        await issue_items(client, tenant, product["id"], ada["id"], ada["id"])
+        door = await door_key(app, tenant)
+        secrets = [(await ticket(client, tenant, product, n))["secret"] for n in (1, 2, 3)]
+        scans = [offline(s, event=event, scanned_at=at(100)) for s in secrets]
+        scans += [offline(s, event=event, scanned_at=at(50), device="door-2") for s in secrets]
+        await upload(client, door, *scans)
+        path, query = "/v1/checkins", {"event_id": event["id"], "conflicts": "true"}
+        first = await client.get(path, headers=tenant.r, params=query | {"limit": 2})
+        assert first.json()["pagination"] == {"page": 1, "limit": 2, "total": 3}
+        last = await client.get(path, headers=tenant.r, params=query | {"limit": 2, "page": 2})
+        assert last.json()["pagination"] == {"page": 2, "limit": 2, "total": 3}
+        paged = [s["nonce"] for s in first.json()["data"] + last.json()["data"]]
+        assert paged == [s["nonce"] for s in scans[3:]]
+        everything = await client.get(path, headers=tenant.r, params={"event_id": event["id"]})
+        assert everything.json()["pagination"]["total"] == 6
+        for bad, error in (
+            ({"page": 0}, "page: Input should be greater than or equal to 1"),
+            ({"limit": 101}, "limit: Input should be less than or equal to 100"),
+        ):
+            response = await client.get(path, headers=tenant.r, params=query | bad)
+            assert (response.status_code, response.json()) == (400, {"errors": [error]})
 
     async def test_one_batch_takes_its_scans_in_the_order_they_were_made(self, app, client, tenant):
         event, _, ada, shown = await admission(client, tenant)
