@@ -32,6 +32,7 @@ log line of the servers is read for errors. Figures go to bench/results/event-<t
 import argparse
 import asyncio
 import json
+import math
 import os
 import random
 import statistics
@@ -113,6 +114,12 @@ class Step:
         return self.ended - self.began
 
 
+def percentile(values: list[float], p: int) -> float:
+    """The smallest value at or above p percent of ``values`` (nearest rank)."""
+    ordered = sorted(values)
+    return ordered[max(0, math.ceil(len(ordered) * p / 100) - 1)]
+
+
 @dataclass
 class Report:
     size: Size
@@ -121,10 +128,22 @@ class Report:
     steps: list[Step] = field(default_factory=list)
     facts: dict[str, Any] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
+    # Figures the day is held to (issue 42's "Done when"): what, measured, at most, unit.
+    targets: list[tuple[str, float, float, str]] = field(default_factory=list)
 
     def check(self, holds: bool, problem: str) -> None:
+        """What must hold at any size: a day that breaks it has a problem."""
         if not holds:
             self.problems.append(problem)
+
+    def target(self, what: str, measured: float, at_most: float, unit: str) -> None:
+        """A figure the full day is held to: shown met or missed, never a problem (a small
+        day on a loaded machine says nothing of it)."""
+        self.targets.append((what, measured, at_most, unit))
+
+    @property
+    def missed(self) -> list[str]:
+        return [what for what, measured, at_most, _ in self.targets if measured > at_most]
 
     def table(self) -> str:
         lines = [
@@ -139,12 +158,10 @@ class Report:
                     f"| {step.name} | {step.seconds:.1f} | | | | | {'; '.join(step.notes)} |"
                 )
             for what, times in step.latencies.items():
-                ordered = sorted(times)
-                p99 = ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]
                 lines.append(
                     f"| {step.name}: {what} | {step.seconds:.1f} | {len(times)} | "
-                    f"{statistics.median(times) * 1000:.0f} | {p99 * 1000:.0f} | "
-                    f"{ordered[-1] * 1000:.0f} | {'; '.join(step.notes)} |"
+                    f"{statistics.median(times) * 1000:.0f} | {percentile(times, 99) * 1000:.0f} "
+                    f"| {max(times) * 1000:.0f} | {'; '.join(step.notes)} |"
                 )
         lines += [
             "",
@@ -152,7 +169,13 @@ class Report:
             + ", ".join(f"{status}: {n}" for status, n in sorted(self.statuses.items())),
         ]
         lines += [f"{name}: {value}" for name, value in self.facts.items()]
-        lines += [f"PROBLEM: {problem}" for problem in self.problems] or ["problems: none"]
+        lines += ["", "| target | measured | at most | met |", "|---|---:|---:|---|"]
+        lines += [
+            f"| {what} | {measured:,.2f} {unit} | {at_most:,.0f} {unit} | "
+            f"{'yes' if measured <= at_most else 'NO'} |"
+            for what, measured, at_most, unit in self.targets
+        ]
+        lines += [""] + ([f"PROBLEM: {problem}" for problem in self.problems] or ["problems: none"])
         return "\n".join(lines)
 
 
@@ -503,6 +526,8 @@ class Day:
             step.notes.append(f"{len(self.orders)} orders, {sold} tickets")
             self.report.check(sold == self.size.tickets, f"sold {sold} of {self.size.tickets}")
         self.report.facts["sales: wall seconds"] = round(step.seconds, 1)
+        self.report.target(f"{sold:,} tickets sold", step.seconds, 600, "s")
+        self.report.target("a sale's answer, p99", percentile(step.latencies["orders"], 99), 2, "s")
 
     async def states(self, column: str) -> dict[str, int]:
         async def read(rows: Any) -> dict[str, int]:
@@ -532,7 +557,8 @@ class Day:
             self.report.facts["NFTs: on the live chain at 6-12 s a block"] = (
                 f"{low:.1f}-{high:.1f} min"
             )
-            self.report.check(per_thousand <= 10, f"{per_thousand:.1f} blocks per 1,000 NFTs")
+            self.report.target("NFTs on chain after the last sale", after_last_sale, 900, "s")
+            self.report.target("blocks per 1,000 NFTs", per_thousand, 10, "blocks")
 
     async def transfer(self) -> None:
         """Tickets passed on to new users (the first ticket of as many orders), their old
@@ -706,8 +732,7 @@ class Day:
 
             await asyncio.gather(*(sync(device) for device in devices))
             step.notes.append(f"{len(devices[0].versions)} tickets each")
-            slowest = max(step.latencies["sync"])
-            self.report.check(slowest <= 5, f"a sync took {slowest:.1f} s")
+            self.report.target("a device's sync, slowest", max(step.latencies["sync"]), 5, "s")
 
         # Offline: each device scans its share, a second scan of tickets of another's share
         # (later), and some of the secrets the transfers replaced.
@@ -765,7 +790,7 @@ class Day:
 
             await asyncio.gather(*(upload(device) for device in devices))
             slowest = max(step.latencies["upload"])
-            self.report.check(slowest <= 2, f"an upload of {size.batch} took {slowest:.2f} s")
+            self.report.target(f"an upload of {size.batch} scans, slowest", slowest, 2, "s")
         await self.check_door(devices, first_at, nonces)
 
     async def check_door(
@@ -905,7 +930,7 @@ def main() -> None:
     RESULTS.mkdir(exist_ok=True)
     stamp = datetime.now(UTC).strftime("%Y-%m-%d-%H%M%S")
     (RESULTS / f"event-{args.backend}-{args.tickets}-{stamp}.md").write_text(table + "\n")
-    if report.problems:
+    if report.problems or report.missed:
         raise SystemExit(1)
 
 

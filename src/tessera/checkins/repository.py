@@ -113,7 +113,6 @@ _USES = select(
     _SCANS.c.status == "ok",
     _SCANS.c.annulled_at.is_(None),
 )
-_WRITTEN = select(_SCANS.c.id).where(_SCANS.c.id.in_(bindparam("ids", expanding=True)))
 _DISPLACED = (
     update(_SCANS)
     .where(_SCANS.c.id == bindparam("scan_id"))
@@ -124,10 +123,6 @@ _DISPLACED = (
         redemption_id=None,
     )
 )
-
-
-class ScanId(NamedTuple):
-    id: uuid.UUID
 
 
 _EARLIEST_USE_OF = select(func.min(func.coalesce(_SCANS.c.scanned_at, _SCANS.c.created_at))).where(
@@ -153,9 +148,10 @@ async def add_scans(tx: Transaction, scans: list[dict[str, Any]]) -> set[uuid.UU
     """The scans, in the order given (a conflict's scan before the scans that name it), each
     unless a scan of its nonce exists or is being written by another transaction; the ids of
     those written."""
-    await tx.insert_each_new(Checkin, scans, unique=("project_id", "nonce"))
-    written = await tx.all(_WRITTEN, ScanId, ids=[scan["id"] for scan in scans])
-    return {row.id for row in written}
+    written: set[uuid.UUID] = await tx.insert_each_new(
+        Checkin, scans, unique=("project_id", "nonce")
+    )
+    return written
 
 
 async def displace(tx: Transaction, displaced: list[dict[str, Any]]) -> None:

@@ -24,11 +24,11 @@ def insert_all(table: Table) -> Any:
 
 
 @dataclass(frozen=True, slots=True)
-class BulkInsert:
-    """PostgreSQL: many rows of a table in one statement, each column sent as one array
-    (``INSERT ... SELECT * FROM unnest($1::type[], ...)``): a row costs the server a tuple, not
-    a statement, where ``executemany`` runs the statement once per row. The columns are
-    ``insert_all``'s, their values converted as it converts them."""
+class Bulk:
+    """PostgreSQL: a statement on many rows of a table at once, each column sent as one array
+    (``unnest($1::type[], ...)``): a row costs the server a tuple, not a statement, where
+    ``executemany`` runs the statement once per row. Each value converted as the column's type
+    converts it (``insert_all``'s conversions)."""
 
     sql: str
     columns: tuple[tuple[str, Processor], ...]
@@ -43,28 +43,61 @@ class BulkInsert:
         ]
 
 
-_BULK_INSERTS: dict[tuple[Table, str], BulkInsert] = {}
+_BULK: dict[tuple[Table, str, tuple[str, ...], str], Bulk] = {}
 
 
-def bulk_insert(table: Table, dialect: Dialect) -> BulkInsert:
-    """``BulkInsert`` of ``table``, built once per table (PostgreSQL's dialect)."""
-    key = (table, dialect.name)
-    found = _BULK_INSERTS.get(key)
+def _arrays(table: Table, names: Sequence[str], dialect: Dialect) -> str:
+    return ", ".join(
+        f"${i}::{table.c[name].type.compile(dialect=dialect)}[]"
+        for i, name in enumerate(names, start=1)
+    )
+
+
+def _processors(
+    table: Table, names: Sequence[str], dialect: Dialect
+) -> tuple[tuple[str, Processor], ...]:
+    return tuple(
+        (name, table.c[name].type.dialect_impl(dialect).bind_processor(dialect)) for name in names
+    )
+
+
+def bulk_insert(table: Table, dialect: Dialect, *, unique: tuple[str, ...] = ()) -> Bulk:
+    """``INSERT INTO table (insert_all's columns) SELECT * FROM unnest(...)``, the rows in the
+    order given; with ``unique``, ``ON CONFLICT (unique) DO NOTHING RETURNING`` the primary
+    key of each row written. Built once per table (PostgreSQL's dialect)."""
+    key = (table, "insert", unique, dialect.name)
+    found = _BULK.get(key)
     if found is None:
-        binds = column_values(table)
-        names = list(binds)
-        arrays = ", ".join(
-            f"${i}::{binds[name].type.compile(dialect=dialect)}[]"
-            for i, name in enumerate(names, start=1)
-        )
+        names = list(column_values(table))
         quote = dialect.identifier_preparer.quote
         into = ", ".join(quote(table.c[name].name) for name in names)
         # The names are the model's, the types its columns': no input reaches the statement.
-        sql = f"INSERT INTO {quote(table.name)} ({into}) SELECT * FROM unnest({arrays})"  # noqa: S608
-        columns = tuple(
-            (name, binds[name].type.dialect_impl(dialect).bind_processor(dialect)) for name in names
+        sql = f"INSERT INTO {quote(table.name)} ({into}) SELECT * FROM unnest({_arrays(table, names, dialect)})"  # noqa: S608, E501
+        if unique:
+            [primary] = table.primary_key.columns
+            conflict = ", ".join(quote(table.c[name].name) for name in unique)
+            sql += f" ON CONFLICT ({conflict}) DO NOTHING RETURNING {quote(primary.name)}"
+        found = _BULK[key] = Bulk(sql, _processors(table, names, dialect))
+    return found
+
+
+def bulk_update(table: Table, dialect: Dialect, names: tuple[str, ...]) -> Bulk:
+    """``UPDATE table SET (names) FROM unnest(...)`` of rows named by their ``id`` (the first
+    column sent): rows the caller holds locked already, for the statement locks in no order of
+    its own. Built once per table and columns (PostgreSQL's dialect)."""
+    key = (table, "update", names, dialect.name)
+    found = _BULK.get(key)
+    if found is None:
+        quote = dialect.identifier_preparer.quote
+        columns = ("id", *names)
+        given = ", ".join(quote(f"v_{name}") for name in columns)
+        sets = ", ".join(f"{quote(table.c[n].name)} = v.{quote(f'v_{n}')}" for n in names)
+        sql = (
+            f"UPDATE {quote(table.name)} SET {sets} "  # noqa: S608 - the model's names
+            f"FROM unnest({_arrays(table, columns, dialect)}) AS v({given}) "
+            f"WHERE {quote(table.name)}.{quote(table.c.id.name)} = v.{quote('v_id')}"
         )
-        found = _BULK_INSERTS[key] = BulkInsert(sql, columns)
+        found = _BULK[key] = Bulk(sql, _processors(table, columns, dialect))
     return found
 
 

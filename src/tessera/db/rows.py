@@ -14,7 +14,7 @@ from contextlib import asynccontextmanager, contextmanager
 from typing import Any, Protocol, TypeVar, overload
 
 import asyncpg
-from sqlalchemy import Dialect, Executable, Table
+from sqlalchemy import Dialect, Executable, Table, bindparam, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.exc import IntegrityError
@@ -23,6 +23,7 @@ from sqlalchemy.orm import DeclarativeBase
 from tessera.db.compiled import (
     Compiled,
     bulk_insert,
+    bulk_update,
     column_values,
     insert_all,
     sizes_of,
@@ -237,14 +238,52 @@ class Transaction(Rows):
         rows: Sequence[dict[str, Any]],
         *,
         unique: tuple[str, ...],
-    ) -> None:
+    ) -> set[Any]:
         """Each of ``rows`` as ``insert_new`` writes one (nothing where a row with the same
-        ``unique`` columns exists or is being written), in the order given, in one round
-        trip. Which were written is not said: read them back where it matters."""
+        ``unique`` columns exists or is being written), in the order given, in one statement
+        (PostgreSQL; SQLite, where a statement costs no round trip: one each); the primary keys
+        of those written."""
         table = table_of(model)
-        await self.execute_many(
-            self._insert_new(table, unique), [with_table_defaults(table, row) for row in rows]
+        full = [with_table_defaults(table, row) for row in rows]
+        if not full:
+            return set()
+        if isinstance(self._connection, sqlite3.Connection):
+            statement = self._insert_new(table, unique)
+            written = [await self.scalar(statement, **row) for row in full]
+            return {key for key in written if key is not None}
+        bulk = bulk_insert(table, self._database.dialect, unique=unique)
+        with _integrity(bulk.sql):
+            found = await self._connection.fetch(bulk.sql, *bulk.arguments(full))
+        [primary] = table.primary_key.columns
+        process = primary.type.dialect_impl(self._database.dialect).result_processor(
+            self._database.dialect, None
         )
+        return {row[0] if process is None else process(row[0]) for row in found}
+
+    async def update_each(
+        self, model: type[DeclarativeBase], rows: Sequence[dict[str, Any]]
+    ) -> None:
+        """Each of ``rows`` (its ``id``, and the same columns in each) written on the row of
+        that id, which the caller holds locked: one statement (PostgreSQL), or one each."""
+        if not rows:
+            return
+        table = table_of(model)
+        names = tuple(sorted(key for key in rows[0] if key != "id"))
+        if isinstance(self._connection, sqlite3.Connection):
+            statement = _UPDATE_EACH.get((table, names))
+            if statement is None:
+                statement = _UPDATE_EACH[(table, names)] = (
+                    update(table)
+                    .where(table.c.id == bindparam("row_id"))
+                    .values({name: bindparam(name, type_=table.c[name].type) for name in names})
+                )
+            await self.execute_many(
+                statement, [{"row_id": row["id"]} | {n: row[n] for n in names} for row in rows]
+            )
+            return
+        bulk = bulk_update(table, self._database.dialect, names)
+        with _integrity(bulk.sql):
+            await self._connection.execute(bulk.sql, *bulk.arguments(rows))
 
     def _insert_new(self, table: Table, unique: tuple[str, ...]) -> Any:
         key = (table, unique, self._database.dialect_name)
@@ -290,6 +329,7 @@ def _written(into: type[RowT], row: dict[str, Any]) -> RowT:
 
 
 _INSERT_NEW: dict[tuple[Table, tuple[str, ...], str], Any] = {}
+_UPDATE_EACH: dict[tuple[Table, tuple[str, ...]], Any] = {}
 _ADD_TO: dict[tuple[Table, tuple[str, ...], str, str], Any] = {}
 
 

@@ -327,11 +327,6 @@ _LOCK_ATTENDEES = lock_for_update(
     )
     .order_by(_ATTENDEES.c.user_id)
 )
-_CHECK_INS = (
-    update(_ATTENDEES)
-    .where(_ATTENDEES.c.id == bindparam("attendee_id"))
-    .values(checked_in_at=bindparam("checked_in_at"), updated_at=bindparam("updated_at"))
-)
 
 
 def attendee_key(event_id: uuid.UUID, user_id: uuid.UUID) -> int:
@@ -379,10 +374,10 @@ async def add_attendees(
 
 async def write_check_ins(tx: Transaction, check_ins: Sequence[AttendeeRow]) -> None:
     """The check-in times of those attendees (locked), as they now are."""
-    await tx.execute_many(
-        _CHECK_INS,
+    await tx.update_each(
+        Attendee,
         [
-            {"attendee_id": a.id, "checked_in_at": a.checked_in_at, "updated_at": a.updated_at}
+            {"id": a.id, "checked_in_at": a.checked_in_at, "updated_at": a.updated_at}
             for a in check_ins
         ],
     )

@@ -429,8 +429,8 @@ async def write_redemption(tx: Transaction, item: Item) -> None:
 async def write_redemptions(tx: Transaction, items: Sequence[ItemRow]) -> None:
     """Each item's redemption count and last redemption time as ``items`` (locked) have them
     now, in one round trip."""
-    await tx.execute_many(
-        _REDEEMED,
+    await tx.update_each(
+        ProductItem,
         [
             {
                 "id": item.id,
