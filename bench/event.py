@@ -930,6 +930,8 @@ def main() -> None:
     RESULTS.mkdir(exist_ok=True)
     stamp = datetime.now(UTC).strftime("%Y-%m-%d-%H%M%S")
     (RESULTS / f"event-{args.backend}-{args.tickets}-{stamp}.md").write_text(table + "\n")
+    if not args.small:  # the newest full day of each backend, which git keeps
+        (RESULTS / f"event-latest-{args.backend}.md").write_text(table + "\n")
     if report.problems or report.missed:
         raise SystemExit(1)
 
