@@ -33,6 +33,7 @@ from tessera.console import webhooks as console_webhooks
 from tessera.console.router import router as console_router
 from tessera.crypto import SecretBox
 from tessera.db import Database, attach
+from tessera.db import windows as rate_windows
 from tessera.docs import ASSETS, SWAGGER_UI
 from tessera.docs import router as docs_router
 from tessera.errors import install_error_handlers
@@ -80,7 +81,7 @@ def job_handlers() -> Handlers:
 
 
 # Housekeeping the worker does between jobs: (every so many seconds, what).
-CHORES = [(600.0, purge_expired)]
+CHORES = [(600.0, purge_expired), (600.0, rate_windows.sweep)]
 
 
 def pdfs_of(database: Database, signers: Signers) -> TicketPdfs:

@@ -20,8 +20,9 @@ from tessera.main import create_app, make_worker
 DOT = 10**10  # the Polkadot Asset Hub runtime Tessera carries counts in DOT, 10 decimals
 
 
-@pytest.fixture(scope="session")
-def devchain(tmp_path_factory: pytest.TempPathFactory, settings) -> Iterator[dc.Devchain]:
+def require_chopsticks(settings) -> None:
+    """Skip the test without Node.js or the installed Chopsticks (fail, with
+    TESSERA_REQUIRE_CHAIN=1)."""
     reason = None
     cache = dc.cache_path(settings)
     if not dc.node_available():
@@ -32,6 +33,12 @@ def devchain(tmp_path_factory: pytest.TempPathFactory, settings) -> Iterator[dc.
         if os.environ.get("TESSERA_REQUIRE_CHAIN") == "1":
             pytest.fail(f"TESSERA_REQUIRE_CHAIN=1 but {reason}")
         pytest.skip(reason)
+
+
+@pytest.fixture(scope="session")
+def devchain(tmp_path_factory: pytest.TempPathFactory, settings) -> Iterator[dc.Devchain]:
+    require_chopsticks(settings)
+    cache = dc.cache_path(settings)
     chain = dc.Devchain(
         dc.spec_path(settings), cache, log=tmp_path_factory.mktemp("chain") / "chopsticks.log"
     )

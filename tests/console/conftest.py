@@ -10,7 +10,6 @@ import httpx
 import pytest
 from fastapi import FastAPI
 
-from tessera.auth.rate_limits import SignInLimiter
 from tessera.chain.registry import Chains
 from tessera.console.service import create_operator
 from tessera.db import database_of
@@ -54,13 +53,6 @@ async def sign_in(app: FastAPI, email: str, password: str) -> Console:
     console = Console(http)
     await console.get("/console")
     return console
-
-
-@pytest.fixture(autouse=True)
-def fresh_sign_in_limits(app: FastAPI) -> None:
-    """Every test signs in from the same address: each starts with the sign-in limit unused
-    (``SignInLimiter`` is per process, 20 a minute)."""
-    app.state.console_limiter = SignInLimiter()
 
 
 @pytest.fixture

@@ -39,6 +39,28 @@ class TestSignIn:
         local = operator.http.cookies.jar
         assert [c for c in local if c.name == COOKIE and not c.secure]
 
+    async def test_the_cookie_is_secure_over_https_on_loopback_too(self, app, operator):
+        """Behind a proxy on the same machine the host is loopback, but the client spoke HTTPS
+        (uvicorn takes the scheme from a trusted ``X-Forwarded-Proto``)."""
+        import httpx
+
+        transport = httpx.ASGITransport(app=app)  # the client's address: 127.0.0.1
+        answers = {}
+        for base_url in ("https://127.0.0.1", "https://localhost", "http://127.0.0.1"):
+            async with httpx.AsyncClient(transport=transport, base_url=base_url) as http:
+                response = await http.post(
+                    "/console/login", data={"email": OPERATOR_EMAIL, "password": OPERATOR_PASSWORD}
+                )
+            assert response.status_code == 303
+            cookie = response.headers["set-cookie"]
+            assert cookie.startswith(f"{COOKIE}=") and "HttpOnly" in cookie
+            answers[base_url] = "; secure" in cookie.lower()
+        assert answers == {
+            "https://127.0.0.1": True,
+            "https://localhost": True,
+            "http://127.0.0.1": False,
+        }
+
     async def test_a_wrong_password_or_email_is_refused_alike(self, app, operator):
         import httpx
 

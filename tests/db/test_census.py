@@ -50,7 +50,7 @@ import tessera
 from tessera.db import Database
 from tessera.db.compiled import sizes_of
 from tessera.models import Project
-from tests.conftest import BACKEND
+from tests.conftest import BACKEND, TRANSACTION_POOLER
 
 PACKAGE = Path(tessera.__file__).resolve().parent
 
@@ -65,6 +65,7 @@ POSTGRESQL_ONLY = {
     "tessera.db.issuing:_BUMP_AND_INSERT[True]": "one statement of CTEs with unnest(UUID[])",
     "tessera.db.sql:_XACT_LOCK": "pg_advisory_xact_lock(); SQLite's writer holds the database",
     "tessera.db.sql:_XACT_LOCKS": "pg_advisory_xact_lock() of many; SQLite's writer holds it all",
+    "tessera.db.windows:_ADMIT": "admit_rate_hits(), a PL/pgSQL function (migration 0025)",
 }
 
 
@@ -235,7 +236,9 @@ def parameters(item: Statement, dialect: Dialect) -> dict[str, Any]:
 @pytest.fixture(scope="module")
 async def database(database_url: str) -> AsyncIterator[Database]:
     """A database of the census's own: nothing is committed, so no clean slate is needed."""
-    database = Database(database_url, pool_size=2, max_overflow=0)
+    database = Database(
+        database_url, pool_size=2, max_overflow=0, transaction_pooler=TRANSACTION_POOLER
+    )
     yield database
     await database.dispose()
 

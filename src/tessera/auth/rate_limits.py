@@ -6,11 +6,12 @@ so a burst of that many goes through at once. 0 (the default) turns a limit off 
 nothing. Over the limit: 429 ``{message}`` with ``Retry-After`` and ``RateLimit-*``, and the
 refused request takes no token. Another credential is never slowed.
 
-On PostgreSQL the buckets are rows (``rate_buckets``), so the limit holds across processes and
-hosts (one round trip more per request while a limit is on). On SQLite, one machine, they live
-in each process's memory (``tessera.db.buckets``).
+The buckets are rows (``rate_buckets``, ``tessera.db.buckets``), so a limit holds across every
+process and host that shares the database: one statement more per request while a limit is on
+(on SQLite a short write transaction, which holds the file for a moment).
 
-The console's sign-ins are limited per client address (``SignInLimiter``).
+The console's sign-ins are limited per client address (``SignInLimiter``), counted in the
+database too.
 """
 
 import math
@@ -18,13 +19,11 @@ import time
 from typing import Annotated
 
 from fastapi import Depends, Request
-from limits import RateLimitItemPerMinute
-from limits.storage import MemoryStorage
-from limits.strategies import MovingWindowRateLimiter
 
 from tessera.auth.principal import Principal
 from tessera.db import Database
 from tessera.db.buckets import TokenBuckets
+from tessera.db.windows import Window, admit
 from tessera.errors import TooManyRequests
 
 
@@ -53,20 +52,21 @@ class RateLimiter:
 
 
 class SignInLimiter:
-    """Sign-in attempts per client address, a moving minute, in the process's memory (as the
-    claim limits): on top of each account's lockout, so that guessing across many accounts is
-    slow too. A refused attempt is not counted."""
+    """Sign-in attempts per client address, a moving minute counted in the database (as the
+    claim limits, ``db.windows``), so it holds across processes: on top of each account's
+    lockout, so that guessing across many accounts is slow too. A refused attempt is not
+    counted."""
 
     def __init__(self, per_minute: int = 20) -> None:
-        self._limiter = MovingWindowRateLimiter(MemoryStorage())
-        self._item = RateLimitItemPerMinute(per_minute)
+        self._per_minute = per_minute
 
-    def admit(self, *, address: str) -> None:
-        if not self._limiter.hit(self._item, "console-sign-in", address):
-            reset_at = self._limiter.get_window_stats(self._item, "console-sign-in", address)
+    async def admit(self, database: Database, *, address: str) -> None:
+        window = Window("console-sign-in", address, self._per_minute)
+        refusal = await admit(database, [window], span=60)
+        if refusal is not None:
             raise TooManyRequests(
                 "too many sign-in attempts from this address: try again in a minute",
-                retry_after=max(1, math.ceil(reset_at.reset_time - time.time())),
+                retry_after=max(1, math.ceil(refusal.retry_after)),
             )
 
 

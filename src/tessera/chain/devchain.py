@@ -8,17 +8,21 @@ folder, which is a checkout's own ``.cache/chopsticks`` (ignored by git) or, ins
 ``~/.cache/tessera/chopsticks``.
 """
 
+import contextlib
 import gzip
 import hashlib
 import json
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import time
 import urllib.request
+from collections.abc import Iterator
 from importlib import resources
 from pathlib import Path
+from types import FrameType
 from typing import Any
 
 from substrateinterface import SubstrateInterface
@@ -145,6 +149,9 @@ class Devchain:
         if node is None:
             raise DevchainUnavailable("Node.js is needed to run Chopsticks")
         output = open(self.log, "wb") if self.log else subprocess.DEVNULL
+        # A process group of its own: a terminal's Ctrl-C (sent to the whole foreground group)
+        # reaches only Tessera, which ends Chopsticks itself (``stop``) once it has left any
+        # call to it, instead of finding it gone in the middle of one.
         self.process = subprocess.Popen(  # noqa: S603 - fixed arguments
             [
                 node,
@@ -157,6 +164,7 @@ class Devchain:
             stdout=output,
             stderr=subprocess.STDOUT,
             cwd=self.cache,
+            start_new_session=True,
         )
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
@@ -225,16 +233,21 @@ class Devchain:
         value = self._substrate.query("System", "Account", [address]).value
         return dict(value) if isinstance(value, dict) else {}
 
-    def stop(self) -> None:
+    def stop(self, patience: float = 3.0) -> None:
+        """End Chopsticks and whatever it started (its process group): SIGTERM, then SIGKILL
+        after ``patience`` seconds, so that its port is free within that time."""
         if self._substrate is not None:
-            self._substrate.close()
+            # A connection left in the middle of a call (a signal) may not close cleanly.
+            with contextlib.suppress(Exception):
+                self._substrate.close()
             self._substrate = None
         if self.process and self.process.poll() is None:
-            self.process.terminate()
+            _signal_group(self.process.pid, signal.SIGTERM)
             try:
-                self.process.wait(timeout=10)
+                self.process.wait(timeout=patience)
             except subprocess.TimeoutExpired:
-                self.process.kill()
+                _signal_group(self.process.pid, signal.SIGKILL)
+                self.process.wait()
         self.process = None
 
     def __enter__(self) -> "Devchain":
@@ -246,3 +259,49 @@ class Devchain:
 
 def node_available() -> bool:
     return shutil.which("node") is not None
+
+
+def _signal_group(leader: int, number: signal.Signals) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(leader, number)
+
+
+class Stop:
+    """How ``tessera devchain`` ends: SIGINT, SIGTERM and SIGHUP alike raise
+    ``KeyboardInterrupt`` once, wherever the command is (installing, starting Chopsticks,
+    funding, asleep), so that one ``finally`` stops Chopsticks; a second signal is ignored and
+    cannot interrupt that. Inside ``deferred()`` (an event loop of the command's, which would
+    report a task interrupted in the middle as a traceback of its own) the stop waits until the
+    block ends."""
+
+    SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+    def __init__(self) -> None:
+        self.requested = False
+        self._deferring = 0
+
+    @contextlib.contextmanager
+    def handling(self) -> Iterator["Stop"]:
+        previous = {number: signal.signal(number, self._handle) for number in self.SIGNALS}
+        try:
+            yield self
+        finally:
+            for number, handler in previous.items():
+                signal.signal(number, handler)
+
+    @contextlib.contextmanager
+    def deferred(self) -> Iterator[None]:
+        self._deferring += 1
+        try:
+            yield
+        finally:
+            self._deferring -= 1
+        if self.requested and not self._deferring:
+            raise KeyboardInterrupt
+
+    def _handle(self, number: int, frame: FrameType | None) -> None:
+        if self.requested:
+            return
+        self.requested = True
+        if not self._deferring:
+            raise KeyboardInterrupt

@@ -98,7 +98,7 @@ async def claim_frompage(
     form: Annotated[ClaimForm, Form()],
 ) -> HTMLResponse:
     try:
-        await admit_claim(request, limiter, token)
+        await admit_claim(request, database, limiter, token)
         try:
             body = ClaimRequest(
                 email=form.email.strip(),

@@ -29,10 +29,12 @@ from tessera.ticket_keys.dependencies import SignersDep
 from tessera.urls import PublicUrlDep
 
 
-async def admit_claim(request: Request, limiter: ClaimLimiterDep, token: str) -> None:
+async def admit_claim(
+    request: Request, database: DatabaseDep, limiter: ClaimLimiterDep, token: str
+) -> None:
     """The rate limits of claims (``claims.limiter``), before anything else is done."""
     address = request.client.host if request.client else "unknown"
-    limiter.admit(address=address, link=token)
+    await limiter.admit(database, address=address, link=token)
 
 
 router = project_router("/products/{id}/claim-links", tags=["claims"])

@@ -58,7 +58,7 @@ async def login(
 ) -> Response:
     email, password, next = form.email, form.password, form.next
     try:
-        limiter.admit(address=request.client.host if request.client else "?")
+        await limiter.admit(database, address=request.client.host if request.client else "?")
         token = await accounts.sign_in(
             database, email=email, password=password, hash_key=settings.hash_key_bytes
         )
@@ -78,7 +78,7 @@ async def login_with_key(
 ) -> Response:
     api_key, next = form.api_key, form.next
     try:
-        limiter.admit(address=request.client.host if request.client else "?")
+        await limiter.admit(database, address=request.client.host if request.client else "?")
         token = await accounts.sign_in_with_key(
             database, api_key=api_key, hash_key=settings.hash_key_bytes
         )

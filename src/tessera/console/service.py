@@ -5,9 +5,10 @@ Operators sign in with an email and a password (an Argon2id hash, ``argon2-cffi`
 a locked account fails as a wrong password does, whatever the password. A project owner signs
 in with a write API key of the project; the session ends when the key is revoked or expires.
 
-A session is a random token in an ``HttpOnly``, ``SameSite=Lax`` cookie (``Secure`` unless the
-console is reached on loopback); the database keeps the token's keyed hash, who it is, and a
-CSRF token that every form carries. Sessions last ``SESSION_HOURS``.
+A session is a random token in an ``HttpOnly``, ``SameSite=Lax`` cookie, ``Secure`` whenever
+the request came over HTTPS (a loopback host included) and off loopback always: only plain http
+on loopback goes without (``web.with_session``). The database keeps the token's keyed hash, who
+it is, and a CSRF token that every form carries. Sessions last ``SESSION_HOURS``.
 """
 
 import secrets

@@ -163,13 +163,17 @@ def is_loopback(request: Request) -> bool:
 
 
 def with_session(response: Response, request: Request, token: str) -> Response:
+    """The session cookie, ``Secure`` whenever the request came over HTTPS (a loopback host
+    included: behind a proxy on the same machine the client spoke HTTPS, as uvicorn learns from
+    ``X-Forwarded-Proto``) and everywhere but loopback; only plain http on loopback, where a
+    browser would not send a ``Secure`` cookie back, goes without."""
     response.set_cookie(
         COOKIE,
         token,
         max_age=SESSION_HOURS * 3600,
         path="/console",
         httponly=True,
-        secure=not is_loopback(request),
+        secure=request.url.scheme == "https" or not is_loopback(request),
         samesite="lax",
     )
     return response

@@ -1,14 +1,14 @@
-"""Token buckets (the rate limits of ``auth.rate_limits``), kept where each backend can.
+"""Token buckets (the rate limits of ``auth.rate_limits``), rows of ``rate_buckets`` that
+every process sharing the database takes from, so a limit holds across processes and hosts.
 
-On PostgreSQL a bucket is a row (``rate_buckets``), refilled and taken from in one statement,
-so a limit holds across processes and hosts (one round trip per take). On SQLite, one machine,
-the buckets live in the memory of the process (of the ``TokenBuckets`` that holds them).
+On PostgreSQL a bucket is refilled and taken from in one statement (one round trip per take).
+On SQLite a take is a write transaction of its own (read, then write): ``BEGIN IMMEDIATE``
+holds the whole database, so another ``tessera serve`` process on the same file waits for it.
 """
 
-from dataclasses import dataclass
 from typing import NamedTuple
 
-from sqlalchemy import bindparam, func, select
+from sqlalchemy import bindparam, func, select, update
 from sqlalchemy.dialects.postgresql import insert
 
 from tessera.db.compiled import table_of
@@ -34,6 +34,13 @@ _TAKE = (
     .returning(_BUCKETS.c.tokens)
 )
 _LEFT = select(_refilled).where(_BUCKETS.c.key == bindparam("key"))
+# SQLite's: the bucket as it was last taken from, then the bucket after this take.
+_BUCKET = select(_BUCKETS.c.tokens, _BUCKETS.c.at).where(_BUCKETS.c.key == bindparam("key"))
+_REFILL = (
+    update(_BUCKETS)
+    .where(_BUCKETS.c.key == bindparam("key"))
+    .values(tokens=bindparam("tokens"), at=bindparam("now"))
+)
 
 
 class _Taken(NamedTuple):
@@ -42,8 +49,7 @@ class _Taken(NamedTuple):
     tokens: float
 
 
-@dataclass(slots=True)
-class _Bucket:
+class _Bucket(NamedTuple):
     tokens: float
     at: float
 
@@ -51,27 +57,14 @@ class _Bucket:
 class TokenBuckets:
     """Buckets by key, each refilled at ``rate`` tokens a second up to ``size``."""
 
-    def __init__(self) -> None:
-        self._memory: dict[str, _Bucket] = {}
-
     async def take(
         self, database: Database, key: str, *, rate: float, size: float, now: float
     ) -> float | None:
         """Take a token from ``key``'s bucket (a new bucket starts full): None when one was
         taken, else the tokens there are (less than one), and nothing is taken."""
         if database.is_sqlite:
-            return self._take_in_memory(key, rate, size, now)
+            return await _take_in_transaction(database, key, rate, size, now)
         return await database.read(_take_row, key, rate, size, now)
-
-    def _take_in_memory(self, key: str, rate: float, size: float, now: float) -> float | None:
-        bucket = self._memory.get(key)
-        if bucket is None:
-            bucket = self._memory[key] = _Bucket(size, now)
-        tokens = min(size, bucket.tokens + (now - bucket.at) * rate)
-        if tokens < 1:
-            return tokens
-        bucket.tokens, bucket.at = tokens - 1, now
-        return None
 
 
 async def _take_row(rows: Rows, key: str, rate: float, size: float, now: float) -> float | None:
@@ -81,3 +74,21 @@ async def _take_row(rows: Rows, key: str, rate: float, size: float, now: float) 
         return None
     left: float = await rows.scalar(_LEFT, **params)
     return left
+
+
+async def _take_in_transaction(
+    database: Database, key: str, rate: float, size: float, now: float
+) -> float | None:
+    """SQLite: the bucket read and written in one write transaction (which holds the
+    database); a refusal writes nothing."""
+    async with database.transaction() as tx:
+        bucket = await tx.first(_BUCKET, _Bucket, key=key)
+        tokens = size if bucket is None else min(size, bucket.tokens + (now - bucket.at) * rate)
+        if tokens < 1:
+            return tokens
+        if bucket is None:
+            await tx.insert(RateBucket, [{"key": key, "tokens": tokens - 1, "at": now}])
+        else:
+            await tx.execute(_REFILL, key=key, tokens=tokens - 1, now=now)
+        await tx.commit()
+    return None

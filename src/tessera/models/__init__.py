@@ -22,7 +22,7 @@ from tessera.models.project import (
     ProjectWalletBalance,
     SigningKey,
 )
-from tessera.models.rate import RateBucket
+from tessera.models.rate import RateBucket, RateHit
 from tessera.models.reconciliation import Reconciliation
 from tessera.models.user import ReputationEntry, User, UserWallet, WalletChallenge
 from tessera.models.wallet_pass import PassRegistration
@@ -65,6 +65,7 @@ __all__ = [
     "ProjectWallet",
     "ProjectWalletBalance",
     "RateBucket",
+    "RateHit",
     "Reconciliation",
     "Redemption",
     "ReputationEntry",

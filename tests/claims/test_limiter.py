@@ -1,0 +1,90 @@
+"""The claim limiter and the console's sign-in limiter on the suite's database: what each
+refuses, with which message and wait, and that two processes (two databases, two limiters)
+count together."""
+
+import asyncio
+import time
+
+import pytest
+
+from tessera.auth.rate_limits import SignInLimiter
+from tessera.claims.limiter import ClaimLimiter
+from tessera.db import Database
+from tessera.errors import TooManyClaims, TooManyRequests
+from tests.conftest import TRANSACTION_POOLER
+
+
+class TestClaimLimiter:
+    async def test_per_address(self, database):
+        limiter = ClaimLimiter(per_address=2, per_link=100)
+        for link in ("tcl_a", "tcl_b"):
+            await limiter.admit(database, address="10.1.0.1", link=link)
+        with pytest.raises(TooManyClaims) as refused:
+            await limiter.admit(database, address="10.1.0.1", link="tcl_c")
+        assert refused.value.message == "too many claims from this address: at most 2 a minute"
+        assert 59 <= refused.value.retry_after <= 60
+        await limiter.admit(database, address="10.1.0.2", link="tcl_c")  # another address
+
+    async def test_per_link(self, database):
+        limiter = ClaimLimiter(per_address=100, per_link=2, window_seconds=30)
+        for address in ("10.2.0.1", "10.2.0.2"):
+            await limiter.admit(database, address=address, link="tcl_a")
+        with pytest.raises(TooManyClaims) as refused:
+            await limiter.admit(database, address="10.2.0.3", link="tcl_a")
+        assert refused.value.message == "too many claims from this link: at most 2 in 30 s"
+        assert 29 <= refused.value.retry_after <= 30
+        await limiter.admit(database, address="10.2.0.3", link="tcl_b")  # another link
+
+    async def test_refused_attempts_are_not_counted_and_the_window_moves_on(self, database):
+        limiter = ClaimLimiter(per_address=2, per_link=3, window_seconds=1)
+        started = time.monotonic()
+        await limiter.admit(database, address="10.3.0.1", link="tcl_a")
+        await limiter.admit(database, address="10.3.0.1", link="tcl_a")
+        for _ in range(5):  # the address is full: the link is not counted either
+            with pytest.raises(TooManyClaims):
+                await limiter.admit(database, address="10.3.0.1", link="tcl_a")
+        await limiter.admit(database, address="10.3.0.2", link="tcl_a")  # the link's third
+        with pytest.raises(TooManyClaims):
+            await limiter.admit(database, address="10.3.0.2", link="tcl_a")
+        # A second on, the first two have left the window; the refusals never entered it.
+        await asyncio.sleep(max(0.0, started + 1.1 - time.monotonic()))
+        await limiter.admit(database, address="10.3.0.1", link="tcl_a")
+        await limiter.admit(database, address="10.3.0.1", link="tcl_a")
+        with pytest.raises(TooManyClaims):
+            await limiter.admit(database, address="10.3.0.1", link="tcl_b")
+
+    async def test_two_processes_count_together(self, database, database_url):
+        other = Database(
+            database_url, pool_size=2, max_overflow=0, transaction_pooler=TRANSACTION_POOLER
+        )
+        try:
+            one = ClaimLimiter(per_address=3, per_link=100)
+            two = ClaimLimiter(per_address=3, per_link=100)
+            await one.admit(database, address="10.4.0.1", link="tcl_a")
+            await two.admit(other, address="10.4.0.1", link="tcl_b")
+            await one.admit(database, address="10.4.0.1", link="tcl_c")
+            with pytest.raises(TooManyClaims):
+                await two.admit(other, address="10.4.0.1", link="tcl_d")
+        finally:
+            await other.dispose()
+
+
+class TestSignInLimiter:
+    async def test_per_address_across_processes(self, database, database_url):
+        other = Database(
+            database_url, pool_size=2, max_overflow=0, transaction_pooler=TRANSACTION_POOLER
+        )
+        try:
+            for n in range(4):
+                await SignInLimiter(per_minute=4).admit(
+                    database if n % 2 else other, address="10.5.0.1"
+                )
+            with pytest.raises(TooManyRequests) as refused:
+                await SignInLimiter(per_minute=4).admit(database, address="10.5.0.1")
+            await SignInLimiter(per_minute=4).admit(other, address="10.5.0.2")
+        finally:
+            await other.dispose()
+        assert refused.value.message == (
+            "too many sign-in attempts from this address: try again in a minute"
+        )
+        assert 59 <= refused.value.retry_after <= 60
