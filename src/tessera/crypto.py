@@ -29,6 +29,11 @@ class SecretBox:
         self._ring = {kid: AESGCM(key) for kid, key in key_ring.items()}
         self.active_key_id = next(iter(key_ring))
 
+    @property
+    def key_ids(self) -> frozenset[str]:
+        """The ids of the ring's keys: the sealed values it can open name one of them."""
+        return frozenset(self._ring)
+
     def seal(self, plaintext: bytes, *, aad: bytes) -> Sealed:
         nonce = os.urandom(NONCE_BYTES)
         sealed = self._ring[self.active_key_id].encrypt(nonce, plaintext, aad)

@@ -4,12 +4,12 @@ key, a signing key's kid, a webhook endpoint's id), the row's key first."""
 
 import uuid
 from collections.abc import Sequence
-from typing import Any, NamedTuple, TypeVar
+from typing import Any, NamedTuple, Protocol, TypeVar, cast
 
-from sqlalchemy import Update, bindparam, select, update
+from sqlalchemy import Update, bindparam, select, union, update
 
 from tessera.crypto import Sealed
-from tessera.db import AnySelect, Transaction, table_of
+from tessera.db import AnySelect, Rows, Transaction, table_of
 from tessera.models import (
     Base,
     CheckinKey,
@@ -46,6 +46,16 @@ class CheckinKeySecret(NamedTuple):
     id: uuid.UUID
     secret_key_id: str
     secret_blob: bytes
+
+
+class SealedRow(Protocol):
+    """What every row type of a sealed secret has: the sealing's key id and blob."""
+
+    @property
+    def secret_key_id(self) -> str: ...
+
+    @property
+    def secret_blob(self) -> bytes: ...
 
 
 SecretT = TypeVar("SecretT", WalletSecret, SigningKeySecret, WebhookSecret, CheckinKeySecret)
@@ -85,10 +95,27 @@ def _reseal(model: type[Base]) -> Update:
     return update(table).where(key == bindparam("key", type_=key.type)).values(values)
 
 
+def _sealed(model: type[Base]) -> AnySelect:
+    table = table_of(model)
+    columns = [table.c[name] for name in SEALED[model]._fields]  # type: ignore[attr-defined]
+    return select(*columns).where(table.c.secret_key_id.is_not(None)).order_by(columns[0])
+
+
+def _key_ids(model: type[Base]) -> AnySelect:
+    column = table_of(model).c.secret_key_id
+    return select(column).where(column.is_not(None))
+
+
+class _KeyId(NamedTuple):
+    secret_key_id: str
+
+
 _SEALED_WITH_ANOTHER_KEY: dict[type[Base], AnySelect] = {
     model: _sealed_with_another_key(model) for model in SEALED
 }
 _RESEAL: dict[type[Base], Update] = {model: _reseal(model) for model in SEALED}
+_SEALED: dict[type[Base], AnySelect] = {model: _sealed(model) for model in SEALED}
+_KEY_IDS = union(*(_key_ids(model) for model in SEALED)).order_by("secret_key_id")
 
 
 async def sealed_with_another_key(
@@ -114,3 +141,13 @@ async def reseal(
             for row, s in resealed
         ],
     )
+
+
+async def sealed(rows: Rows, model: type[Base]) -> list[SealedRow]:
+    """Every row of ``model`` that keeps a secret, as its ``SEALED`` row type."""
+    return cast(list[SealedRow], await rows.all(_SEALED[model], SEALED[model]))
+
+
+async def key_ids(rows: Rows) -> list[str]:
+    """The ids of the keys the stored secrets are sealed with: the ring must hold each."""
+    return [row.secret_key_id for row in await rows.all(_KEY_IDS, _KeyId)]
