@@ -43,7 +43,8 @@ class CheckRead(SnakeModel):
 class ChecksRead(SnakeModel):
     database: CheckRead = Field(description="The database answers a query.")
     migrations: CheckRead = Field(
-        description="The database's schema is at the migration this code expects (its head)."
+        description="The database's schema is at the migration this code expects (its head), "
+        "or at a newer release's (migrations only add, so this process serves until restarted)."
     )
     worker: CheckRead = Field(
         description="Some job worker is alive: one has beaten within the last three "
@@ -123,7 +124,9 @@ class Readiness:
         at = ", ".join(sorted(versions))
         if all(version in self.revisions for version in versions):
             return False, f"at {at}, behind head {self.head}: run `tessera db upgrade`"
-        return False, f"at {at}, a revision this code does not know (its head is {self.head})"
+        # A newer release migrated the database: migrations only add (docs/upgrades.md), so
+        # this process serves on it until it is restarted, and a probe must not drop it first.
+        return True, f"at {at}, newer than this code's head {self.head}: restart on the new release"
 
     async def _worker(self) -> Outcome:
         now = utcnow()
