@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 PYTEST_WORKERS ?= 2
 
-.PHONY: serve test test-newest lock lint docs clean devchain chopsticks bench bench-reconcile bench-chain bench-door bench-event fuzz
+.PHONY: serve test test-pgbouncer test-newest lock lint docs clean devchain chopsticks bench bench-reconcile bench-chain bench-door bench-event fuzz
 
 PIP := pip install --quiet --disable-pip-version-check
 LOCK := requirements.lock
@@ -66,6 +66,21 @@ test: $(VENV)/.dev
 	else \
 		echo "TESSERA_TEST_DATABASE_URL is not set: PostgreSQL run skipped (CI sets it)"; \
 	fi
+
+# The PostgreSQL suite through Debian's PgBouncer in transaction mode (deploy/pgbouncer.ini),
+# on port 6432 in front of TESSERA_TEST_DATABASE_URL's server. CI runs it. By default the part
+# that runs every statement of Tessera's (tests/db/test_census.py) and every use-case through
+# the API, across processes too; the browser, chain, deploy, upgrade and fuzz tests add no
+# statement and run on PostgreSQL itself (PGBOUNCER_TESTS= runs them all through it too).
+PGBOUNCER_DIR := .cache/pgbouncer
+PGBOUNCER_TESTS ?= --ignore=tests/browser --ignore=tests/chain --ignore=tests/deploy \
+	--ignore=tests/upgrade --ignore=tests/fuzz --ignore=tests/test_fuzz.py
+test-pgbouncer: $(VENV)/.dev
+	@test -n "$$TESSERA_TEST_DATABASE_URL" || { echo "set TESSERA_TEST_DATABASE_URL" >&2; exit 1; }
+	url=$$(tests/deploy/pgbouncer.sh start $(PGBOUNCER_DIR) 6432 "$$TESSERA_TEST_DATABASE_URL") && \
+	TESSERA_TEST_BACKEND=postgresql TESSERA_DB_TRANSACTION_POOLER=true TESSERA_TEST_DATABASE_URL="$$url" \
+		$(BIN)/pytest -q -n $(PYTEST_WORKERS) -m "not direct_postgresql" $(PGBOUNCER_TESTS); \
+	status=$$?; tests/deploy/pgbouncer.sh stop $(PGBOUNCER_DIR); exit $$status
 
 lint: $(VENV)/.dev
 	$(BIN)/ruff check src tests

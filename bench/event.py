@@ -265,7 +265,12 @@ def tessera(
     """``tessera serve`` (``workers`` processes, and one ``tessera worker`` when there are
     several; with one, its worker runs in process) on 127.0.0.1 until the block ends."""
     port = dc.free_port()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("TESSERA_")} | {
+    # Of this environment's settings, only how the database is reached (through PgBouncer).
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith("TESSERA_") or k == "TESSERA_DB_TRANSACTION_POOLER"
+    } | {
         "TESSERA_DATABASE_URL": database_url,
         "TESSERA_LOG_LEVEL": "info",
         "TESSERA_CHAIN_ASSETHUB_RPC_URL": chain_url,
@@ -336,7 +341,11 @@ class Day:
         self.size = size
         self.report = Report(size, backend)
         self.api = Api(server.base, self.report)
-        self.database = Database(server.env["TESSERA_DATABASE_URL"], pool_size=2)
+        self.database = Database(
+            server.env["TESSERA_DATABASE_URL"],
+            pool_size=2,
+            transaction_pooler=server.env.get("TESSERA_DB_TRANSACTION_POOLER") == "true",
+        )
         self.random = random.Random(42)  # noqa: S311 - a plan of the day, not a secret
         self.run_id = uuid.uuid4().hex[:8]
         self.holders: dict[str, dict[str, Any]] = {}  # user id -> the user, with wallets

@@ -37,6 +37,8 @@ ROOT = Path(__file__).resolve().parents[1]
 BACKEND = os.environ.get("TESSERA_TEST_BACKEND", "sqlite")
 OIDC_ISSUER = "https://accounts.test.invalid"
 OIDC_AUDIENCE = "tessera-tests"
+# The suite through PgBouncer (make test-pgbouncer): a Database a test opens itself says so too.
+TRANSACTION_POOLER = Settings().db_transaction_pooler
 
 
 def _worker() -> str:

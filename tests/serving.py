@@ -7,7 +7,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
@@ -95,21 +95,30 @@ def tessera(*args: str, env: dict[str, str]) -> dict:
 
 
 def settings_env(database_url: str, **settings: object) -> dict[str, str]:
-    """The environment of a server or CLI on ``database_url``: TESSERA_<NAME> for each setting."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("TESSERA_")}
+    """The environment of a server or CLI on ``database_url``: TESSERA_<NAME> for each setting.
+    Of the suite's own environment only what says how the database is reached goes along
+    (``TESSERA_DB_TRANSACTION_POOLER``: the suite runs through PgBouncer, make test-pgbouncer)."""
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith("TESSERA_") or k == "TESSERA_DB_TRANSACTION_POOLER"
+    }
     env |= {"TESSERA_DATABASE_URL": database_url, "TESSERA_LOG_LEVEL": "warning"}
     env |= {f"TESSERA_{name.upper()}": str(value) for name, value in settings.items()}
     return env
 
 
 @contextmanager
-def serve(env: dict[str, str], log: Path, *args: str) -> Iterator[str]:
-    """The server's base URL while it runs (``args``: more options of ``tessera serve``)."""
+def serve(
+    env: dict[str, str], log: Path, *args: str, program: Sequence[str] = (str(BIN / "tessera"),)
+) -> Iterator[str]:
+    """The server's base URL while it runs (``args``: more options of ``tessera serve``;
+    ``program``: the command that is ``tessera``, another release's in tests/upgrade/)."""
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     with log.open("wb") as output:
         process = subprocess.Popen(
-            [str(BIN / "tessera"), "serve", "--host", "127.0.0.1", "--port", str(port), *args],
+            [*program, "serve", "--host", "127.0.0.1", "--port", str(port), *args],
             env=env,
             stdout=output,
             stderr=subprocess.STDOUT,

@@ -294,6 +294,7 @@ class TestEveryRequestSchemaRefusesNul:
 
 
 @pytest.mark.skipif(BACKEND != "postgresql", reason="PostgreSQL's pooled connections")
+@pytest.mark.direct_postgresql
 class TestDroppedConnections:
     async def test_reads_recover_once_the_server_dropped_the_pool(self, client, tenant, database):
         """A restart (here: every backend of the pool terminated) fails at most one read;

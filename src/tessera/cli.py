@@ -17,6 +17,7 @@ import typer
 from pydantic import BaseModel, TypeAdapter
 
 from tessera import logs
+from tessera.backup.cli import app as backup_app
 from tessera.config import Settings, get_settings
 from tessera.crypto import SecretBox
 from tessera.db import Database
@@ -57,6 +58,7 @@ app.add_typer(chain_app, name="chain")
 app.add_typer(webhook_app, name="webhook")
 app.add_typer(operator_app, name="operator")
 app.add_typer(secrets_app, name="secrets")
+app.add_typer(backup_app, name="backup")
 
 ProjectOpt = Annotated[uuid.UUID, typer.Option("--project", help="Project id.")]
 PermissionOpt = Literal["read", "write"]
@@ -151,7 +153,7 @@ def db_upgrade(revision: str = "head") -> None:
     from tessera import migrations
     from tessera.ticket_keys.service import key_every_project
 
-    migrations.upgrade(get_settings().database_url, revision)
+    migrations.upgrade(get_settings().session_database_url, revision)
     if revision == "head":
 
         async def work(database: Database, settings: Settings) -> int:
@@ -159,6 +161,25 @@ def db_upgrade(revision: str = "head") -> None:
 
         if made := _run(work):
             typer.echo(f"check-in keys made for {made} projects that had none", err=True)
+
+
+@db_app.command("status")
+def db_status() -> None:
+    """Print the database's revision, the code's head and each pending migration (oldest
+    first). Exit code 0 when up to date, 3 when an upgrade is pending, 4 when a newer release
+    migrated the database: a deploy script can wait on it (docs/upgrades.md)."""
+    from sqlalchemy.exc import SQLAlchemyError
+
+    from tessera import migrations
+
+    url = get_settings().session_database_url
+    try:
+        status = migrations.status(url, connect_args=get_settings().engine_connect_args(url))
+    except (OSError, SQLAlchemyError) as exc:
+        typer.echo(f"error: the database did not answer ({type(exc).__name__})", err=True)
+        raise typer.Exit(1) from None
+    typer.echo("\n".join(status.lines()))
+    raise typer.Exit(status.exit_code)
 
 
 @project_app.command("create")
@@ -767,44 +788,54 @@ def devchain(
     ] = 5000,
 ) -> None:
     """Run a real Asset Hub runtime (Chopsticks) on 127.0.0.1 and keep the project wallets
-    funded."""
+    funded. Ctrl-C, SIGTERM or SIGHUP stops both, at any moment, with one line."""
     import time
 
     from tessera.chain import devchain as dc
     from tessera.projects.repository import all_wallet_addresses
 
     settings = get_settings()
-    try:
-        spec, cache = dc.spec_path(settings), dc.cache_path(settings)
-        if not spec.is_file():
-            raise dc.DevchainUnavailable(f"chain spec not found: {spec} (TESSERA_DEVCHAIN_SPEC)")
-        dc.install(cache)
-        chain = dc.Devchain(spec, cache, port=port or settings.devchain_port).start()
-    except dc.DevchainUnavailable as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(1) from None
-    decimals = int(str(chain.properties()["tokenDecimals"]))
-    typer.echo(f"Asset Hub runtime at {chain.url}. In the shell that runs Tessera:")
-    typer.echo(f"  export TESSERA_CHAIN_ASSETHUB_RPC_URL={chain.url}")
-    typer.echo(f"  export TESSERA_CHAIN_WESTENDASSETHUB_RPC_URL={chain.url}")
-    typer.echo(
-        f"Project wallets are kept at {fund} tokens each (new ones within 5 s; topped up "
-        f"below {fund // 2}). Ctrl-C stops."
-    )
 
     async def wallets(database: Database, _settings: Settings) -> list[str]:
         return await database.read(all_wallet_addresses)
 
-    try:
-        while chain.process is not None and chain.process.poll() is None:
-            for address in _run(wallets):
-                if chain.keep_funded(address, fund * 10**decimals):
-                    typer.echo(f"funded {address}: {fund} tokens")
-            time.sleep(5)
-    except KeyboardInterrupt:
-        pass
-    finally:
-        chain.stop()
+    chain: dc.Devchain | None = None
+    with dc.Stop().handling() as stop:
+        try:
+            spec, cache = dc.spec_path(settings), dc.cache_path(settings)
+            if not spec.is_file():
+                raise dc.DevchainUnavailable(
+                    f"chain spec not found: {spec} (TESSERA_DEVCHAIN_SPEC)"
+                )
+            dc.install(cache)
+            chain = dc.Devchain(spec, cache, port=port or settings.devchain_port)
+            chain.start()
+            decimals = int(str(chain.properties()["tokenDecimals"]))
+            typer.echo(f"Asset Hub runtime at {chain.url}. In the shell that runs Tessera:")
+            typer.echo(f"  export TESSERA_CHAIN_ASSETHUB_RPC_URL={chain.url}")
+            typer.echo(f"  export TESSERA_CHAIN_WESTENDASSETHUB_RPC_URL={chain.url}")
+            typer.echo(
+                f"Project wallets are kept at {fund} tokens each (new ones within 5 s; topped up "
+                f"below {fund // 2}). Ctrl-C stops."
+            )
+            while chain.process is not None and chain.process.poll() is None:
+                with stop.deferred():  # an event loop: left whole
+                    addresses = _run(wallets)
+                for address in addresses:
+                    if chain.keep_funded(address, fund * 10**decimals):
+                        typer.echo(f"funded {address}: {fund} tokens")
+                time.sleep(5)
+            code = chain.process.returncode if chain.process is not None else None
+            typer.echo(f"error: Chopsticks exited with {code}", err=True)
+            raise typer.Exit(1)
+        except dc.DevchainUnavailable as exc:
+            typer.echo(f"error: {exc}", err=True)
+            raise typer.Exit(1) from None
+        except KeyboardInterrupt:
+            typer.echo("devchain stopped", err=True)
+        finally:
+            if chain is not None:
+                chain.stop()
 
 
 @secrets_app.command("rotate")

@@ -110,6 +110,17 @@ class Settings(BaseSettings):
     SQLite, another process's write lock) before it answers 503 with `Retry-After`. A
     connection the server refuses (every slot taken, a restart) answers 503 at once."""
 
+    database_direct_url: str | None = None
+    """PostgreSQL itself, when `DATABASE_URL` is a pooler in transaction mode
+    (`DB_TRANSACTION_POOLER`): the commands that need a session of their own connect here
+    (`tessera db upgrade|status`, `tessera backup`, whose `pg_dump` and `pg_restore` set session
+    settings a pooler would pass on to other clients). Unset: `DATABASE_URL`."""
+    db_transaction_pooler: bool = False
+    """`true` when `DATABASE_URL` is a pooler in transaction mode (PgBouncer's
+    `pool_mode = transaction`, docs/deploy.md), whose server connection changes from one
+    transaction to the next: each statement is then prepared anew (unnamed) instead of kept
+    on the connection. Cross-process locks are held by transactions in either case."""
+
     secret_keys: SecretStr = SecretStr(DEV_SECRET_KEYS)
     """`kid:base64(32 bytes)[,kid:...]`: AES-256-GCM keys for secrets at rest (wallet,
     signing-key and webhook secrets); the first encrypts, all decrypt, so a new key can be put
@@ -156,19 +167,21 @@ class Settings(BaseSettings):
     """Read requests a second per credential (API key, token client, OIDC subject), a token
     bucket holding one second's worth; 0 turns it off. Over it, 429 `{message}` with
     `Retry-After` and `RateLimit-Limit/-Remaining/-Reset`, the refused request taking no token.
-    Shared by every process on PostgreSQL (one more statement per request while on), per
-    process on SQLite. For production we suggest 50 reads and 20 writes: far above an app's
-    steady use, low enough that a leaked key or a runaway loop cannot saturate the instance."""
+    Shared by every process and host on the database (one more statement per request while
+    on; on SQLite a short write transaction). For production we suggest 50 reads and 20
+    writes: far above an app's steady use, low enough that a leaked key or a runaway loop
+    cannot saturate the instance."""
     rate_limit_write: float = Field(default=0, ge=0)
     """Write requests a second per credential, as `RATE_LIMIT_READ` (0: off)."""
     idempotency_ttl_seconds: int = Field(default=86400, ge=60)
     """How long a write's answer is kept for a retry with the same `Idempotency-Key` (expired
     keys are purged by the job worker)."""
     claim_rate_per_address: int = Field(default=30, ge=1)
-    """Claims a minute (a moving window) from one client address, per process; over it, 429
-    `{message}` with `Retry-After` (docs/api.md, Claim links)."""
+    """Claims a minute (a moving window) from one client address, counted in the database
+    across every process and host; over it, 429 `{message}` with `Retry-After` (docs/api.md,
+    Claim links)."""
     claim_rate_per_link: int = Field(default=120, ge=1)
-    """Claims a minute (a moving window) on one claim link, per process."""
+    """Claims a minute (a moving window) on one claim link, across every process."""
     changes_retention_days: int = Field(default=30, ge=4)
     """How long the change feed keeps changes and webhook delivery attempts (the job worker
     purges older ones hourly); longer than the 3 days a failing webhook is retried."""
@@ -342,6 +355,19 @@ class Settings(BaseSettings):
             self.secret_keys.get_secret_value() == DEV_SECRET_KEYS
             or self.hash_key.get_secret_value() == DEV_HASH_KEY
         )
+
+    @property
+    def session_database_url(self) -> str:
+        """Where a command that needs a session of its own connects (``DATABASE_DIRECT_URL``)."""
+        return self.database_direct_url or self.database_url
+
+    def engine_connect_args(self, database_url: str) -> dict[str, int]:
+        """SQLAlchemy's connect arguments for ``database_url`` (the migrations' engine): behind
+        a transaction pooler, PostgreSQL statements are not kept prepared (neither asyncpg's
+        cache nor SQLAlchemy's), as in ``Database``."""
+        if self.db_transaction_pooler and database_url.startswith("postgresql"):
+            return {"statement_cache_size": 0, "prepared_statement_cache_size": 0}
+        return {}
 
     @property
     def hash_key_bytes(self) -> bytes:

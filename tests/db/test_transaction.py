@@ -118,6 +118,7 @@ def _backend_pid(rows):
 
 
 @pytest.mark.skipif(BACKEND != "postgresql", reason="PostgreSQL's pool")
+@pytest.mark.direct_postgresql
 class TestPooledConnections:
     """``Database._driver`` takes its connections from ``db.ConnectionPool``: a reader beyond
     the pool waits for a connection, overflow connections serve a burst and are closed on

@@ -37,6 +37,9 @@ from tests.factories import (
 )
 from tests.serving import drop_postgres_database, fresh_database
 
+# PostgreSQL's own refusals: behind PgBouncer the pooler answers (make test-pgbouncer).
+pytestmark = pytest.mark.direct_postgresql
+
 TIMEOUT = 1.0
 REFUSED = "the database is unavailable: try again shortly"
 BUSY = "the database is busy (another process holds its write lock): try again shortly"

@@ -37,6 +37,9 @@ T = TypeVar("T")
 P = ParamSpec("P")
 
 POOL_RECYCLE_SECONDS = 3600.0
+# Statements kept prepared on each PostgreSQL connection, the most recently used (asyncpg's
+# default): the hot ones are parsed once per connection.
+STATEMENT_CACHE_SIZE = 100
 # What PostgreSQL aborts a transaction with to let another one through: 40P01, 40001.
 CONFLICTS = (asyncpg.DeadlockDetectedError, asyncpg.SerializationError)
 
@@ -58,6 +61,7 @@ class Database:
         pool_size: int = 10,
         max_overflow: int = 20,
         pool_timeout: float = 10.0,
+        transaction_pooler: bool = False,
         on_pool_wait: Callable[[float], None] | None = None,
         on_write_wait: Callable[[float], None] | None = None,
     ) -> None:
@@ -93,6 +97,9 @@ class Database:
                 recycle_seconds=POOL_RECYCLE_SECONDS,
                 timeout=pool_timeout,
                 init=json_codecs,
+                # Behind a transaction pooler a named statement may be missing (or another
+                # client's) on the next transaction's server connection.
+                statement_cache_size=0 if transaction_pooler else STATEMENT_CACHE_SIZE,
             )
         self._compiled: dict[tuple[Executable, tuple[tuple[str, int], ...]], Compiled] = {}
         # One lock per hot row being waited for (``Transaction.one_waiter``), gone once unused.
@@ -107,13 +114,18 @@ class Database:
         *,
         on_pool_wait: Callable[[float], None] | None = None,
         on_write_wait: Callable[[float], None] | None = None,
+        session: bool = False,
     ) -> "Database":
-        """The database of a process (a server's, a worker's, a command's) as configured."""
+        """The database of a process (a server's, a worker's, a command's) as configured;
+        ``session``: for a command that needs a session of its own (a backup), PostgreSQL
+        itself when a pooler stands in front (``TESSERA_DATABASE_DIRECT_URL``)."""
+        direct = session and settings.database_direct_url is not None
         return cls(
-            settings.database_url,
+            settings.session_database_url if session else settings.database_url,
             pool_size=settings.db_pool_size,
             max_overflow=settings.db_max_overflow,
             pool_timeout=settings.db_pool_timeout_seconds,
+            transaction_pooler=settings.db_transaction_pooler and not direct,
             on_pool_wait=on_pool_wait,
             on_write_wait=on_write_wait,
         )
@@ -181,11 +193,14 @@ class Database:
         """Run the block alone among every process holding ``key`` (a 64-bit number), however
         long it takes and whatever it awaits meanwhile (chain calls, transactions of its own).
 
-        PostgreSQL: a session advisory lock on a connection of its own, given back at the end
-        (a process that dies gives it back with its connection); at most half the pool's
-        connections hold such locks at once, so that their holders always find one for their
-        own statements. SQLite: a lock of this process (one process works the jobs of a SQLite
-        database; docs/operations.md).
+        PostgreSQL: a transaction-level advisory lock, in a transaction left open on a
+        connection of its own until the block ends (a process that dies gives it back with its
+        connection). A session lock would do as much on a direct connection, but behind a
+        transaction pooler the unlock could reach another server connection than the lock;
+        the open transaction writes nothing, so it holds back neither vacuum nor the change
+        feed (no transaction id). At most half the pool's connections hold such locks at once,
+        so that their holders always find one for their own statements. SQLite: a lock of this
+        process (one process works the jobs of a SQLite database; docs/operations.md).
         """
         if self.pool is None:
             async with self.waiter_lock(("exclusive", key)):
@@ -195,11 +210,9 @@ class Database:
         async with self._exclusive_slots:
             driver = await self.pool.acquire()
             try:
-                await driver.execute("SELECT pg_advisory_lock($1)", key)
-                try:
+                async with driver.transaction():
+                    await driver.execute("SELECT pg_advisory_xact_lock($1)", key)
                     yield
-                finally:
-                    await driver.execute("SELECT pg_advisory_unlock($1)", key)
             finally:
                 self.pool.release(driver)
 

@@ -39,8 +39,10 @@ class ConnectionPool:
         recycle_seconds: float,
         timeout: float,
         init: Callable[[asyncpg.Connection], Awaitable[None]],
+        statement_cache_size: int = 100,
     ) -> None:
         self.dsn = dsn
+        self.statement_cache_size = statement_cache_size
         self.timeout = timeout
         self.size = size
         self.limit = size + overflow
@@ -155,7 +157,9 @@ class ConnectionPool:
     async def _open(self) -> asyncpg.Connection:
         self.opened += 1
         try:
-            connection = await asyncpg.connect(self.dsn, timeout=self.timeout)
+            connection = await asyncpg.connect(
+                self.dsn, timeout=self.timeout, statement_cache_size=self.statement_cache_size
+            )
             await self.init(connection)
         except REFUSED as exc:
             self.opened -= 1

@@ -29,7 +29,8 @@ def _configure(connection: Connection) -> None:
 
 
 async def run_online() -> None:
-    engine = create_async_engine(database_url())
+    url = database_url()
+    engine = create_async_engine(url, connect_args=get_settings().engine_connect_args(url))
     async with engine.connect() as connection:
         await connection.run_sync(_configure)
     await engine.dispose()
