@@ -236,13 +236,16 @@ class Devchain:
     def stop(self, patience: float = 3.0) -> None:
         """End Chopsticks and whatever it started (its process group): SIGTERM, then SIGKILL
         after ``patience`` seconds, so that its port is free within that time."""
+        # Chopsticks is told first: closing the connection first would wait for a busy node's
+        # answer to the close, and a signal may have left it in the middle of a call.
+        running = self.process is not None and self.process.poll() is None
+        if running and self.process is not None:
+            _signal_group(self.process.pid, signal.SIGTERM)
         if self._substrate is not None:
-            # A connection left in the middle of a call (a signal) may not close cleanly.
             with contextlib.suppress(Exception):
                 self._substrate.close()
             self._substrate = None
-        if self.process and self.process.poll() is None:
-            _signal_group(self.process.pid, signal.SIGTERM)
+        if running and self.process is not None:
             try:
                 self.process.wait(timeout=patience)
             except subprocess.TimeoutExpired:
