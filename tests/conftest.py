@@ -41,6 +41,12 @@ OIDC_AUDIENCE = "tessera-tests"
 TRANSACTION_POOLER = Settings().db_transaction_pooler
 
 
+def database_at(url: str, **sizes: int) -> Database:
+    """A Database of a test's own on ``url`` (another process's, as it were), reaching it as the
+    suite does (``TRANSACTION_POOLER``)."""
+    return Database(url, transaction_pooler=TRANSACTION_POOLER, **sizes)
+
+
 def _worker() -> str:
     return os.environ.get("PYTEST_XDIST_WORKER", "main")
 

@@ -9,11 +9,11 @@ from sqlalchemy import func, select
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from tessera.db import Database, table_of
+from tessera.db import table_of
 from tessera.keyring.repository import SEALED
 from tessera.models import Base
 from tests import orm
-from tests.conftest import TRANSACTION_POOLER
+from tests.conftest import database_at
 from tests.serving import recreate_postgres_database
 
 
@@ -31,7 +31,7 @@ async def empty_database(backend: str, directory: Path, name: str) -> str:
 @asynccontextmanager
 async def reading(url: str) -> AsyncIterator[AsyncSession]:
     """An ORM session on the database at ``url``, to read it back."""
-    database = Database(url, transaction_pooler=TRANSACTION_POOLER)
+    database = database_at(url)
     try:
         async with orm.session(database, write=False) as session:
             yield session

@@ -32,14 +32,13 @@ from playwright.async_api import (
 )
 from sqlalchemy import update
 
-from tessera.db import Database
 from tessera.jobs.queue import JobKind, enqueue
 from tessera.models import OrderItem, Product, ProductItem
 from tessera.models.base import utcnow
 from tessera.reconciliation.repository import LastCheck, write_check
 from tests import orm
 from tests.browser.test_claim_page import Person, serious_violations
-from tests.conftest import BACKEND, TRANSACTION_POOLER
+from tests.conftest import BACKEND, database_at
 from tests.serving import ROOT, fresh_database, serve, settings_env, tessera
 
 pytestmark = pytest.mark.browser
@@ -212,7 +211,7 @@ async def sign_in(page: Page, server: Server) -> None:
 async def failed_mint(server: Server, project_id: str, item_id: str) -> None:
     """A mint of a real item that gave up, as the worker leaves it: written straight into the
     server's database (nothing in the API makes a job fail)."""
-    database = Database(server.database_url, transaction_pooler=TRANSACTION_POOLER)
+    database = database_at(server.database_url)
     try:
         async with database.transaction() as tx:
             await enqueue(
@@ -237,7 +236,7 @@ async def failed_mint(server: Server, project_id: str, item_id: str) -> None:
 async def date_sales(server: Server, dated: dict[str, str]) -> None:
     """Date each order's lines (by order id) to noon UTC of a day: the API dates an order now,
     and the chart in docs/console.md must not change with the calendar."""
-    database = Database(server.database_url, transaction_pooler=TRANSACTION_POOLER)
+    database = database_at(server.database_url)
     try:
         async with orm.session(database) as session:
             for order_id, day in dated.items():
@@ -255,7 +254,7 @@ async def date_sales(server: Server, dated: dict[str, str]) -> None:
 async def drifted(server: Server, product_id: str, findings: list[dict[str, Any]]) -> None:
     """The product made an NFT product whose items are minted, and a last reconciliation with
     ``findings``: written straight into the server's database (the server has no chain)."""
-    database = Database(server.database_url, transaction_pooler=TRANSACTION_POOLER)
+    database = database_at(server.database_url)
     try:
         async with orm.session(database) as session:
             product = uuid.UUID(product_id)

@@ -9,9 +9,8 @@ import pytest
 
 from tessera.auth.rate_limits import SignInLimiter
 from tessera.claims.limiter import ClaimLimiter
-from tessera.db import Database
 from tessera.errors import TooManyClaims, TooManyRequests
-from tests.conftest import TRANSACTION_POOLER
+from tests.conftest import database_at
 
 
 class TestClaimLimiter:
@@ -54,9 +53,7 @@ class TestClaimLimiter:
             await limiter.admit(database, address="10.3.0.1", link="tcl_b")
 
     async def test_two_processes_count_together(self, database, database_url):
-        other = Database(
-            database_url, pool_size=2, max_overflow=0, transaction_pooler=TRANSACTION_POOLER
-        )
+        other = database_at(database_url, pool_size=2, max_overflow=0)
         try:
             one = ClaimLimiter(per_address=3, per_link=100)
             two = ClaimLimiter(per_address=3, per_link=100)
@@ -71,9 +68,7 @@ class TestClaimLimiter:
 
 class TestSignInLimiter:
     async def test_per_address_across_processes(self, database, database_url):
-        other = Database(
-            database_url, pool_size=2, max_overflow=0, transaction_pooler=TRANSACTION_POOLER
-        )
+        other = database_at(database_url, pool_size=2, max_overflow=0)
         try:
             for n in range(4):
                 await SignInLimiter(per_minute=4).admit(

@@ -50,7 +50,7 @@ import tessera
 from tessera.db import Database
 from tessera.db.compiled import sizes_of
 from tessera.models import Project
-from tests.conftest import BACKEND, TRANSACTION_POOLER
+from tests.conftest import BACKEND, database_at
 
 PACKAGE = Path(tessera.__file__).resolve().parent
 
@@ -236,9 +236,7 @@ def parameters(item: Statement, dialect: Dialect) -> dict[str, Any]:
 @pytest.fixture(scope="module")
 async def database(database_url: str) -> AsyncIterator[Database]:
     """A database of the census's own: nothing is committed, so no clean slate is needed."""
-    database = Database(
-        database_url, pool_size=2, max_overflow=0, transaction_pooler=TRANSACTION_POOLER
-    )
+    database = database_at(database_url, pool_size=2, max_overflow=0)
     yield database
     await database.dispose()
 

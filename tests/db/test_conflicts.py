@@ -14,7 +14,7 @@ from tessera.db import Database, rerun_on_conflict, table_of
 from tessera.db.conflicts import ATTEMPTS
 from tessera.errors import TransactionConflict, install_error_handlers
 from tessera.models import Job, Product, User
-from tests.conftest import BACKEND, TRANSACTION_POOLER
+from tests.conftest import BACKEND, database_at
 from tests.factories import create_product, create_user, row_counts
 from tests.metrics.test_metrics import labels, samples, scrape
 
@@ -85,7 +85,7 @@ class TestDeadlock:
         product = await create_product(client, tenant, stock=10)
         buyer = await create_user(client, tenant)
         before = await conflicts(client)
-        holder = Database(settings.database_url, pool_size=2, transaction_pooler=TRANSACTION_POOLER)
+        holder = database_at(settings.database_url, pool_size=2)
         try:
             async with holder.transaction() as tx:
                 await tx.scalar(LOCK_PRODUCT, id=product["id"])

@@ -11,7 +11,7 @@ from tessera.db import Database
 from tessera.db.windows import Refusal, Window, admit, sweep
 from tessera.models import RateHit
 from tests import orm
-from tests.conftest import TRANSACTION_POOLER
+from tests.conftest import database_at
 
 T0 = 1_800_000_000.0
 
@@ -93,9 +93,7 @@ class TestAcrossProcesses:
     ):
         """Two databases (as two processes have), 40 attempts at once each: exactly the limit
         is let through, and the link's count agrees with the addresses'."""
-        other = Database(
-            database_url, pool_size=10, max_overflow=0, transaction_pooler=TRANSACTION_POOLER
-        )
+        other = database_at(database_url, pool_size=10, max_overflow=0)
         try:
 
             async def attempt(on: Database, n: int) -> bool:
