@@ -25,10 +25,24 @@ $(VENV)/.bench: pyproject.toml $(LOCK)
 	$(BIN)/$(PIP) -c $(LOCK) -e '.[dev,bench]'
 	touch $(VENV)/.runtime $(VENV)/.dev $@
 
+# The release before this one (PREVIOUS in tests/upgrade/releases.py) runs in the upgrade tests
+# on its own locked dependencies: a venv that sees this one's packages (one .pth line) and installs
+# what that release's lock pins and this venv lacks or has at another version.
+PREVIOUS := .venv-previous
+PURELIB := import sysconfig; print(sysconfig.get_paths()['purelib'])
+$(PREVIOUS)/.installed: $(VENV)/.dev tests/upgrade/releases.py
+	rm -rf $(PREVIOUS)
+	$(PYTHON) -m venv $(PREVIOUS)
+	shared=$$($(BIN)/python -c "$(PURELIB)") && own=$$($(PREVIOUS)/bin/python -c "$(PURELIB)") && \
+		echo "$$shared" > "$$own/tessera-shared.pth"
+	git show "$$($(BIN)/python -m tests.upgrade.releases):requirements.lock" | \
+		$(PREVIOUS)/bin/$(PIP) --no-deps -r /dev/stdin
+	touch $@
+
 # Tessera on the newest releases its ranges allow (the dev tools as locked): the SQLite suite,
 # so that a release that breaks Tessera shows up the day it is published. CI runs it.
 NEWEST := .venv-newest
-test-newest:
+test-newest: $(PREVIOUS)/.installed
 	rm -rf $(NEWEST)
 	$(PYTHON) -m venv $(NEWEST)
 	$(NEWEST)/bin/$(PIP) -c $(LOCK) -e '.[dev]'
@@ -54,7 +68,7 @@ serve: $(VENV)/.runtime
 # Chain tests need Node.js (Chopsticks is installed once into .cache/); without it they skip.
 # Browser tests need Debian's Chromium (/usr/bin/chromium; axe-core is installed once from npm
 # into .cache/axe by the tests); without it they skip.
-test: $(VENV)/.dev
+test: $(VENV)/.dev $(PREVIOUS)/.installed
 	$(BIN)/ruff check src tests
 	$(BIN)/mypy
 	@if command -v node >/dev/null; then $(MAKE) --no-print-directory chopsticks; \
@@ -75,7 +89,7 @@ test: $(VENV)/.dev
 PGBOUNCER_DIR := .cache/pgbouncer
 PGBOUNCER_TESTS ?= --ignore=tests/browser --ignore=tests/chain --ignore=tests/deploy \
 	--ignore=tests/upgrade --ignore=tests/fuzz --ignore=tests/test_fuzz.py
-test-pgbouncer: $(VENV)/.dev
+test-pgbouncer: $(VENV)/.dev $(PREVIOUS)/.installed
 	@test -n "$$TESSERA_TEST_DATABASE_URL" || { echo "set TESSERA_TEST_DATABASE_URL" >&2; exit 1; }
 	url=$$(tests/deploy/pgbouncer.sh start $(PGBOUNCER_DIR) 6432 "$$TESSERA_TEST_DATABASE_URL") && \
 	TESSERA_TEST_BACKEND=postgresql TESSERA_DB_TRANSACTION_POOLER=true TESSERA_TEST_DATABASE_URL="$$url" \
@@ -92,7 +106,7 @@ docs: $(VENV)/.runtime
 	$(BIN)/python -m tessera.docs_settings docs/settings.md
 
 clean:
-	rm -rf $(VENV) $(NEWEST) tessera.db tessera.db-shm tessera.db-wal
+	rm -rf $(VENV) $(NEWEST) $(PREVIOUS) tessera.db tessera.db-shm tessera.db-wal
 
 chopsticks: $(VENV)/.runtime
 	$(BIN)/python -c "from tessera.chain import devchain as d; from tessera.config import get_settings as s; d.install(d.cache_path(s()))"

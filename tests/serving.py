@@ -124,14 +124,14 @@ def serve(
             stderr=subprocess.STDOUT,
         )
         try:
-            _wait_until_answering(url, process)
+            _wait_until_answering(url, process, log)
             yield url
         finally:
             process.terminate()
             process.wait(10)
 
 
-def _wait_until_answering(url: str, process: subprocess.Popen[bytes]) -> None:
+def _wait_until_answering(url: str, process: subprocess.Popen[bytes], log: Path) -> None:
     deadline = time.monotonic() + 30
     while True:
         try:
@@ -139,6 +139,6 @@ def _wait_until_answering(url: str, process: subprocess.Popen[bytes]) -> None:
                 return
         except httpx.TransportError:
             pass
-        assert process.poll() is None, "tessera serve exited"
+        assert process.poll() is None, f"tessera serve exited: {log.read_text()[-3000:]}"
         assert time.monotonic() < deadline, "tessera serve did not start"
         time.sleep(0.1)

@@ -7,17 +7,17 @@ processes must keep serving on the upgraded schema (docs/upgrades.md), and the m
 its head must only expand (``test_expand_only.py``).
 
 A release runs from its own sources, taken with ``git archive`` from the repository the tests
-run in, first on the import path of this venv's Python (the editable install puts ``src/`` on
-the path with a ``.pth`` entry, after ``PYTHONPATH``): the process checks at start-up that the
-``tessera`` it imported is the release's, and stops otherwise. It runs on this venv's
-dependencies; a release whose dependencies differ would need a venv of its own.
+run in, first on the import path (``PYTHONPATH``): the process checks at start-up that the
+``tessera`` it imported is the release's, and stops otherwise. It runs on its own locked
+dependencies, in ``.venv-previous`` (made by ``make test``: this venv's packages, seen through a
+``.pth`` line, plus what the release's ``requirements.lock`` pins otherwise; the release of
+issue 43 still needed ``limits``). ``python -m tests.upgrade.releases`` prints the commit.
 """
 
 import io
 import json
 import os
 import subprocess
-import sys
 import tarfile
 from pathlib import Path
 from typing import NamedTuple
@@ -72,9 +72,14 @@ def sources_of(release: Release, directory: Path) -> Path:
     return directory / "src"
 
 
+PREVIOUS_PYTHON = ROOT / ".venv-previous" / "bin" / "python"
+
+
 def program(sources: Path) -> list[str]:
-    """The command line that is the release's ``tessera``."""
-    return [sys.executable, "-c", _CHECKED_START, str(sources)]
+    """The command line that is the previous release's ``tessera``."""
+    if not PREVIOUS_PYTHON.exists():
+        pytest.fail(f"{PREVIOUS_PYTHON} is missing: `make .venv-previous/.installed` makes it")
+    return [str(PREVIOUS_PYTHON), "-c", _CHECKED_START, str(sources)]
 
 
 def release_env(sources: Path, env: dict[str, str]) -> dict[str, str]:
@@ -92,3 +97,7 @@ def run(command: list[str], *args: str, env: dict[str, str]) -> subprocess.Compl
 def answer(command: list[str], *args: str, env: dict[str, str]) -> dict:
     """A CLI command's JSON answer."""
     return json.loads(run(command, *args, env=env).stdout)
+
+
+if __name__ == "__main__":
+    print(PREVIOUS.commit)
