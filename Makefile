@@ -101,9 +101,9 @@ lint: $(VENV)/.dev
 	$(BIN)/ruff format --check src tests
 	$(BIN)/mypy
 
-# docs/settings.md, rendered from the Settings class (tessera.docs_settings); a test checks it.
+# docs/settings.md, rendered from the Settings class (tessera.cli.settings_docs); a test checks it.
 docs: $(VENV)/.runtime
-	$(BIN)/python -m tessera.docs_settings docs/settings.md
+	$(BIN)/python -m tessera.cli.settings_docs docs/settings.md
 
 clean:
 	rm -rf $(VENV) $(NEWEST) $(PREVIOUS) tessera.db tessera.db-shm tessera.db-wal

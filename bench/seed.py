@@ -32,7 +32,6 @@ from tessera.auth.principal import Principal
 from tessera.chain.keys import new_custodial_key
 from tessera.chain.registry import Chains
 from tessera.config import Settings
-from tessera.crypto import SecretBox
 from tessera.db import Database
 from tessera.events import service as events
 from tessera.events.schemas import EventCreate
@@ -45,6 +44,7 @@ from tessera.products import service as products
 from tessera.products.schemas import ItemsIssue, ProductCreate
 from tessera.projects.schemas import ApiKeyCreated, ProjectCreated
 from tessera.projects.service import create_project, issue_api_key
+from tessera.toolkit.crypto import SecretBox
 
 CHUNK = 10_000  # users per key batch and per insert transaction
 SAMPLE = 200_000  # user ids written for the scenarios (a random sample beyond that)

@@ -18,8 +18,8 @@ from collections.abc import AsyncIterator
 import httpx
 import pytest
 
-from tessera import logs
 from tessera.main import create_app
+from tessera.toolkit import logs
 from tests.conftest import BACKEND
 from tests.serving import BIN, free_port, fresh_database, serve, settings_env, tessera
 
@@ -211,7 +211,7 @@ def _handler(configuration: dict) -> logging.Handler:
     """The stderr handler ``configuration`` makes (as dictConfig would)."""
     options = dict(configuration["handlers"]["stderr"])
     factory = options.pop("()")
-    assert factory == "tessera.logs.QueuedStderr"
+    assert factory == "tessera.toolkit.logs.QueuedStderr"
     return logs.QueuedStderr(**options)
 
 

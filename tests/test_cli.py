@@ -288,8 +288,8 @@ class TestSecretsRotation:
 
         from tessera.chain.keys import open_seed
         from tessera.config import parse_key_ring
-        from tessera.crypto import Sealed, SecretBox
         from tessera.models import ProjectWallet, UserWallet, WebhookEndpoint
+        from tessera.toolkit.crypto import Sealed, SecretBox
         from tessera.webhooks.service import open_secret
         from tests.factories import create_users
 

@@ -1,5 +1,5 @@
 """The documentation holds to the code and to itself: docs/settings.md is what
-``tessera.docs_settings`` renders from the Settings class, the README is a front page that links
+``tessera.cli.settings_docs`` renders from the Settings class, the README is a front page that links
 every page of docs/, and every relative link (and image) in them leads to a file and heading
 that exist."""
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tessera import docs_settings
+from tessera.cli import settings_docs as docs_settings
 from tessera.config import Settings
 
 ROOT = Path(__file__).resolve().parents[1]

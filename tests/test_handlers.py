@@ -1,4 +1,4 @@
-"""Plain routes (tessera.handlers) answer every request as FastAPI's general handler does: the
+"""Plain routes (tessera.web.handlers) answer every request as FastAPI's general handler does: the
 same status, headers and body, for answers and for each kind of refusal."""
 
 import uuid
@@ -10,8 +10,8 @@ from fastapi import FastAPI, Request, Response
 from fastapi.routing import APIRoute, request_response
 
 from tessera.auth.dependencies import ProjectRoute
-from tessera.handlers import plain_handler
-from tessera.routing import TELEMETRY
+from tessera.web.handlers import plain_handler
+from tessera.web.routing import TELEMETRY
 from tests.factories import create_event, create_order, create_product, create_user
 
 SECRET = "tsk_unknown_0000000000000000000000000000000000000000000"

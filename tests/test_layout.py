@@ -316,7 +316,7 @@ def test_services_and_repositories_do_not_speak_http():
 
 def _package(module: str) -> str:
     """The package a module is of: ``tessera.users.router`` is of ``users``; a module at the
-    top (``tessera.pages``) is a package of its own."""
+    top (``tessera.web.pages``) is a package of its own."""
     return module.split(".")[1] if "." in module else module
 
 

@@ -1,4 +1,4 @@
-"""Answers rendered once (tessera.render) are the bytes FastAPI's own way gives: validating the
+"""Answers rendered once (tessera.web.render) are the bytes FastAPI's own way gives: validating the
 answer against the response model from its attributes, then encoding the model by alias.
 
 Every response model of the app that the renderer compiles is tried on rows generated from the
@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, computed_field, field_validator
 
 from tessera.main import create_app
-from tessera.render import Renderer
+from tessera.web.render import Renderer
 
 INT = st.integers(min_value=-(2**53), max_value=2**53)
 

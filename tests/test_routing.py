@@ -1,4 +1,4 @@
-"""Routing by index (tessera.routing) picks the route FastAPI's own routing picks, for every
+"""Routing by index (tessera.web.routing) picks the route FastAPI's own routing picks, for every
 route of the app, and leaves what matches nothing to FastAPI."""
 
 import re
@@ -9,7 +9,7 @@ from fastapi import FastAPI
 from fastapi.routing import iter_route_contexts
 from starlette.routing import BaseRoute, Match
 
-from tessera.routing import RouteIndex, path_key, prefix
+from tessera.web.routing import RouteIndex, path_key, prefix
 
 
 def _routes(app: FastAPI) -> list[BaseRoute]:

@@ -161,7 +161,7 @@ def include_v1(app: FastAPI) -> None:
     """Every project route, under /v1 (``ProjectRoute``: each checks the credential, its rate
     limit, then unknown query parameters first). The routes are added to the app's own
     list, not included as routers: FastAPI routes an included router's requests by trying its
-    routes twice, and tessera.routing indexes the app's list."""
+    routes twice, and tessera.web.routing indexes the app's list."""
     domains = (
         wallets_router,  # before users: /users/wallets/... are not /users/{...} lookups
         users_router,
@@ -188,7 +188,7 @@ def document(app: FastAPI, *, rate_limits: bool = False, webhook_url: str | None
 
     - The two credential schemes (each project operation names them, ``ProjectRoute``; the
       Idempotency-Key header is declared by ``IdempotentRoute``).
-    - No NUL character in any text (tessera.schemas, tessera.middleware): a pattern on every
+    - No NUL character in any text (tessera.schemas, tessera.web.middleware): a pattern on every
       string that has no pattern, format or fixed values of its own.
     - Links from what creates an object to what reads or uses it (``LINKS``), so that a client
       generator, or a stateful fuzzer, can follow them.

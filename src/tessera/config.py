@@ -39,7 +39,7 @@ GOOGLE_WALLET_SETTINGS = ("google_wallet_issuer_id", "google_wallet_key_file")
 
 class Settings(BaseSettings):
     """Every setting of the server, the worker and the CLI. Each field's docstring is its
-    description in docs/settings.md (``make docs`` renders it: ``tessera.docs_settings``)."""
+    description in docs/settings.md (``make docs`` renders it: ``tessera.cli.settings_docs``)."""
 
     # A refused value is not echoed in the error: it may be a secret (a key, a password).
     model_config = SettingsConfigDict(
@@ -74,7 +74,7 @@ class Settings(BaseSettings):
     """`GET /metrics` wants `Authorization: Bearer <token>`; unset, it answers loopback clients
     only. Behind a proxy on the same host, set it (or `FORWARDED_ALLOW_IPS`)."""
     header_timeout_seconds: float = Field(default=10.0, gt=0, le=300)
-    """Per process, against slow clients (tessera.server): a request's line and headers must
+    """Per process, against slow clients (tessera.web.server): a request's line and headers must
     arrive within this, else 408 and the connection is closed (also for a connection that
     sends nothing)."""
     body_timeout_seconds: float = Field(default=30.0, gt=0, le=3600)

@@ -10,8 +10,8 @@
 | 404    | {"message"}                | no such object in the caller's project; a wallet that is |
 |        |                            | not configured                                           |
 | 405    | {"message"}, Allow         | a method the path does not answer (Allow names them all) |
-| 408    | {"message"}                | request headers too slow (tessera.server)                |
-|        | {"errors": ["body: ..."]}  | a request body too slow (tessera.middleware)             |
+| 408    | {"message"}                | request headers too slow (tessera.web.server)            |
+|        | {"errors": ["body: ..."]}  | a request body too slow (tessera.web.middleware)         |
 | 409    | {"message"}                | state conflicts (duplicates, stock, limits, ownership)   |
 | 410    | {"message"}                | a claim link expired or used up                          |
 | 413    | {"message"}                | body larger than TESSERA_MAX_BODY_BYTES                  |

@@ -10,13 +10,14 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 from fastapi.staticfiles import StaticFiles
 
-from tessera import API_VERSION, routing
+from tessera import API_VERSION
 from tessera.api import ConstantAnswers, document, include_v1, index_router, version_router
 from tessera.auth.dependencies import Authenticator
 from tessera.auth.rate_limits import RateLimiter, SignInLimiter
 from tessera.auth.router import router as auth_router
 from tessera.chain.registry import Chains
 from tessera.changes.service import purge_chore
+from tessera.checkins.scanner import router as scanner_router
 from tessera.claims import pages as claim_pages
 from tessera.claims.limiter import ClaimLimiter
 from tessera.claims.router import public_router as claims_router
@@ -31,11 +32,8 @@ from tessera.console import users as console_users
 from tessera.console import web as console
 from tessera.console import webhooks as console_webhooks
 from tessera.console.router import router as console_router
-from tessera.crypto import SecretBox
 from tessera.db import Database, attach
 from tessera.db import windows as rate_windows
-from tessera.docs import ASSETS, SWAGGER_UI
-from tessera.docs import router as docs_router
 from tessera.errors import install_error_handlers
 from tessera.health.readiness import Readiness
 from tessera.health.router import router as health_router
@@ -46,18 +44,21 @@ from tessera.mail.sender import Postman, TicketPdfs
 from tessera.metrics.process import observe_pool_wait, observe_write_wait, sample_pool_until
 from tessera.metrics.router import router as metrics_router
 from tessera.metrics.service import wallet_balance_chore
-from tessera.middleware import RequestContextMiddleware
 from tessera.nfts import tasks as nft_tasks
-from tessera.pages import PACKAGE
 from tessera.passes import pages as pass_pages
 from tessera.passes.router import router as passkit_router
 from tessera.passes.service import Wallets
 from tessera.reconciliation import tasks as reconciliation_tasks
 from tessera.reconciliation.tasks import reconcile_chore
-from tessera.scanner import router as scanner_router
 from tessera.ticket_keys.service import Signers
 from tessera.tickets import pages as ticket_pages
 from tessera.tickets.service import ticket_pdfs
+from tessera.toolkit.crypto import SecretBox
+from tessera.web import routing
+from tessera.web.docs import ASSETS, SWAGGER_UI
+from tessera.web.docs import router as docs_router
+from tessera.web.middleware import RequestContextMiddleware
+from tessera.web.pages import PACKAGE
 from tessera.webhooks.addresses import url_pattern
 from tessera.webhooks.dispatcher import Dispatcher
 from tessera.webhooks.router import document_deliveries
@@ -168,7 +169,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         version=API_VERSION,
         description=DESCRIPTION,
         lifespan=lifespan,
-        docs_url=None,  # tessera.docs serves it, with Swagger UI from the package, not a CDN
+        docs_url=None,  # tessera.web.docs serves it, with Swagger UI from the package, not a CDN
         redoc_url=None,
         telemetry={
             "tracing": settings.opentelemetry,

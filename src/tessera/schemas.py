@@ -11,7 +11,7 @@ to Tessera's schema for it, even where Tessera ignores it (``tests/test_unknown_
 
 Text with a NUL character (``\u0000``) is refused wherever it comes in, as a 400 naming the
 field: PostgreSQL cannot store it, and SQLite would store what other tools cut short. Bodies are
-checked here, by every request schema (``Input``); paths and queries in ``tessera.middleware``.
+checked here, by every request schema (``Input``); paths and queries in ``tessera.web.middleware``.
 """
 
 import inspect

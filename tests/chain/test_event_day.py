@@ -16,7 +16,7 @@ import logging
 import pytest
 from bench.event import Size, is_error, run_day
 
-from tessera.logs import JsonFormatter
+from tessera.toolkit.logs import JsonFormatter
 from tests.conftest import BACKEND
 from tests.serving import fresh_database
 

@@ -11,9 +11,9 @@ from nacl.exceptions import BadSignatureError
 from nacl.signing import VerifyKey
 from sqlalchemy import update
 
-from tessera import ticket_codes
 from tessera.models import Attendee, ProductItem, User
 from tessera.models.base import utcnow
+from tessera.ticket_keys import codes as ticket_codes
 from tessera.ticket_keys import service as ticket_keys
 from tests import orm
 from tests.changes.feed import of_type

@@ -13,7 +13,6 @@ from scalecodec.utils.ss58 import ss58_decode
 from sqlalchemy import select, update
 
 from tessera.chain.keys import open_seed
-from tessera.crypto import Sealed
 from tessera.db import database_of
 from tessera.errors import JobNotFailed, JobNotFound
 from tessera.jobs.queue import enqueue
@@ -31,6 +30,7 @@ from tessera.models import (
     UserWallet,
 )
 from tessera.models.base import utcnow
+from tessera.toolkit.crypto import Sealed
 from tests import orm
 from tests.changes.feed import cursor_now, marker, shown, typed
 from tests.factories import (

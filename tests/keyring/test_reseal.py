@@ -9,9 +9,9 @@ from sqlalchemy import select
 
 from tessera.chain.keys import open_seed
 from tessera.config import parse_key_ring
-from tessera.crypto import Sealed, SecretBox
 from tessera.keyring import service
 from tessera.models import ProjectWallet, UserWallet
+from tessera.toolkit.crypto import Sealed, SecretBox
 from tests import orm
 from tests.factories import create_users
 

@@ -13,7 +13,7 @@ import httpx
 import icalendar
 import pytest
 
-from tessera import ticket_codes as codes
+from tessera.ticket_keys import codes as codes
 from tests.claims.conftest import claimable
 from tests.claims.markup import Element, parse
 from tests.factories import (

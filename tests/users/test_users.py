@@ -7,8 +7,8 @@ from scalecodec.utils.ss58 import ss58_decode
 from sqlalchemy import func, select
 
 from tessera.chain.keys import open_seed
-from tessera.crypto import Sealed
 from tessera.models import User, UserWallet
+from tessera.toolkit.crypto import Sealed
 from tests import orm
 from tests.factories import create_user, create_users, row_counts, user_body
 

@@ -25,7 +25,6 @@ from tessera.auth.service import API_KEY_START, UsageRecorder, access_for_api_ke
 from tessera.auth.tokens import ExternalIssuer, TokenIssuer
 from tessera.chain.registry import Chains
 from tessera.config import Settings
-from tessera.crypto import SecretBox, keyed_hash
 from tessera.db import Database, database_of, is_read_only, writes
 from tessera.errors import (
     AppError,
@@ -34,12 +33,13 @@ from tessera.errors import (
     DoorOnly,
     WritePermissionRequired,
 )
-from tessera.handlers import PlainRoute
 from tessera.idempotency.router import WRITE_METHODS, IdempotentRoute
 from tessera.idempotency.schemas import KeyScope
 from tessera.models.base import utcnow
 from tessera.schemas import refuse_unknown_query
 from tessera.ticket_keys.service import Signers
+from tessera.toolkit.crypto import SecretBox, keyed_hash
+from tessera.web.handlers import PlainRoute
 
 CACHE_MAX_ENTRIES = 10_000
 
@@ -209,7 +209,7 @@ async def _credential(request: Request) -> Principal:
         known = await auth.cache.check_once(digest, check)
     if known.key_id is not None:
         auth.usage.touch(known.key_id)
-    # For the access log (tessera.middleware), which runs outside the dependencies.
+    # For the access log (tessera.web.middleware), which runs outside the dependencies.
     request.scope.setdefault("state", {})["project_id"] = known.principal.project_id
     return known.principal
 
@@ -261,7 +261,7 @@ CALLER = "tessera.caller"
 
 async def current_caller(request: Request) -> Caller:
     """The caller ``admit`` let in. A dependency of the request alone, so that a project
-    route stays plain (``tessera.handlers``) and its OpenAPI gains no parameter."""
+    route stays plain (``tessera.web.handlers``) and its OpenAPI gains no parameter."""
     caller: Caller = request.scope["state"][CALLER]
     return caller
 

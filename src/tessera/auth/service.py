@@ -15,11 +15,11 @@ from datetime import datetime, timedelta
 from tessera.auth import repository
 from tessera.auth.principal import Principal
 from tessera.auth.repository import ApiKeyRow
-from tessera.crypto import hashes_match, keyed_hash
 from tessera.db import Database, Rows, Transaction
 from tessera.errors import CredentialInvalid
 from tessera.models.base import new_id, utcnow
 from tessera.models.project import KeyPermission
+from tessera.toolkit.crypto import hashes_match, keyed_hash
 
 log = logging.getLogger("tessera.auth")
 

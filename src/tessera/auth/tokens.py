@@ -30,7 +30,6 @@ from tessera.auth.repository import (
     SigningKeyRow,
 )
 from tessera.config import Settings
-from tessera.crypto import Sealed, SecretBox, hashes_match, keyed_hash
 from tessera.db import Database, Rows, Transaction
 from tessera.errors import (
     ClientCredentialsInvalid,
@@ -38,6 +37,7 @@ from tessera.errors import (
     CredentialInvalid,
 )
 from tessera.models.base import utcnow
+from tessera.toolkit.crypto import Sealed, SecretBox, hashes_match, keyed_hash
 
 ALGORITHM = "ES256"
 MAX_TOKEN_TTL = 86400

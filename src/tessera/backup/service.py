@@ -16,12 +16,12 @@ from pydantic import ValidationError
 from tessera import __build__, migrations
 from tessera.backup import repository
 from tessera.backup.schemas import BackupChecked, Contents, Manifest
-from tessera.crypto import SecretBox
 from tessera.db import Database, Rows, dumps, table_of
 from tessera.db.health import schema_versions
 from tessera.keyring import repository as keyring
 from tessera.keyring.service import open_secret
 from tessera.models import Base
+from tessera.toolkit.crypto import SecretBox
 
 MANIFEST = "manifest.json"
 

@@ -13,7 +13,7 @@ import sr25519
 from scalecodec.utils.ss58 import ss58_decode, ss58_encode
 from substrateinterface import Keypair, KeypairType
 
-from tessera.crypto import Sealed, SecretBox
+from tessera.toolkit.crypto import Sealed, SecretBox
 
 WALLET_TYPE = "Polkadot"
 CUSTODIAL = "custodial"

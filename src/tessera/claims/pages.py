@@ -14,7 +14,6 @@ from tessera.claims.limiter import ClaimLimiterDep
 from tessera.claims.router import admit_claim
 from tessera.claims.schemas import ClaimRequest
 from tessera.config import SettingsDep
-from tessera.crypto import BoxDep
 from tessera.db import DatabaseDep
 from tessera.errors import (
     AppError,
@@ -26,10 +25,11 @@ from tessera.errors import (
     validation_messages,
 )
 from tessera.mail.service import ticket_mail
-from tessera.pages import page
 from tessera.schemas import Input
 from tessera.ticket_keys.dependencies import SignersDep
-from tessera.urls import public_base
+from tessera.toolkit.crypto import BoxDep
+from tessera.web.pages import page
+from tessera.web.urls import public_base
 
 # What a person reads for each refusal; the API's message follows as the detail.
 HEADINGS: list[tuple[type[AppError], str]] = [

@@ -18,7 +18,6 @@ from tessera.claims.schemas import (
     ClaimView,
 )
 from tessera.config import SettingsDep, settings_of
-from tessera.crypto import BoxDep
 from tessera.db import DatabaseDep, get_database
 from tessera.errors import responses
 from tessera.idempotency.router import IdempotentRoute
@@ -26,7 +25,8 @@ from tessera.idempotency.schemas import KeyScope
 from tessera.mail.service import ticket_mail
 from tessera.schemas import PageParams, known_query_only
 from tessera.ticket_keys.dependencies import SignersDep
-from tessera.urls import PublicUrlDep
+from tessera.toolkit.crypto import BoxDep
+from tessera.web.urls import PublicUrlDep
 
 
 async def admit_claim(

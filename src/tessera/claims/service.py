@@ -7,7 +7,6 @@ from typing import Any
 
 from sqlalchemy.exc import IntegrityError
 
-from tessera import ticket_codes
 from tessera.auth.principal import Principal
 from tessera.changes.schemas import EventType
 from tessera.changes.service import record
@@ -26,7 +25,6 @@ from tessera.claims.schemas import (
     link_status,
 )
 from tessera.config import Settings
-from tessera.crypto import SecretBox, keyed_hash
 from tessera.db import Database, rerun_on_conflict
 from tessera.errors import (
     ClaimLinkClosed,
@@ -48,6 +46,8 @@ from tessera.products import rules
 from tessera.products.repository import get_product_row
 from tessera.products.schemas import TransferItem
 from tessera.schemas import PageParams, Pagination
+from tessera.ticket_keys import codes as ticket_codes
+from tessera.toolkit.crypto import SecretBox, keyed_hash
 from tessera.users.schemas import UserCreate
 from tessera.users.service import find_or_create_user, new_user
 

@@ -20,7 +20,6 @@ from fastapi import APIRouter, Form, Request
 from fastapi.responses import HTMLResponse, Response
 from pydantic import StringConstraints
 
-from tessera import ticket_codes as codes
 from tessera.checkins import repository as checkins
 from tessera.checkins import service as scanning
 from tessera.checkins.repository import DoorScan, ItemAtEvent
@@ -37,6 +36,7 @@ from tessera.events.repository import EventRow
 from tessera.models.base import utcnow
 from tessera.projects.repository import ProjectRow
 from tessera.schemas import Input, normalize_email
+from tessera.ticket_keys import codes as codes
 from tessera.tickets.repository import ticket_item
 from tessera.users.repository import UserRow, find_user_row
 from tessera.users.schemas import UserRef

@@ -12,7 +12,6 @@ from fastapi.responses import HTMLResponse, Response
 from tessera.chain.registry import ChainsDep
 from tessera.console.service import ConsoleUser
 from tessera.console.web import PageNotFound, PosterDep, UserDep, back_to, page, problem, project_of
-from tessera.crypto import BoxDep
 from tessera.db import Database, DatabaseDep
 from tessera.errors import AppError, InvalidInput
 from tessera.jobs import repository
@@ -20,6 +19,7 @@ from tessera.jobs import service as jobs
 from tessera.jobs.queue import WAITING_FOR_FUNDS
 from tessera.jobs.worker import HandlersDep, JobContext
 from tessera.models import JobStatus
+from tessera.toolkit.crypto import BoxDep
 
 router = APIRouter(prefix="/console", include_in_schema=False)
 

@@ -21,13 +21,13 @@ from tessera.console.web import (
     with_session,
     without_session,
 )
-from tessera.crypto import BoxDep
 from tessera.db import DatabaseDep
 from tessera.errors import AppError, InvalidInput
 from tessera.passes import repository as passes_repository
 from tessera.projects import repository as projects_repository
 from tessera.projects import service as projects
 from tessera.projects.schemas import ApiKeyRead, ClientRead
+from tessera.toolkit.crypto import BoxDep
 
 router = APIRouter(prefix="/console", include_in_schema=False)
 

@@ -24,11 +24,11 @@ from tessera.auth.principal import Principal
 from tessera.auth.service import access_for_api_key
 from tessera.console import repository
 from tessera.console.repository import OperatorRow
-from tessera.crypto import hashes_match, keyed_hash
 from tessera.db import Database, Transaction, rerun_on_conflict
 from tessera.errors import AppError, Conflict, CredentialInvalid, InvalidInput
 from tessera.models.base import utcnow
 from tessera.schemas import normalize_email
+from tessera.toolkit.crypto import hashes_match, keyed_hash
 
 MAX_FAILURES = 5
 LOCK = timedelta(minutes=15)

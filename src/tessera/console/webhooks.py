@@ -13,11 +13,11 @@ from tessera.changes.schemas import EVENT_TYPES, START, Place
 from tessera.config import Settings, SettingsDep
 from tessera.console.service import ConsoleUser
 from tessera.console.web import PosterDep, UserDep, back_to, page, problem, project_of
-from tessera.crypto import BoxDep
 from tessera.db import Database, DatabaseDep
 from tessera.errors import AppError, InvalidInput, validation_messages
 from tessera.projects.repository import ProjectRow
 from tessera.schemas import MAX_LIMIT, MAX_PAGE, Input, PageParams
+from tessera.toolkit.crypto import BoxDep
 from tessera.webhooks import service as webhooks
 from tessera.webhooks.schemas import WebhookCreate, WebhookUpdate
 

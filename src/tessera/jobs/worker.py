@@ -37,7 +37,6 @@ from fastapi import Depends, Request
 
 from tessera.chain.registry import Chains
 from tessera.config import Settings
-from tessera.crypto import SecretBox
 from tessera.db import Database, Transaction, serialize
 from tessera.jobs import repository
 from tessera.jobs.heartbeat import Heartbeat
@@ -45,6 +44,7 @@ from tessera.jobs.queue import NotReady
 from tessera.jobs.repository import JobRow
 from tessera.models import JobStatus
 from tessera.models.base import utcnow
+from tessera.toolkit.crypto import SecretBox
 
 log = logging.getLogger("tessera.worker")
 

@@ -8,7 +8,6 @@ from typing import Any, NamedTuple, Protocol, TypeVar, cast
 
 from sqlalchemy import Update, bindparam, select, union, update
 
-from tessera.crypto import Sealed
 from tessera.db import AnySelect, Rows, Transaction, table_of
 from tessera.models import (
     Base,
@@ -19,6 +18,7 @@ from tessera.models import (
     WebhookEndpoint,
 )
 from tessera.models.base import utcnow
+from tessera.toolkit.crypto import Sealed
 
 
 class WalletSecret(NamedTuple):

@@ -6,7 +6,6 @@ from typing import Any
 
 from tessera.auth.tokens import signing_key_aad
 from tessera.chain.keys import wallet_aad
-from tessera.crypto import Sealed, SecretBox
 from tessera.db import Database
 from tessera.keyring import repository
 from tessera.keyring.repository import (
@@ -27,6 +26,7 @@ from tessera.models import (
     WebhookEndpoint,
 )
 from tessera.ticket_keys.service import checkin_key_aad
+from tessera.toolkit.crypto import Sealed, SecretBox
 from tessera.webhooks.service import secret_aad
 
 BATCH = 500

@@ -53,7 +53,7 @@ class Ticket(NamedTuple):
     number: int  # the item's number within its product
     event_id: uuid.UUID | None
     url: str  # the ticket's page (tessera.tickets.service.ticket_url)
-    secret: str  # what its QR code holds, to type in at the door (tessera.ticket_codes)
+    secret: str  # what its QR code holds, to type in at the door (tessera.ticket_keys.codes)
     apple_pass: str | None = None  # its Apple Wallet pass, where the server signs them
     google_wallet: str | None = None  # its Google Wallet link, where the server has one
 

@@ -7,7 +7,7 @@ from tessera.auth.principal import Principal
 from tessera.config import Settings
 from tessera.mail.service import TicketMail, ticket_mail
 from tessera.ticket_keys.service import Signers
-from tessera.urls import public_base
+from tessera.web.urls import public_base
 
 
 def for_request(

@@ -15,13 +15,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import NamedTuple, Protocol
 
-from tessera import ticket_codes
 from tessera.config import Settings
 from tessera.db import Rows, Transaction
 from tessera.mail import letters, repository
 from tessera.mail.letters import EventFacts, Kind, Letter, Ticket
 from tessera.models import MailStatus
 from tessera.models.base import new_id, utcnow
+from tessera.ticket_keys import codes as ticket_codes
 from tessera.ticket_keys.service import Signers
 
 

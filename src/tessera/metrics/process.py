@@ -18,10 +18,10 @@ from pathlib import Path
 from prometheus_client import CollectorRegistry, Gauge, Histogram
 from prometheus_client.multiprocess import MultiProcessCollector, mark_process_dead
 
-from tessera import logs
 from tessera.db import Database
 from tessera.db.conflicts import CONFLICTS
 from tessera.metrics.http import LATENCY, REQUESTS
+from tessera.toolkit import logs
 
 # prometheus-client reads this variable when it is imported, in each process; `tessera serve`
 # sets it for its worker processes, which inherit the environment.

@@ -134,7 +134,7 @@ class TimestampMixin:
 
 
 class CustodialKeyMixin:
-    """A custodial sr25519 wallet: public part readable, secret sealed (see tessera.crypto)."""
+    """A custodial sr25519 wallet: public part readable, secret sealed (tessera.toolkit.crypto)."""
 
     type: Mapped[str] = mapped_column(String(32))
     custody: Mapped[str] = mapped_column(String(32))

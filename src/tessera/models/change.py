@@ -63,7 +63,9 @@ class WebhookEndpoint(IdMixin, Base):
     )
     url: Mapped[str] = mapped_column(String(2048))
     event_types: Mapped[list[str] | None] = mapped_column(JSON)  # None: every type
-    secret_key_id: Mapped[str] = mapped_column(String(64))  # the secret, sealed (tessera.crypto)
+    secret_key_id: Mapped[str] = mapped_column(
+        String(64)
+    )  # the secret, sealed (tessera.toolkit.crypto)
     secret_blob: Mapped[bytes] = mapped_column(LargeBinary)
     secret_hint: Mapped[str] = mapped_column(String(16))
     enabled: Mapped[bool] = mapped_column(default=True)

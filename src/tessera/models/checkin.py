@@ -60,7 +60,8 @@ class Checkin(IdMixin, Base):
 class CheckinKey(IdMixin, Base):
     """A project's Ed25519 key for ticket secrets (``tessera.ticket_keys``): the newest live one
     signs, every live one verifies; a retired key verifies nothing. ``kid`` is 4 bytes (8 hex
-    digits) carried in each secret it signs; the private key is sealed (``tessera.crypto``)."""
+    digits) carried in each secret it signs; the private key is sealed
+    (``tessera.toolkit.crypto``)."""
 
     __tablename__ = "checkin_keys"
     __table_args__ = (UniqueConstraint("project_id", "kid"),)

@@ -96,7 +96,8 @@ class ProductItem(IdMixin, TimestampMixin, Base):
     # nft_status "external": the public key (hex) of the wallet outside Tessera holding the NFT.
     nft_held_by: Mapped[str | None] = mapped_column(String(64))
     # The ticket's secret and page are derived from the item's id and this number
-    # (tessera.ticket_codes); a reissue or a transfer counts it up, and the old ones stop working.
+    # (tessera.ticket_keys.codes); a reissue or a transfer counts it up, and the old ones stop
+    # working.
     ticket_version: Mapped[int] = mapped_column(BigInteger, default=1)
     # The extrinsics carrying its mint and its last on-chain transfer (``extrinsics``), and
     # the blocks they landed in.

@@ -8,7 +8,6 @@ from typing import Any
 from tessera.chain.keys import open_seed
 from tessera.changes.schemas import EventType
 from tessera.changes.service import record
-from tessera.crypto import Sealed, SecretBox
 from tessera.db import Transaction, rerun_on_conflict
 from tessera.extrinsics.schemas import Signer
 from tessera.jobs.queue import JobKind
@@ -21,6 +20,7 @@ from tessera.nfts.schemas import HeldWallet, SigningWallet
 from tessera.products import repository as products
 from tessera.products.rows import ProductRow, owned_item
 from tessera.products.schemas import NftFailure, ProductItemRead, ProductRead
+from tessera.toolkit.crypto import Sealed, SecretBox
 
 
 def seed_of(box: SecretBox, wallet: SigningWallet | HeldWallet) -> bytes:

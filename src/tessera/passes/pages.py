@@ -9,13 +9,13 @@ from fastapi.responses import RedirectResponse
 
 from tessera.config import SettingsDep
 from tessera.db import DatabaseDep
-from tessera.pages import HEADERS
 from tessera.passes import service as passes
 from tessera.passes.dependencies import WalletsDep
 from tessera.passes.router import pass_response
 from tessera.ticket_keys.dependencies import SignersDep
 from tessera.tickets.pages import NOT_VALID, missing, ticket_of_token
-from tessera.urls import public_base
+from tessera.web.pages import HEADERS
+from tessera.web.urls import public_base
 
 router = APIRouter(include_in_schema=False)
 

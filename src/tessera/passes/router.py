@@ -16,7 +16,7 @@ from tessera.passes import service
 from tessera.passes.dependencies import PassTokenDep, WalletsDep
 from tessera.passes.schemas import ChangedPasses, DeviceLogs, DeviceRegistration
 from tessera.ticket_keys.dependencies import SignersDep
-from tessera.urls import public_base
+from tessera.web.urls import public_base
 
 log = logging.getLogger("tessera.passes")
 

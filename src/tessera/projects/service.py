@@ -12,7 +12,6 @@ from tessera.auth.tokens import TokenIssuer
 from tessera.chain.keys import new_custodial_key
 from tessera.chain.registry import Chains
 from tessera.config import Chain
-from tessera.crypto import SecretBox
 from tessera.db import Database, Rows, rerun_on_conflict
 from tessera.models.base import new_id, utcnow
 from tessera.models.project import KeyPermission, Paper
@@ -20,6 +19,7 @@ from tessera.projects import repository
 from tessera.projects.repository import ProjectRow, ProjectWalletRow
 from tessera.projects.schemas import ApiKeyCreated, ClientCreated, ProjectCreated
 from tessera.ticket_keys import service as ticket_keys
+from tessera.toolkit.crypto import SecretBox
 from tessera.wallets.schemas import WalletBalance
 from tessera.wallets.service import read_balances
 

@@ -29,14 +29,14 @@ from dataclasses import dataclass
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
-from tessera import ticket_codes as codes
-from tessera.crypto import Sealed, SecretBox
 from tessera.db import Database, Rows, Transaction, rerun_on_conflict, serialize
 from tessera.errors import CheckinKeyNotFound, ProjectNotFound
 from tessera.models.base import new_id, utcnow
+from tessera.ticket_keys import codes as codes
 from tessera.ticket_keys import repository
 from tessera.ticket_keys.repository import CheckinKeyRow
 from tessera.ticket_keys.schemas import CheckinKeyRead, PublicCheckinKey
+from tessera.toolkit.crypto import Sealed, SecretBox
 
 SIGNER_SECONDS = 10.0
 

@@ -6,7 +6,7 @@ its Apple Wallet pass and Google Wallet link are ``tessera.passes.pages``', link
 server is configured for them.
 
 No credential: the token in the path is one, as a claim link's is, so the pages carry the claim
-pages' headers (``tessera.pages.HEADERS``: nothing from another host, no Referer, not cached).
+pages' headers (``tessera.web.pages.HEADERS``: nothing from another host, no Referer, not cached).
 The QR code is drawn here as SVG inside the page: no script, no second request carrying the
 token, and a page saved to the phone still has its code. An unknown, malformed or superseded
 token (reissued, or the item transferred: its new holder has a new page) is one 404 page, the
@@ -23,16 +23,16 @@ from fastapi import APIRouter, Request, Response
 from fastapi.responses import HTMLResponse
 from markupsafe import Markup
 
-from tessera import ticket_codes as codes
 from tessera.config import SettingsDep
 from tessera.db import DatabaseDep, Rows
-from tessera.pages import HEADERS, page
 from tessera.products.schemas import is_fully_redeemed
+from tessera.ticket_keys import codes as codes
 from tessera.ticket_keys.dependencies import SignersDep
 from tessera.tickets import repository
 from tessera.tickets.pdf import PrintedTicket, ticket_pdf
 from tessera.tickets.repository import TicketItem, TicketPageRow
 from tessera.tickets.service import item_of_code
+from tessera.web.pages import HEADERS, page
 
 router = APIRouter(include_in_schema=False)
 

@@ -8,7 +8,7 @@ from tessera.mail.router import for_request
 from tessera.products.schemas import ItemKey
 from tessera.tickets import service
 from tessera.tickets.schemas import TicketRead
-from tessera.urls import public_base
+from tessera.web.urls import public_base
 
 router = project_router("/products", tags=["tickets"])
 

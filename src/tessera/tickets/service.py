@@ -6,7 +6,6 @@ import uuid
 from collections.abc import Sequence
 from typing import Literal, NamedTuple
 
-from tessera import ticket_codes as codes
 from tessera.auth.principal import Principal
 from tessera.changes.schemas import EventType
 from tessera.changes.service import record
@@ -16,6 +15,7 @@ from tessera.mail.letters import Kind
 from tessera.mail.service import HeldTicket, TicketMail
 from tessera.models.base import utcnow
 from tessera.products.repository import get_product_row
+from tessera.ticket_keys import codes as codes
 from tessera.ticket_keys.service import ProjectKeys, Signer, Signers
 from tessera.tickets import repository
 from tessera.tickets.pdf import PrintedTicket, ticket_pdf

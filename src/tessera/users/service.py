@@ -11,10 +11,10 @@ from tessera.auth.principal import Principal
 from tessera.chain.keys import new_custodial_key
 from tessera.changes.schemas import EventType
 from tessera.changes.service import record
-from tessera.crypto import SecretBox
 from tessera.db import Database, Transaction, rerun_on_conflict
 from tessera.errors import EmailTaken, InvalidInput, ReferenceIdTaken, UserNotFound
 from tessera.models.base import new_id, utcnow
+from tessera.toolkit.crypto import SecretBox
 from tessera.users import repository
 from tessera.users.schemas import (
     ReputationAdjust,

@@ -38,11 +38,11 @@ from tessera import __build__
 from tessera.changes import service as feed
 from tessera.changes.schemas import ChangeRead, Place
 from tessera.config import Settings
-from tessera.crypto import SecretBox
 from tessera.db import Database
 from tessera.jobs.worker import run_rounds
 from tessera.models import DeliveryStatus
 from tessera.models.base import utcnow
+from tessera.toolkit.crypto import SecretBox
 from tessera.webhooks import repository
 from tessera.webhooks.addresses import UnsafeAddress, resolve
 from tessera.webhooks.repository import DeliveryRow, EndpointRow

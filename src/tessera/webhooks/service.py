@@ -7,12 +7,12 @@ from typing import Any
 
 from tessera.auth.principal import Principal
 from tessera.changes import service as feed
-from tessera.crypto import Sealed, SecretBox
 from tessera.db import Database, Rows, rerun_on_conflict
 from tessera.errors import DeliveryNotFound, WebhookNotFound
 from tessera.models import DeliveryStatus, WebhookEndpoint
 from tessera.models.base import new_id, utcnow
 from tessera.schemas import PageParams, Pagination
+from tessera.toolkit.crypto import Sealed, SecretBox
 from tessera.webhooks import repository
 from tessera.webhooks.addresses import check_reachable, check_url
 from tessera.webhooks.repository import UPDATE_FIELDS, DeliveryRow, EndpointRow

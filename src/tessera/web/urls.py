@@ -15,7 +15,7 @@ def public_base(settings: Settings, request: Request) -> str:
 
 async def public_url(request: Request) -> str:
     """``public_base`` as a dependency of the request alone: a project route that takes it
-    stays plain (``tessera.handlers``)."""
+    stays plain (``tessera.web.handlers``)."""
     return public_base(await settings_of(request), request)
 
 

@@ -18,7 +18,7 @@ from functools import cache
 from fastapi import APIRouter, Request, Response
 from fastapi.responses import HTMLResponse
 
-from tessera.pages import HEADERS, PACKAGE, templates
+from tessera.web.pages import HEADERS, PACKAGE, templates
 
 router = APIRouter(include_in_schema=False)
 

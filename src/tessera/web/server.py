@@ -21,9 +21,9 @@ from typing import Any
 
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
-from tessera import logs
 from tessera.config import Settings, get_settings
 from tessera.metrics.process import multiprocess_directory
+from tessera.toolkit import logs
 
 BAD_REQUEST = "request: not a valid HTTP request (a malformed or oversized request line or header)"
 
@@ -42,7 +42,8 @@ def run(settings: Settings, *, host: str, port: int, workers: int) -> None:
             loop="uvloop",
             http=GuardedHttpToolsProtocol,
             timeout_keep_alive=settings.keep_alive_seconds,
-            # Applied in each worker process too: JSON lines or text, as the CLI's (tessera.logs).
+            # Applied in each worker process too: JSON lines or text, as the CLI's
+            # (tessera.toolkit.logs).
             log_config=logs.configuration(settings),
             log_level=settings.log_level,
             access_log=False,  # Tessera's own, with the request id: TESSERA_ACCESS_LOG

@@ -10,7 +10,7 @@ from fastapi import Request
 from fastapi.responses import HTMLResponse
 from fastapi.templating import Jinja2Templates
 
-PACKAGE = Path(__file__).resolve().parent
+PACKAGE = Path(__file__).resolve().parents[1]  # tessera/: its templates/ and static/
 templates = Jinja2Templates(directory=PACKAGE / "templates")
 templates.env.filters["date"] = lambda ts: datetime.fromtimestamp(ts, UTC).strftime(
     "%d %B %Y, %H:%M UTC"

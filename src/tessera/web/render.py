@@ -12,7 +12,7 @@ floats and enums as pydantic does.
 
 Only what it can answer alike is compiled: models without validators or serializers of their
 own, fields of the types below, and the route options FastAPI's defaults. Anything else gets
-None, and the route keeps FastAPI's way (``tessera.handlers``). tests/test_render.py compares
+None, and the route keeps FastAPI's way (``tessera.web.handlers``). tests/test_render.py compares
 both ways for every response model of the app that compiles; tests/test_handlers.py compares the
 two handlers' answers byte for byte.
 """

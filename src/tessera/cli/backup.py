@@ -52,7 +52,7 @@ def verify(path: BackupPath) -> None:
     opened with TESSERA_SECRET_KEYS, restored into a scratch database (a PostgreSQL dump: a
     temporary database on the configured server, whose role needs CREATEDB)."""
     from tessera.backup import service
-    from tessera.crypto import SecretBox
+    from tessera.toolkit.crypto import SecretBox
 
     async def work(settings: "Settings") -> "BackupChecked":
         box = SecretBox(settings.key_ring)
@@ -67,7 +67,7 @@ def restore(path: BackupPath) -> None:
     is refused and left as it was), checked as verify does. Then `tessera db upgrade` when the
     backup's schema is older than this Tessera's, and `tessera chain reconcile`."""
     from tessera.backup import service
-    from tessera.crypto import SecretBox
+    from tessera.toolkit.crypto import SecretBox
 
     async def work(settings: "Settings") -> "BackupChecked":
         box = SecretBox(settings.key_ring)
@@ -84,11 +84,11 @@ def restore(path: BackupPath) -> None:
 
 def _run(work: Callable[["Settings"], Coroutine[object, object, M]]) -> M:
     """Run a command's work with the configured settings; print its report, or its error."""
-    from tessera import logs
     from tessera.backup.service import BackupInvalid
     from tessera.config import get_settings
     from tessera.db.dumps import DumpFailed
     from tessera.errors import AppError
+    from tessera.toolkit import logs
 
     settings = get_settings()
     logging.config.dictConfig(logs.configuration(settings))

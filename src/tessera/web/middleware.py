@@ -2,7 +2,7 @@
 character in the path or query, a last-resort 500, the request metrics and the access log.
 
 A body must arrive whole within ``TESSERA_BODY_TIMEOUT_SECONDS`` of the request's start (its
-head has its own deadline in tessera.server): a client that trickles it in gets 408 in the
+head has its own deadline in tessera.web.server): a client that trickles it in gets 408 in the
 ``{"errors": [...]}`` shape, and the connection is closed.
 
 It sits outside FastAPI's exception handling so that even an unexpected error answers JSON with
@@ -14,7 +14,7 @@ The access log (``TESSERA_ACCESS_LOG``, on by default) is one record per request
 the path, which carries ids and claim tokens, nor the query string), status, duration and, when
 a credential checked out, the project id (``authenticate`` leaves it in the scope's state). Off,
 it costs one boolean test per request. How records are written (JSON lines or text, by a thread
-of their own) is tessera.logs.
+of their own) is tessera.toolkit.logs.
 """
 
 import asyncio
@@ -27,7 +27,6 @@ import time
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from tessera import logs
 from tessera.errors import (
     AppError,
     InternalError,
@@ -37,6 +36,7 @@ from tessera.errors import (
 )
 from tessera.metrics.http import RequestMetrics
 from tessera.schemas import NUL_REFUSED
+from tessera.toolkit import logs
 
 log = logging.getLogger("tessera.requests")
 

@@ -15,7 +15,7 @@ functions of the request alone (``Depends(fn)``). Each is validated by a pydanti
 ``TypeAdapter`` of its annotation, as FastAPI validates it, and the errors are raised together
 as FastAPI's ``RequestValidationError``, located as FastAPI locates them (``("path", name)``,
 ``("query", field)``, ``("body", field)``). The answer is rendered once through the response
-model (``tessera.render``); an answer that is the response model already is dumped by its
+model (``tessera.web.render``); an answer that is the response model already is dumped by its
 ``TypeAdapter``; a ``Response`` is sent as it is (an endpoint declared to return one, without
 a response model, answers with it alone).
 
@@ -41,8 +41,8 @@ from fastapi.routing import APIRoute
 from pydantic import BaseModel, TypeAdapter, ValidationError
 from pydantic.fields import FieldInfo
 
-from tessera.render import Renderer
-from tessera.routing import TELEMETRY
+from tessera.web.render import Renderer
+from tessera.web.routing import TELEMETRY
 
 Handler = Callable[[Request], Coroutine[Any, Any, Response]]
 Errors = list[dict[str, Any]]

@@ -1,4 +1,4 @@
-"""`tessera demo`: sample data through the same use-cases the API runs."""
+"""`tessera demo`'s sample data, made through the same use-cases the API runs."""
 
 import time
 import uuid
@@ -6,7 +6,6 @@ import uuid
 from tessera.auth.principal import Principal
 from tessera.chain.registry import Chains
 from tessera.config import Settings
-from tessera.crypto import SecretBox
 from tessera.db import Database
 from tessera.events import service as events
 from tessera.events.schemas import AttendeeRegister, EventCreate
@@ -16,6 +15,7 @@ from tessera.products import service as products
 from tessera.products.schemas import ItemsIssue, ProductCreate
 from tessera.projects.service import create_project
 from tessera.schemas import SnakeModel
+from tessera.toolkit.crypto import SecretBox
 from tessera.users import service as users
 from tessera.users.schemas import UserCreate
 

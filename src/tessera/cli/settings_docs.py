@@ -1,6 +1,6 @@
 """docs/settings.md, rendered from ``tessera.config.Settings``: each field's environment
 variable, default, allowed values and description (the field's docstring). ``make docs`` runs
-``python -m tessera.docs_settings docs/settings.md``; a test fails when the file differs from
+``python -m tessera.cli.settings_docs docs/settings.md``; a test fails when the file differs from
 what this renders, so the page cannot drift from the code.
 """
 
@@ -100,7 +100,7 @@ def _allowed(field: FieldInfo) -> str:
 
 
 def main(argv: list[str]) -> None:
-    """``python -m tessera.docs_settings [PATH]``: write the page to PATH, else stdout."""
+    """``python -m tessera.cli.settings_docs [PATH]``: write the page to PATH, else stdout."""
     page = render()
     if argv:
         Path(argv[0]).write_text(page, encoding="utf-8")
