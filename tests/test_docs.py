@@ -120,7 +120,7 @@ class TestDocsAssets:
     async def test_an_unknown_file(self, client):
         response = await client.get("/docs/assets/missing.js")
         assert response.status_code == 404
-        assert response.json() == {"message": "Not Found"}
+        assert response.json() == {"message": "nothing answers GET /docs/assets/missing.js"}
 
 
 class TestOAuth2Redirect:

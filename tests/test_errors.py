@@ -39,11 +39,29 @@ class TestErrorShapes:
 
     async def test_unknown_route_is_404_message(self, client, tenant):
         response = await client.get("/v1/nothing-here", headers=tenant.r)
-        assert response.status_code == 404 and response.json() == {"message": "Not Found"}
+        assert response.status_code == 404
+        assert response.json() == {"message": "nothing answers GET /v1/nothing-here"}
 
-    async def test_wrong_method_is_405_message(self, client, tenant):
+    async def test_an_unknown_route_names_the_nearest(self, client, tenant):
+        response = await client.get("/v1/product", headers=tenant.r)
+        assert response.status_code == 404
+        assert response.json() == {
+            "message": "nothing answers GET /v1/product; the nearest is /v1/products"
+        }
+
+    async def test_wrong_method_is_405_naming_the_allowed_ones(self, client, tenant):
         response = await client.delete("/v1/version")
-        assert response.status_code == 405 and set(response.json()) == {"message"}
+        assert response.status_code == 405 and response.headers["allow"] == "GET"
+        assert response.json() == {
+            "message": "DELETE is not allowed on /v1/version: it answers GET"
+        }
+
+    async def test_a_path_of_several_methods_names_them_all(self, client, tenant):
+        response = await client.put("/v1/products", headers=tenant.w, json={})
+        assert response.status_code == 405 and response.headers["allow"] == "GET, POST"
+        assert response.json() == {
+            "message": "PUT is not allowed on /v1/products: it answers GET or POST"
+        }
 
     async def test_bad_input_changes_nothing(self, client, tenant, database):
         product = await create_product(client, tenant, stock=1)

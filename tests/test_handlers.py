@@ -9,8 +9,8 @@ import pytest
 from fastapi import FastAPI, Request, Response
 from fastapi.routing import APIRoute, request_response
 
-from tessera.auth.dependencies import ProjectRoute
 from tessera.web.handlers import plain_handler
+from tessera.web.routes import ProjectRoute
 from tessera.web.routing import TELEMETRY
 from tests.factories import create_event, create_order, create_product, create_user
 

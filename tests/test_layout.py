@@ -117,8 +117,7 @@ def _serving_modules() -> list[Path]:
 
 
 def _state_reads(tree: ast.AST) -> list[str]:
-    """Where a module reaches into the app's state (``request.app.state``, ``app.state``) or
-    takes the caller out of the request's (``Caller.of``)."""
+    """Where a module reaches into the app's state (``request.app.state``, ``app.state``)."""
     found: list[tuple[int, str]] = []
     for node in ast.walk(tree):
         if not isinstance(node, ast.Attribute):
@@ -128,16 +127,15 @@ def _state_reads(tree: ast.AST) -> list[str]:
             (isinstance(owner, ast.Attribute) and owner.attr == "app")
             or (isinstance(owner, ast.Name) and owner.id == "app")
         )
-        caller_of = node.attr == "of" and isinstance(owner, ast.Name) and owner.id == "Caller"
-        if app_state or caller_of:
+        if app_state:
             found.append((node.lineno, f"line {node.lineno}: {ast.unparse(node)}"))
     return [where for _, where in sorted(found)]
 
 
 @pytest.mark.parametrize("path", _serving_modules(), ids=lambda p: str(p.relative_to(SRC)))
 def test_routes_and_pages_name_what_they_need_in_their_signatures(path: Path):
-    """The database, the caller, the settings and the rest come as parameters, one
-    ``Annotated`` alias each (``DatabaseDep``, ``CallerDep``, ``SettingsDep``, ...)."""
+    """The principal, the database, the settings and the rest come as parameters, one
+    ``Annotated`` alias each (``WriteAccess``, ``DatabaseDep``, ``SettingsDep``, ...)."""
     assert _state_reads(ast.parse(path.read_text())) == []
 
 
@@ -150,14 +148,12 @@ def test_the_serving_modules_are_found():
 def test_the_check_finds_a_state_read_where_there_is_one():
     tree = ast.parse(
         "async def page(request):\n"
-        "    caller = Caller.of(request)\n"
         "    database = request.app.state.database\n"
         "    app.state.limiter = None\n"
     )
     assert _state_reads(tree) == [
-        "line 2: Caller.of",
-        "line 3: request.app.state",
-        "line 4: app.state",
+        "line 2: request.app.state",
+        "line 3: app.state",
     ]
 
 

@@ -4,18 +4,16 @@ write refuses a read credential."""
 import re
 import uuid
 
+import pytest
 from fastapi import FastAPI
 from fastapi.routing import APIRoute, iter_route_contexts
 
 from tessera.api import OPEN_ROUTES
-from tessera.auth.dependencies import AT_THE_DOOR, ProjectRoute
+from tessera.auth.dependencies import DoorWriteAccess, ReadAccess, WriteAccess
 from tessera.console.web import signed_in
-from tessera.db import is_read_only
+from tessera.db import DatabaseDep
+from tessera.web.routes import ProjectRoute, project_router
 from tests.factories import door_key
-
-
-def _never() -> None:
-    """Not an endpoint."""
 
 
 def _depends_on(dependant, target) -> bool:
@@ -92,7 +90,7 @@ class TestEveryProjectRoute:
         at_the_door = {
             (method, route.path)
             for route in iter_route_contexts(app.routes)
-            if getattr(route.original_route, "endpoint", _never) in AT_THE_DOOR
+            if isinstance(route.original_route, ProjectRoute) and route.original_route.access.door
             for method in route.methods
         }
         assert at_the_door == {
@@ -111,10 +109,48 @@ class TestEveryProjectRoute:
                 assert response.json()["message"].startswith("this is a check-in key"), template
 
 
-def test_the_read_only_posts_are_marked(app):
-    marked = {
+def test_the_read_only_posts_take_read_access(app):
+    reading = {
         route.path
         for route in iter_route_contexts(app.routes)
-        if is_read_only(getattr(route.original_route, "endpoint", _never))
+        if isinstance(route.original_route, ProjectRoute)
+        and "POST" in route.methods
+        and not route.original_route.access.writes
     }
-    assert marked == READ_POSTS
+    assert reading == READ_POSTS
+
+
+class TestAccessInTheSignature:
+    """A project route names who may call it in its endpoint's signature, once."""
+
+    def test_a_route_without_an_access_is_refused_when_made(self):
+        router = project_router("/nowhere", tags=["test"])
+
+        async def unguarded(database: DatabaseDep) -> None:
+            """Takes no access."""
+
+        with pytest.raises(TypeError, match="unguarded: a project route names who may call it"):
+            router.add_api_route("", unguarded, methods=["GET"])
+
+    def test_a_route_with_two_accesses_is_refused_when_made(self):
+        router = project_router("/nowhere", tags=["test"])
+
+        async def twice(reader: ReadAccess, writer: WriteAccess) -> None:
+            """Takes two."""
+
+        with pytest.raises(TypeError, match=r"\(2 found\)"):
+            router.add_api_route("", twice, methods=["POST"])
+
+    def test_the_access_adds_no_parameter_to_the_openapi(self):
+        app = FastAPI()
+        router = project_router("/door", tags=["test"])
+
+        async def scan(principal: DoorWriteAccess) -> None:
+            """Takes the door's access."""
+
+        router.add_api_route("", scan, methods=["POST"], status_code=204)
+        app.include_router(router)
+        operation = app.openapi()["paths"]["/v1/door"]["post"]
+        # The Idempotency-Key header only (ProjectRoute's writes), no principal.
+        assert [p["name"] for p in operation["parameters"]] == ["Idempotency-Key"]
+        assert router.routes[0].access.door and router.routes[0].access.writes

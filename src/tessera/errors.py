@@ -25,19 +25,10 @@
 | 500    | {"message", "request_id"}  | anything unexpected (traceback goes to the log only)     |
 """
 
-import logging
 from collections.abc import Sequence
 from typing import Any
 
-from fastapi import APIRouter, FastAPI, HTTPException, Request
-from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
-from fastapi.routing import iter_route_contexts
 from pydantic import BaseModel
-from starlette.exceptions import HTTPException as StarletteHTTPException
-from starlette.routing import compile_path
-
-log = logging.getLogger("tessera.errors")
 
 
 class ErrorList(BaseModel):
@@ -465,78 +456,6 @@ def validation_messages(errors: Sequence[Any]) -> list[str]:
             message = "unknown field"
         lines.append(f"{'.'.join(loc)}: {message}" if loc else message)
     return lines
-
-
-def install_error_handlers(app: FastAPI) -> None:
-    @app.exception_handler(AppError)
-    async def _app_error(request: Request, exc: AppError) -> JSONResponse:
-        if isinstance(exc, DatabaseUnavailable):  # the operator's to know, and why
-            log.warning("%s %s: %s (%r)", request.method, request.url.path, exc, exc.__cause__)
-        return JSONResponse(exc.body(), status_code=exc.status_code, headers=exc.headers())
-
-    @app.exception_handler(RequestValidationError)
-    async def _validation_error(request: Request, exc: RequestValidationError) -> JSONResponse:
-        errors = validation_messages(exc.errors())
-        content_type = request.headers.get("content-type", "")
-        whole_body = any(tuple(e.get("loc", ())) == ("body",) for e in exc.errors())
-        if whole_body and "json" not in content_type:
-            # FastAPI reads a body as JSON only when the request says it is JSON.
-            errors = [f"body: send JSON with Content-Type: application/json (got {content_type!r})"]
-        return JSONResponse({"errors": errors}, status_code=400)
-
-    @app.exception_handler(StarletteHTTPException)
-    async def _http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
-        message = exc.detail if isinstance(exc.detail, str) else "error"
-        headers = exc.headers
-        if exc.status_code == 400:  # every 400 has the errors shape, whatever failed
-            return JSONResponse({"errors": [unparsable_body(exc.__cause__) or message]}, 400)
-        if exc.status_code == 405:  # the router names only the first route of the path
-            headers = {"Allow": ", ".join(allowed_methods(app, request.url.path))}
-        return JSONResponse({"message": message}, status_code=exc.status_code, headers=headers)
-
-
-def concrete_paths_own_their_methods(router: APIRouter, *paths: str) -> None:
-    """Make each of ``paths`` (concrete paths of ``router``) answer 405 to the methods it does
-    not serve, instead of a templated route of another router taking it (``GET
-    /v1/products/create`` as ``GET /v1/products/{id}``): OpenAPI matches concrete paths before
-    templated ones. ``router`` must then be included before the templated routes."""
-
-    async def not_allowed() -> None:
-        raise HTTPException(status_code=405)
-
-    for path in paths:
-        router.add_api_route(
-            path,
-            not_allowed,
-            methods=["GET", "PUT", "PATCH", "DELETE"],
-            include_in_schema=False,
-        )
-
-
-def allowed_methods(app: FastAPI, path: str) -> list[str]:
-    """The methods of the path template that ``path`` names, as the OpenAPI lists them: the
-    most concrete one that matches (``/v1/events/create`` is POST, though ``GET
-    /v1/events/{id}`` would take it too), as OpenAPI matches concrete paths before templated
-    ones. Computed per 405, which is rare."""
-    routes = [
-        (r.path, r.methods or set())
-        for r in iter_route_contexts(app.routes)
-        if r.path and getattr(r.original_route, "include_in_schema", True)
-    ]
-    matching = [t for t, _ in routes if compile_path(t)[0].match(path)]
-    template = min(matching, key=lambda t: t.count("{"), default=None)
-    return sorted({m for t, methods in routes if t == template for m in methods})
-
-
-def unparsable_body(cause: BaseException | None) -> str | None:
-    """Why the framework could not read a JSON body (it says only "error parsing the body")."""
-    if isinstance(cause, UnicodeDecodeError):
-        return "body: not valid UTF-8"
-    if isinstance(cause, RecursionError):
-        return "body: JSON nested too deeply"
-    if isinstance(cause, ValueError):  # e.g. an integer of thousands of digits
-        return f"body: malformed JSON: {cause}"
-    return None
 
 
 def responses(*statuses: int) -> dict[int | str, dict[str, Any]]:

@@ -34,7 +34,6 @@ from tessera.console import webhooks as console_webhooks
 from tessera.console.router import router as console_router
 from tessera.db import Database, attach
 from tessera.db import windows as rate_windows
-from tessera.errors import install_error_handlers
 from tessera.health.readiness import Readiness
 from tessera.health.router import router as health_router
 from tessera.idempotency.service import IdempotencyStore, purge_expired
@@ -57,6 +56,7 @@ from tessera.toolkit.crypto import SecretBox
 from tessera.web import routing
 from tessera.web.docs import ASSETS, SWAGGER_UI
 from tessera.web.docs import router as docs_router
+from tessera.web.errors import install_error_handlers
 from tessera.web.middleware import RequestContextMiddleware
 from tessera.web.pages import PACKAGE
 from tessera.webhooks.addresses import url_pattern

@@ -12,8 +12,9 @@ from sqlalchemy import Integer, bindparam, select, text
 
 from tessera.db import Database, rerun_on_conflict, table_of
 from tessera.db.conflicts import ATTEMPTS
-from tessera.errors import TransactionConflict, install_error_handlers
+from tessera.errors import TransactionConflict
 from tessera.models import Job, Product, User
+from tessera.web.errors import install_error_handlers
 from tests.conftest import BACKEND, database_at
 from tests.factories import create_product, create_user, row_counts
 from tests.metrics.test_metrics import labels, samples, scrape

@@ -11,12 +11,12 @@ import httpx
 import pytest
 from sqlalchemy import func, select
 
-from tessera.idempotency.router import fingerprint
 from tessera.idempotency.service import purge_expired
 from tessera.jobs.worker import JobContext
 from tessera.main import make_worker
 from tessera.models import IdempotencyKey, User
 from tessera.models.base import utcnow
+from tessera.web.routes import fingerprint
 from tests import orm
 from tests.conftest import BACKEND
 from tests.factories import (
@@ -113,7 +113,9 @@ class TestReplay:
             )
             assert response.status_code == 405
             assert response.headers["allow"] == "POST"
-            assert response.json() == {"message": "Method Not Allowed"}
+            assert response.json() == {
+                "message": "PUT is not allowed on /v1/events/attendees/register: it answers POST"
+            }
         assert await records(database) == []
 
 

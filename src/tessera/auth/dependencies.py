@@ -11,35 +11,29 @@ query refreshes it, not one per request in flight).
 import asyncio
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Annotated, Any, TypeVar
+from typing import Annotated
 
 import jwt
-from fastapi import APIRouter, Depends, Request, Response
+from fastapi import Depends, Request
 
 from tessera.auth.principal import Principal
 from tessera.auth.rate_limits import RateLimiter
 from tessera.auth.service import API_KEY_START, UsageRecorder, access_for_api_key
 from tessera.auth.tokens import ExternalIssuer, TokenIssuer
-from tessera.chain.registry import Chains
 from tessera.config import Settings
-from tessera.db import Database, database_of, is_read_only, writes
+from tessera.db import Database, database_of
 from tessera.errors import (
-    AppError,
     CredentialInvalid,
     CredentialMissing,
     DoorOnly,
     WritePermissionRequired,
 )
-from tessera.idempotency.router import WRITE_METHODS, IdempotentRoute
-from tessera.idempotency.schemas import KeyScope
 from tessera.models.base import utcnow
 from tessera.schemas import refuse_unknown_query
-from tessera.ticket_keys.service import Signers
 from tessera.toolkit.crypto import SecretBox, keyed_hash
-from tessera.web.handlers import PlainRoute
 
 CACHE_MAX_ENTRIES = 10_000
 
@@ -161,14 +155,15 @@ SECURITY_SCHEMES = {
 }
 
 
-async def authenticate(request: Request) -> Principal:
+async def authenticate(request: Request, *, write: bool) -> Principal:
     """What every project route checks first, in this order: the credential (401), its rate
     limit when one is set (429, ``auth.rate_limits``), then the query string (400 for a
     parameter the route does not declare). One dependency for the three: each dependency
     FastAPI solves costs every request.
 
     A request is checked once: an Idempotency-Key's scope (``ProjectRoute``) is found before
-    the route's dependencies run, and the rate limit counts the request once.
+    the route's dependencies run, and the rate limit counts the request once, as a write when
+    ``write`` (the route's ``Access``).
 
     The credential is the ``x-api-key`` header, else the bearer credential: an API key when it
     starts with ``tsk_`` and a JWT otherwise."""
@@ -179,7 +174,7 @@ async def authenticate(request: Request) -> Principal:
     principal = await _credential(request)
     limiter: RateLimiter = request.app.state.rate_limiter
     if limiter.on:
-        await limiter.admit(database_of(request.app), principal, write=writes(request))
+        await limiter.admit(database_of(request.app), principal, write=write)
     refuse_unknown_query(request)
     state["principal"] = principal
     return principal
@@ -243,99 +238,35 @@ async def _check(
 
 
 @dataclass(frozen=True, slots=True)
-class Caller:
-    """Whom a project route serves (the credential's principal) and what its use-cases run
-    with. ``ProjectRoute`` lets a request in and leaves it with the request; an endpoint names
-    it as a parameter, ``caller: CallerDep``."""
+class Access:
+    """What a project route lets in: the dependency behind ``ReadAccess``, ``WriteAccess``,
+    ``DoorReadAccess`` and ``DoorWriteAccess``, the one parameter of every project endpoint that
+    says who may call it. It answers the credential's ``Principal`` once ``authenticate`` has
+    let the request in (401, 429, 400), or refuses it: 403 for a read credential on a route
+    that ``writes``, and for a check-in key on a route that is not the ``door``'s.
 
-    principal: Principal
-    database: Database
-    settings: Settings
-    box: SecretBox
-    chains: Chains
-    signers: Signers
+    ``writes`` is also what the rate limits count the request as: a lookup sent as a POST
+    (``ReadAccess``) is a read. ``tessera.web.routes.ProjectRoute`` reads the access from the
+    endpoint's signature and checks it before the body is read."""
 
+    writes: bool
+    door: bool
 
-CALLER = "tessera.caller"
-
-
-async def current_caller(request: Request) -> Caller:
-    """The caller ``admit`` let in. A dependency of the request alone, so that a project
-    route stays plain (``tessera.web.handlers``) and its OpenAPI gains no parameter."""
-    caller: Caller = request.scope["state"][CALLER]
-    return caller
-
-
-CallerDep = Annotated[Caller, Depends(current_caller)]
-Handler = Callable[[Request], Coroutine[Any, Any, Response]]
+    async def __call__(self, request: Request) -> Principal:
+        principal = await authenticate(request, write=self.writes)
+        if principal.door_only:
+            if not self.door:
+                raise DoorOnly
+        elif self.writes and not principal.can_write:
+            raise WritePermissionRequired
+        return principal
 
 
-EndpointT = TypeVar("EndpointT", bound=Callable[..., Any])
-# The door's routes: a check-in key may call them (and only them), writes included.
-AT_THE_DOOR: set[Callable[..., Any]] = set()
-
-
-def at_the_door(endpoint: EndpointT) -> EndpointT:
-    """Mark a route a check-in key may call (scan, annul, upload scans, the sync)."""
-    AT_THE_DOOR.add(endpoint)
-    return endpoint
-
-
-async def admit(request: Request, *, write: bool, door: bool = False) -> None:
-    """What every project route checks before anything else (``authenticate``), and 403 for
-    a read credential on a write, or a check-in key off the door's routes; the caller then
-    waits in the request's state."""
-    principal = await authenticate(request)
-    if principal.door_only:
-        if not door:
-            raise DoorOnly
-    elif write and not principal.can_write:
-        raise WritePermissionRequired
-    state = request.app.state
-    database = database_of(request.app)
-    caller = Caller(principal, database, state.settings, state.box, state.chains, state.signers)
-    request.scope["state"][CALLER] = caller
-
-
-class ProjectRoute(IdempotentRoute, PlainRoute):
-    """A project route. Its handler lets a request in only once ``admit`` has: the credential
-    (401), its rate limit (429), the query string (400), and for a change (a POST, PUT, PATCH
-    or DELETE not marked ``reads_only``) a write credential (403), all before the body is
-    read or validated; no endpoint can forget it. tests/test_security.py proves that every
-    route but the open ones refuses a request without a credential. Its OpenAPI operation
-    names both ways to send one, and its writes keep their Idempotency-Keys within the
-    credential's project."""
-
-    def __init__(self, path: str, endpoint: Callable[..., Any], **options: Any) -> None:
-        security: dict[str, Any] = {"security": [{name: []} for name in SECURITY_SCHEMES]}
-        options["openapi_extra"] = security | (options.get("openapi_extra") or {})
-        # Known before FastAPI's __init__, which builds the handler.
-        self.reads_only = is_read_only(endpoint)
-        self.at_the_door = endpoint in AT_THE_DOOR
-        super().__init__(path, endpoint, **options)
-
-    def get_route_handler(self) -> Handler:
-        return self.admitting(super().get_route_handler())
-
-    def admitting(self, handler: Handler) -> Handler:
-        """``handler`` behind ``admit``."""
-        reads_only, door = self.reads_only, self.at_the_door
-
-        async def admitted(request: Request) -> Response:
-            write = request.method in WRITE_METHODS and not reads_only
-            await admit(request, write=write, door=door)
-            return await handler(request)
-
-        return admitted
-
-    async def key_scope(self, request: Request) -> KeyScope | None:
-        try:
-            principal = await authenticate(request)
-        except AppError:  # refused by the route's own check, as usual
-            return None
-        return KeyScope(principal.project_id) if principal.can_write else None
-
-
-def project_router(prefix: str, *, tags: list[str]) -> APIRouter:
-    """A router of project routes under ``/v1{prefix}`` (``ProjectRoute``)."""
-    return APIRouter(prefix=f"/v1{prefix}", tags=list(tags), route_class=ProjectRoute)
+# Any credential of the project but a check-in key.
+ReadAccess = Annotated[Principal, Depends(Access(writes=False, door=False))]
+# A write credential (an API key or token with write permission).
+WriteAccess = Annotated[Principal, Depends(Access(writes=True, door=False))]
+# The door's reads (its events, the sync): a check-in key, or any credential of the project.
+DoorReadAccess = Annotated[Principal, Depends(Access(writes=False, door=True))]
+# The door's scans (scan, annul, upload): a check-in key, or a write credential.
+DoorWriteAccess = Annotated[Principal, Depends(Access(writes=True, door=True))]

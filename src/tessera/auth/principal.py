@@ -19,5 +19,5 @@ class Principal:
     require_activation: bool = False
     # Users who receive items are emailed their tickets (tessera.mail; with TESSERA_SMTP_URL).
     ticket_emails: bool = False
-    # A check-in key: the door's routes only (``auth.dependencies.at_the_door``), writes too.
+    # A check-in key: the door's routes only (``DoorReadAccess``, ``DoorWriteAccess``), writes too.
     door_only: bool = False

@@ -5,7 +5,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Query, Request, Response
 
-from tessera.auth.dependencies import CallerDep, project_router
+from tessera.auth.dependencies import ReadAccess, WriteAccess
 from tessera.claims import service
 from tessera.claims.limiter import ClaimLimiterDep
 from tessera.claims.schemas import (
@@ -20,12 +20,12 @@ from tessera.claims.schemas import (
 from tessera.config import SettingsDep, settings_of
 from tessera.db import DatabaseDep, get_database
 from tessera.errors import responses
-from tessera.idempotency.router import IdempotentRoute
 from tessera.idempotency.schemas import KeyScope
 from tessera.mail.service import ticket_mail
 from tessera.schemas import PageParams, known_query_only
 from tessera.ticket_keys.dependencies import SignersDep
 from tessera.toolkit.crypto import BoxDep
+from tessera.web.routes import IdempotentRoute, project_router
 from tessera.web.urls import PublicUrlDep
 
 
@@ -47,7 +47,10 @@ router = project_router("/products/{id}/claim-links", tags=["claims"])
     responses=responses(400, 401, 403, 404, 409),
 )
 async def create_claim_link(
-    caller: CallerDep,
+    principal: WriteAccess,
+    database: DatabaseDep,
+    settings: SettingsDep,
+    signers: SignersDep,
     base_url: PublicUrlDep,
     id: uuid.UUID,
     body: ClaimLinkCreate,
@@ -56,37 +59,42 @@ async def create_claim_link(
     Its ``token`` and ``url`` are shown in this answer only, and with ``send_email`` in an
     invitation emailed to the link's ``email``."""
     return await service.create_link(
-        caller.database,
-        caller.principal,
+        database,
+        principal,
         product_id=id,
         body=body,
-        hash_key=caller.settings.hash_key_bytes,
+        hash_key=settings.hash_key_bytes,
         base_url=base_url,
-        mail=ticket_mail(caller.settings, caller.signers, base_url),
+        mail=ticket_mail(settings, signers, base_url),
     )
 
 
 @router.get("", response_model=ClaimLinkList, responses=responses(400, 401, 404))
 async def list_claim_links(
-    caller: CallerDep, id: uuid.UUID, paging: Annotated[PageParams, Query()]
+    principal: ReadAccess,
+    database: DatabaseDep,
+    id: uuid.UUID,
+    paging: Annotated[PageParams, Query()],
 ) -> ClaimLinkList:
     """The product's claim links, oldest first, each with the ``claims`` made through it."""
-    return await service.list_links(caller.database, caller.principal, product_id=id, paging=paging)
+    return await service.list_links(database, principal, product_id=id, paging=paging)
 
 
 @router.get("/{link_id}", response_model=ClaimLinkRead, responses=responses(400, 401, 404))
-async def get_claim_link(caller: CallerDep, id: uuid.UUID, link_id: uuid.UUID) -> ClaimLinkRead:
+async def get_claim_link(
+    principal: ReadAccess, database: DatabaseDep, id: uuid.UUID, link_id: uuid.UUID
+) -> ClaimLinkRead:
     """One claim link of the product."""
-    return await service.get_link(caller.database, caller.principal, product_id=id, link_id=link_id)
+    return await service.get_link(database, principal, product_id=id, link_id=link_id)
 
 
 @router.delete("/{link_id}", response_model=ClaimLinkRead, responses=responses(400, 401, 403, 404))
-async def revoke_claim_link(caller: CallerDep, id: uuid.UUID, link_id: uuid.UUID) -> ClaimLinkRead:
+async def revoke_claim_link(
+    principal: WriteAccess, database: DatabaseDep, id: uuid.UUID, link_id: uuid.UUID
+) -> ClaimLinkRead:
     """Revoke a claim link: its token answers 404 from now on (revoking again changes nothing).
     Items already claimed stay with their owners."""
-    return await service.revoke_link(
-        caller.database, caller.principal, product_id=id, link_id=link_id
-    )
+    return await service.revoke_link(database, principal, product_id=id, link_id=link_id)
 
 
 class ClaimRoute(IdempotentRoute):

@@ -31,9 +31,6 @@ from tessera.db.requests import (
     attach,
     database_of,
     get_database,
-    is_read_only,
-    reads_only,
-    writes,
 )
 from tessera.db.rows import Rows, Transaction
 from tessera.db.sql import (
@@ -62,15 +59,12 @@ __all__ = [
     "attach",
     "database_of",
     "get_database",
-    "is_read_only",
     "lock_for_share",
     "lock_for_update",
-    "reads_only",
     "rerun_on_conflict",
     "serialize",
     "serialize_each",
     "skip_locked",
     "table_of",
     "with_defaults",
-    "writes",
 ]

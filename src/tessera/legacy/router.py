@@ -4,8 +4,11 @@ use-case, with the older request and answer shapes; the rules are today's."""
 
 from fastapi import Request
 
-from tessera.auth.dependencies import CallerDep, project_router
-from tessera.errors import ProductItemNotFound, concrete_paths_own_their_methods, responses
+from tessera.auth.dependencies import WriteAccess
+from tessera.chain.registry import ChainsDep
+from tessera.config import SettingsDep
+from tessera.db import DatabaseDep
+from tessera.errors import ProductItemNotFound, responses
 from tessera.legacy.schemas import (
     LegacyItem,
     LegacyItemRedeem,
@@ -20,7 +23,10 @@ from tessera.mail.router import for_request
 from tessera.products import repository as products_repository
 from tessera.products import service as products
 from tessera.products.schemas import ItemsIssue, RedeemRequest
+from tessera.ticket_keys.dependencies import SignersDep
+from tessera.toolkit.crypto import BoxDep
 from tessera.users import service as users
+from tessera.web.routes import concrete_paths_own_their_methods, project_router
 
 router = project_router("", tags=["older calls (Mufi)"])
 concrete_paths_own_their_methods(router, "/products/create")  # not GET /products/{id}
@@ -33,11 +39,11 @@ concrete_paths_own_their_methods(router, "/products/create")  # not GET /product
     responses=responses(400, 401, 403, 404, 409, 503),
     deprecated=True,
 )
-async def create_product(caller: CallerDep, body: LegacyProductCreate) -> LegacyProductRead:
+async def create_product(
+    principal: WriteAccess, database: DatabaseDep, chains: ChainsDep, body: LegacyProductCreate
+) -> LegacyProductRead:
     """Older ``POST /v1/products``: type ``redeemable_item`` (created as ``perks``)."""
-    product = await products.create_product(
-        caller.database, caller.principal, body=body.current(), chains=caller.chains
-    )
+    product = await products.create_product(database, principal, body=body.current(), chains=chains)
     return LegacyProductRead.of(product)
 
 
@@ -49,15 +55,20 @@ async def create_product(caller: CallerDep, body: LegacyProductCreate) -> Legacy
     deprecated=True,
 )
 async def create_product_items(
-    request: Request, caller: CallerDep, body: LegacyItemsCreate
+    request: Request,
+    principal: WriteAccess,
+    database: DatabaseDep,
+    settings: SettingsDep,
+    signers: SignersDep,
+    body: LegacyItemsCreate,
 ) -> LegacyItems:
     """Older ``POST /v1/products/{id}/items``: the product in the body, users by id."""
     items = await products.issue_items(
-        caller.database,
-        caller.principal,
+        database,
+        principal,
         product_id=body.product_id,
         body=ItemsIssue(users=body.users),
-        mail=for_request(request, caller.principal, caller.settings, caller.signers),
+        mail=for_request(request, principal, settings, signers),
     )
     return LegacyItems(items=[LegacyItem.model_validate(item) for item in items])
 
@@ -68,16 +79,18 @@ async def create_product_items(
     responses=responses(400, 401, 403, 404, 409),
     deprecated=True,
 )
-async def redeem_product_item(caller: CallerDep, body: LegacyItemRedeem) -> LegacyItem:
+async def redeem_product_item(
+    principal: WriteAccess, database: DatabaseDep, body: LegacyItemRedeem
+) -> LegacyItem:
     """Older ``POST /v1/products/{id}/items/redeem``: the item alone names its product."""
-    product_id = await caller.database.read(
-        products_repository.product_of_item, caller.principal.project_id, body.product_item_id
+    product_id = await database.read(
+        products_repository.product_of_item, principal.project_id, body.product_item_id
     )
     if product_id is None:
         raise ProductItemNotFound
     item, _ = await products.redeem_item(
-        caller.database,
-        caller.principal,
+        database,
+        principal,
         product_id=product_id,
         body=RedeemRequest(product_item_id=body.product_item_id),
     )
@@ -93,16 +106,19 @@ async def redeem_product_item(caller: CallerDep, body: LegacyItemRedeem) -> Lega
     deprecated=True,
 )
 async def create_user(
-    caller: CallerDep,
+    principal: WriteAccess,
+    database: DatabaseDep,
+    settings: SettingsDep,
+    box: BoxDep,
     body: LegacyUserCreate,
 ) -> LegacyUser:
     """Oldest ``POST /v1/users/create``: one user (first and last name required), with its
     custodial wallet."""
     [user] = await users.create_users(
-        caller.database,
-        caller.principal,
+        database,
+        principal,
         users=[body.current()],
-        box=caller.box,
-        ss58_prefix=caller.settings.ss58_prefix,
+        box=box,
+        ss58_prefix=settings.ss58_prefix,
     )
     return LegacyUser.model_validate(user)

@@ -11,7 +11,8 @@ that general work was a quarter of the time a read took in process.
 from the endpoint's signature (what FastAPI reads it from too): the ``Request`` parameter, the
 path parameters (``Path``), one query model (``Annotated[Model, Query()]``), one JSON body
 (a model, a list or an optional model, or ``Body(...)``) and dependencies that are coroutine
-functions of the request alone (``Depends(fn)``). Each is validated by a pydantic
+functions of the request alone (``Depends(fn)``, or ``Depends(obj)`` whose ``__call__`` is
+one, as ``tessera.auth.dependencies.Access``). Each is validated by a pydantic
 ``TypeAdapter`` of its annotation, as FastAPI validates it, and the errors are raised together
 as FastAPI's ``RequestValidationError``, located as FastAPI locates them (``("path", name)``,
 ``("query", field)``, ``("body", field)``). The answer is rendered once through the response
@@ -242,11 +243,16 @@ def _split(hint: Any, default: Any) -> tuple[Any, FieldInfo | Depends | None, An
 
 
 def _dependency(name: str, depends: Depends) -> _Dependency:
+    """``Depends(call)``: ``call`` a coroutine function, or an object whose ``__call__`` is one
+    (FastAPI's parameterized dependencies, such as ``tessera.auth.dependencies.Access``)."""
     call = depends.dependency
-    if call is None or not inspect.iscoroutinefunction(call) or not depends.use_cache:
+    if call is None:
+        raise NotPlain(f"{name}: a dependency without a callable")
+    function = call if inspect.isroutine(call) else type(call).__call__
+    if not inspect.iscoroutinefunction(function) or not depends.use_cache:
         raise NotPlain(f"{name}: not a cached coroutine dependency")
-    hints = typing.get_type_hints(call)
-    parameters = inspect.signature(call).parameters
+    hints = typing.get_type_hints(function)
+    parameters = inspect.signature(call).parameters  # an object's: without ``self``
     request_name = None
     for parameter_name in parameters:
         if hints.get(parameter_name) is not Request:

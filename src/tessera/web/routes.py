@@ -1,18 +1,26 @@
-"""The HTTP side of idempotent writes: the ``Idempotency-Key`` header and the route class
-that keeps a write's answer with it (see the package)."""
+"""The route classes: ``IdempotentRoute`` keeps a write's answer with its ``Idempotency-Key``
+(tessera.idempotency), ``ProjectRoute`` is a project's route (its access read from the
+endpoint's signature, checked before anything else), ``project_router`` makes a router of them.
+"""
 
 import hashlib
 import re
-from collections.abc import Callable
-from typing import Any
+import typing
+from collections.abc import Callable, Coroutine
+from typing import Annotated, Any
 
-from fastapi import Request
+from fastapi import APIRouter, HTTPException, Request, Response
+from fastapi.params import Depends
 from fastapi.routing import APIRoute
 from starlette.types import Message, Receive, Scope, Send
 
-from tessera.errors import ErrorMessage, InvalidInput
+from tessera.auth.dependencies import SECURITY_SCHEMES, Access, ReadAccess
+from tessera.errors import AppError, ErrorMessage, InvalidInput
 from tessera.idempotency.schemas import Answer, KeyScope
 from tessera.idempotency.service import IdempotencyStore
+from tessera.web.handlers import PlainRoute
+
+Handler = Callable[[Request], Coroutine[Any, Any, Response]]
 
 HEADER = b"idempotency-key"
 WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
@@ -131,3 +139,82 @@ async def _read_body(receive: Receive) -> tuple[list[Message], bytes]:
         if not message.get("more_body", False):
             break
     return messages, b"".join(parts)
+
+
+class ProjectRoute(IdempotentRoute, PlainRoute):
+    """A project route. Its endpoint names who may call it, with one ``Access`` alias among its
+    parameters (``ReadAccess``, ``WriteAccess``, ``DoorReadAccess``, ``DoorWriteAccess``): a
+    route without one, or with two, is refused when it is made. Its handler lets a request in
+    only once that access has: the credential (401), its rate limit (429), the query string
+    (400) and the permission (403), all before the body is read or validated, whichever handler
+    answers (``PlainRoute``'s or FastAPI's); the endpoint's own parameter gets the principal it
+    let in. tests/test_security.py proves that every route but the open ones refuses a request
+    without a credential. Its OpenAPI operation names both ways to send one (the access adds no
+    parameter), and its writes keep their Idempotency-Keys within the credential's project."""
+
+    def __init__(self, path: str, endpoint: Callable[..., Any], **options: Any) -> None:
+        security: dict[str, Any] = {"security": [{name: []} for name in SECURITY_SCHEMES]}
+        options["openapi_extra"] = security | (options.get("openapi_extra") or {})
+        self.access = access_of(endpoint)  # before FastAPI's __init__, which builds the handler
+        super().__init__(path, endpoint, **options)
+
+    def get_route_handler(self) -> Handler:
+        return self.admitting(super().get_route_handler())
+
+    def admitting(self, handler: Handler) -> Handler:
+        """``handler`` behind the route's access."""
+        access = self.access
+
+        async def admitted(request: Request) -> Response:
+            await access(request)
+            return await handler(request)
+
+        return admitted
+
+    async def key_scope(self, request: Request) -> KeyScope | None:
+        try:
+            principal = await self.access(request)
+        except AppError:  # refused by the route's own check, as usual
+            return None
+        return KeyScope(principal.project_id) if principal.can_write else None
+
+
+def access_of(endpoint: Callable[..., Any]) -> Access:
+    """The one ``Access`` among the endpoint's parameters."""
+    hints = typing.get_type_hints(endpoint, include_extras=True)
+    found = [
+        declared.dependency
+        for hint in hints.values()
+        if typing.get_origin(hint) is Annotated
+        for declared in typing.get_args(hint)[1:]
+        if isinstance(declared, Depends) and isinstance(declared.dependency, Access)
+    ]
+    if len(found) != 1:
+        raise TypeError(
+            f"{endpoint.__qualname__}: a project route names who may call it with one parameter"
+            f" of ReadAccess, WriteAccess, DoorReadAccess or DoorWriteAccess ({len(found)} found)"
+        )
+    return found[0]
+
+
+def project_router(prefix: str, *, tags: list[str]) -> APIRouter:
+    """A router of project routes under ``/v1{prefix}`` (``ProjectRoute``)."""
+    return APIRouter(prefix=f"/v1{prefix}", tags=list(tags), route_class=ProjectRoute)
+
+
+def concrete_paths_own_their_methods(router: APIRouter, *paths: str) -> None:
+    """Make each of ``paths`` (concrete paths of ``router``) answer 405 to the methods it does
+    not serve, instead of a templated route of another router taking it (``GET
+    /v1/products/create`` as ``GET /v1/products/{id}``): OpenAPI matches concrete paths before
+    templated ones. ``router`` must then be included before the templated routes."""
+
+    async def not_allowed(principal: ReadAccess) -> None:
+        raise HTTPException(status_code=405)
+
+    for path in paths:
+        router.add_api_route(
+            path,
+            not_allowed,
+            methods=["GET", "PUT", "PATCH", "DELETE"],
+            include_in_schema=False,
+        )
