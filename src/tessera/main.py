@@ -37,10 +37,10 @@ from tessera.db import windows as rate_windows
 from tessera.health.readiness import Readiness
 from tessera.health.router import router as health_router
 from tessera.idempotency.service import IdempotencyStore, purge_expired
+from tessera.instruments.process import observe_pool_wait, observe_write_wait, sample_pool_until
 from tessera.jobs.worker import Handlers, JobContext, Worker
 from tessera.mail import sender as mail_sender
 from tessera.mail.sender import Postman, TicketPdfs
-from tessera.metrics.process import observe_pool_wait, observe_write_wait, sample_pool_until
 from tessera.metrics.router import router as metrics_router
 from tessera.metrics.service import wallet_balance_chore
 from tessera.nfts import tasks as nft_tasks

@@ -8,10 +8,10 @@ import uuid
 from prometheus_client.parser import text_string_to_metric_families
 
 from tessera.extrinsics import repository as ledger
+from tessera.instruments import counts
+from tessera.instruments.counts import MINT_SECONDS, PARTS
 from tessera.jobs.queue import FUNDS
-from tessera.metrics import counts, service
-from tessera.metrics.repository import add_counts
-from tessera.metrics.schemas import MINT_SECONDS, PARTS
+from tessera.metrics import service
 from tessera.models import JobStatus
 from tessera.models.base import utcnow
 from tests.metrics.test_metrics import add_job, labels, samples, scrape
@@ -36,7 +36,7 @@ NEW_FAMILIES = {
 async def add(database, rows: list[dict]) -> None:
     """Counts added in a transaction of their own, as a worker adds them."""
     async with database.transaction() as tx:
-        await add_counts(tx, rows)
+        await counts.add_counts(tx, rows)
         await tx.commit()
 
 

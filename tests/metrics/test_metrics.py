@@ -16,10 +16,10 @@ from sqlalchemy import select
 from tessera.chain.registry import Chains
 from tessera.config import Settings
 from tessera.db import database_of
+from tessera.instruments.process import MULTIPROC_DIR, multiprocess_directory, sample_pool
 from tessera.jobs.queue import enqueue
 from tessera.jobs.worker import JobContext
 from tessera.main import make_worker
-from tessera.metrics.process import MULTIPROC_DIR, multiprocess_directory, sample_pool
 from tessera.metrics.service import wallet_balance_chore
 from tessera.models import JobStatus, ProjectWallet
 from tessera.models.base import utcnow

@@ -42,7 +42,7 @@ ATTEMPTS = 5
 FIRST_PAUSE_SECONDS = 0.02  # the first pause is below this, the next below twice as much, ...
 LONGEST_PAUSE_SECONDS = 0.5
 
-# Not registered anywhere: a scrape collects it (tessera.metrics.process), as the request
+# Not registered anywhere: a scrape collects it (tessera.instruments.process), as the request
 # counters.
 CONFLICTS = Counter(
     "tessera_db_conflicts",

@@ -48,12 +48,11 @@ from tessera.errors import ChainUnavailable
 from tessera.extrinsics import repository
 from tessera.extrinsics.repository import ExtrinsicRow
 from tessera.extrinsics.schemas import Costs, Followed, Gone, Landed, Signer
+from tessera.instruments import counts
+from tessera.instruments.counts import PARTS
 from tessera.jobs.queue import FUNDS
 from tessera.jobs.repository import JobRow
 from tessera.jobs.worker import Claim, JobContext, hold
-from tessera.metrics import counts
-from tessera.metrics.repository import add_counts
-from tessera.metrics.schemas import PARTS
 from tessera.models import ExtrinsicStatus
 from tessera.models.base import utcnow
 
@@ -206,7 +205,7 @@ class Slot:
             if link is not None:
                 await link(tx, row)
             labels = {"chain": signer.chain, "call": call}
-            await add_counts(
+            await counts.add_counts(
                 tx,
                 [
                     counts.counter("tessera_chain_extrinsics_submitted_total", labels),

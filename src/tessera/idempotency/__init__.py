@@ -20,6 +20,6 @@ work twice is that moment, not the network's.
 A request whose scope cannot be told (no valid write credential, an unknown claim link) is not
 recorded: it is answered, or refused, as usual.
 
-``router``: the header and the route class; ``service``: the records; ``schemas``: whose keys
-and the kept answer; ``repository``: their statements.
+``service``: the records; ``schemas``: whose keys and the kept answer; ``repository``: their
+statements. The route class that keeps a write's answer is ``tessera.web.routes.IdempotentRoute``.
 """

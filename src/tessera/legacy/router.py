@@ -19,7 +19,7 @@ from tessera.legacy.schemas import (
     LegacyUser,
     LegacyUserCreate,
 )
-from tessera.mail.router import for_request
+from tessera.mail.requests import for_request
 from tessera.products import repository as products_repository
 from tessera.products import service as products
 from tessera.products.schemas import ItemsIssue, RedeemRequest

@@ -3,7 +3,7 @@
 import uuid
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 from sqlalchemy import bindparam, case, delete, func, select
 
@@ -149,7 +149,7 @@ async def replace_balances(
     )
 
 
-# Counts the workers keep (tessera.metrics.counts), and the chain work in flight.
+# Counts the workers keep (tessera.instruments.counts), and the chain work in flight.
 _COUNTS_TABLE, _EXTRINSICS = table_of(MetricCount), table_of(Extrinsic)
 _ALL_COUNTS = select(_COUNTS_TABLE.c.name, _COUNTS_TABLE.c.labels, _COUNTS_TABLE.c.value)
 _IN_FLIGHT = (
@@ -183,11 +183,6 @@ class WaitingJobs(NamedTuple):
     kind: str
     project_id: uuid.UUID
     jobs: int
-
-
-async def add_counts(tx: Transaction, counts: Sequence[dict[str, Any]]) -> None:
-    """Add to the counters (rows of ``metric_counts``: name, labels, value to add)."""
-    await tx.add_to(MetricCount, counts, unique=("name", "labels"), column="value")
 
 
 async def all_counts(rows: Rows) -> list[CountRow]:

@@ -9,7 +9,7 @@ minute leaves it. The NFT drift is counted, by kind, from the findings each prod
 reconciliation recorded (``reconciliations``): a scrape never waits on a chain either. The
 mails are counted by status from the outbox (``mails``). The chain work: the counters and
 histograms the workers add to in the transactions of what they count (``metric_counts``,
-``tessera.metrics.counts``), the extrinsics in flight from the ledger (``extrinsics``) and the
+``tessera.instruments.counts``), the extrinsics in flight from the ledger (``extrinsics``) and the
 jobs waiting for funds from the job table.
 """
 
@@ -30,11 +30,12 @@ from tessera.chain.registry import Chains
 from tessera.config import Settings
 from tessera.db import Database, Rows
 from tessera.errors import AppError
+from tessera.instruments import counts
+from tessera.instruments.counts import MINT_SECONDS, PARTS
+from tessera.instruments.process import sample_pool, scrape_registry
 from tessera.jobs.queue import WAITING_FOR_FUNDS, JobKind
 from tessera.mail import repository as mails
-from tessera.metrics import counts, repository
-from tessera.metrics.process import sample_pool, scrape_registry
-from tessera.metrics.schemas import MINT_SECONDS, PARTS
+from tessera.metrics import repository
 from tessera.models import JobStatus, MailStatus
 from tessera.models.base import utcnow
 from tessera.reconciliation import repository as reconciliations

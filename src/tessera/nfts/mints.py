@@ -30,11 +30,10 @@ from tessera.extrinsics import repository as ledger
 from tessera.extrinsics.repository import ExtrinsicRow
 from tessera.extrinsics.schemas import Gone, Landed, Signer
 from tessera.extrinsics.service import costs, follow, signing
+from tessera.instruments import counts
+from tessera.instruments.counts import MINT_SECONDS
 from tessera.jobs.repository import JobRow
 from tessera.jobs.worker import Claim, Done, Failed, JobContext, JobOutcome, Wait, hold
-from tessera.metrics import counts
-from tessera.metrics.repository import add_counts
-from tessera.metrics.schemas import MINT_SECONDS
 from tessera.models import LIVE, NftStatus
 from tessera.models.base import utcnow
 from tessera.nfts import repository
@@ -303,7 +302,7 @@ async def _write_minted(
             row, where = landed
             await ledger.mark_final(tx, row.id, where.block, where.outcome.fee, now)
         await repository.write_items(tx, written)
-        await add_counts(
+        await counts.add_counts(
             tx,
             counts.observe_many(
                 "tessera_nft_mint_seconds",

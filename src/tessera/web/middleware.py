@@ -8,7 +8,7 @@ head has its own deadline in tessera.web.server): a client that trickles it in g
 It sits outside FastAPI's exception handling so that even an unexpected error answers JSON with
 the request id (and logs the traceback, never returns it).
 
-Every request is counted, with its duration, under its route template (tessera.metrics.http).
+Every request is counted, with its duration, under its route template (tessera.instruments.http).
 The access log (``TESSERA_ACCESS_LOG``, on by default) is one record per request on the
 ``tessera.access`` logger, its fields (``fields``) the request id, method, route template (never
 the path, which carries ids and claim tokens, nor the query string), status, duration and, when
@@ -34,7 +34,7 @@ from tessera.errors import (
     PayloadTooLarge,
     RequestBodyTooSlow,
 )
-from tessera.metrics.http import RequestMetrics
+from tessera.instruments.http import RequestMetrics
 from tessera.schemas import NUL_REFUSED
 from tessera.toolkit import logs
 

@@ -22,7 +22,7 @@ from typing import Any
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from tessera.config import Settings, get_settings
-from tessera.metrics.process import multiprocess_directory
+from tessera.instruments.process import multiprocess_directory
 from tessera.toolkit import logs
 
 BAD_REQUEST = "request: not a valid HTTP request (a malformed or oversized request line or header)"
@@ -31,7 +31,7 @@ BAD_REQUEST = "request: not a valid HTTP request (a malformed or oversized reque
 def run(settings: Settings, *, host: str, port: int, workers: int) -> None:
     import uvicorn
 
-    # Several processes share their metrics through files (tessera.metrics.process).
+    # Several processes share their metrics through files (tessera.instruments.process).
     with multiprocess_directory(workers):
         uvicorn.run(
             "tessera.main:create_app",

@@ -21,7 +21,7 @@ UNMATCHED = "unmatched"
 # so one process shows the same families as several.
 disable_created_metrics()  # type: ignore[no-untyped-call]
 
-# Not registered anywhere: a scrape collects them (tessera.metrics.process), from this process
+# Not registered anywhere: a scrape collects them (tessera.instruments.process), from this process
 # or, with several, from the files every process writes.
 REQUESTS = Counter(
     "tessera_http_requests",

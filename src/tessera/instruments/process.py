@@ -20,7 +20,7 @@ from prometheus_client.multiprocess import MultiProcessCollector, mark_process_d
 
 from tessera.db import Database
 from tessera.db.conflicts import CONFLICTS
-from tessera.metrics.http import LATENCY, REQUESTS
+from tessera.instruments.http import LATENCY, REQUESTS
 from tessera.toolkit import logs
 
 # prometheus-client reads this variable when it is imported, in each process; `tessera serve`

@@ -10,10 +10,18 @@ import json
 import math
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 from prometheus_client.metrics_core import CounterMetricFamily, HistogramMetricFamily, Metric
 
-from tessera.metrics.schemas import Count
+from tessera.db import Transaction
+from tessera.models import MetricCount
+
+Count = dict[str, Any]  # a row of metric_counts to add
+
+# NFTs (parts) per extrinsic, and seconds from an item's issue to its NFT in a final block.
+PARTS = (1, 5, 10, 25, 50, 100, 200, 300, 400, 500, 1000)
+MINT_SECONDS = (1, 2, 5, 10, 20, 30, 60, 120, 300, 600, 1800, 3600, 21600, 86400)
 
 
 def _le(bound: float) -> str:
@@ -97,3 +105,9 @@ def families(
             family_h.add_metric(list(series), buckets, sum_value=values.get("sum", 0.0))
         shown.append(family_h)
     return shown
+
+
+async def add_counts(tx: Transaction, counts: Sequence[Count]) -> None:
+    """Add to the counters (rows of ``metric_counts``: name, labels, value to add), in the
+    transaction of what they count."""
+    await tx.add_to(MetricCount, counts, unique=("name", "labels"), column="value")
