@@ -2,4 +2,5 @@
 
 from tessera.cli import app
 
-app(prog_name="tessera")
+if __name__ == "__main__":  # not when a test imports every module
+    app(prog_name="tessera")
