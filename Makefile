@@ -69,7 +69,8 @@ serve: $(VENV)/.runtime
 # Browser tests need Debian's Chromium (/usr/bin/chromium; axe-core is installed once from npm
 # into .cache/axe by the tests); without it they skip.
 test: $(VENV)/.dev $(PREVIOUS)/.installed
-	$(BIN)/ruff check src tests
+	$(BIN)/ruff check src tests bench
+	$(BIN)/ruff format --check src tests bench
 	$(BIN)/mypy
 	@if command -v node >/dev/null; then $(MAKE) --no-print-directory chopsticks; \
 	else echo "Node.js not found: the chain tests will be skipped"; fi
@@ -97,8 +98,8 @@ test-pgbouncer: $(VENV)/.dev $(PREVIOUS)/.installed
 	status=$$?; tests/deploy/pgbouncer.sh stop $(PGBOUNCER_DIR); exit $$status
 
 lint: $(VENV)/.dev
-	$(BIN)/ruff check src tests
-	$(BIN)/ruff format --check src tests
+	$(BIN)/ruff check src tests bench
+	$(BIN)/ruff format --check src tests bench
 	$(BIN)/mypy
 
 # docs/settings.md, rendered from the Settings class (tessera.cli.settings_docs); a test checks it.

@@ -816,7 +816,7 @@ class Day:
                     headers=self.key,
                     params={"event_id": self.event_id, "page": page, "limit": 100},
                 )
-                listed += answer.json()["data"]
+                listed += answer.json()["scans"]
                 if len(listed) >= answer.json()["pagination"]["total"]:
                     break
                 page += 1

@@ -7,6 +7,7 @@ TESSERA_REQUIRE_CHAIN=1 (CI) they fail instead.
 import os
 import time
 from collections.abc import AsyncIterator, Iterator
+from contextlib import contextmanager
 
 import httpx
 import pytest
@@ -87,6 +88,28 @@ def land(gateway, seed: bytes, parts: list, within: float = 30.0) -> None:
     while gateway.account(signer).nonce == nonce:
         assert time.monotonic() < deadline, "the extrinsic did not land"
         time.sleep(0.05)
+
+
+@contextmanager
+def blocks_on_demand(devchain: dc.Devchain) -> Iterator[int]:
+    """Within the block, Chopsticks builds a block only when asked (``dev_newBlock``): what is
+    submitted waits in its pool. The best block's number as the block began. On leaving,
+    Chopsticks builds one as each extrinsic arrives again, and puts what its pool still holds in
+    a block (throwing away what can no longer land), so that the next test finds it as usual."""
+    _build_mode(devchain, "Manual")
+    try:
+        yield devchain.head()
+    finally:
+        _build_mode(devchain, "Instant")
+        if devchain.rpc("author_pendingExtrinsics", []):
+            devchain.rpc("dev_newBlock", [])
+
+
+def _build_mode(devchain: dc.Devchain, mode: str) -> None:
+    """``dev_setBlockBuildMode``, whose answer has no ``result`` (``Devchain.rpc`` wants one)."""
+    body = {"id": 1, "jsonrpc": "2.0", "method": "dev_setBlockBuildMode", "params": [mode]}
+    answer = httpx.post(f"http://127.0.0.1:{devchain.port}", json=body, timeout=30).json()
+    assert "error" not in answer, answer
 
 
 @pytest.fixture

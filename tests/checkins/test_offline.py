@@ -245,7 +245,7 @@ class TestUpload:
             "/v1/checkins", headers=tenant.r, params={"event_id": event["id"], "conflicts": "true"}
         )
         assert listed.status_code == 200, listed.text
-        [conflict] = listed.json()["data"]
+        [conflict] = listed.json()["scans"]
         assert listed.json()["pagination"] == {"page": 1, "limit": 20, "total": 1}
         assert conflict["nonce"] == second_scan["nonce"] and conflict["device"] == "south"
         assert conflict["conflict_with"] == first_scan["nonce"]
@@ -254,8 +254,8 @@ class TestUpload:
         everything = await client.get(
             "/v1/checkins", headers=tenant.r, params={"event_id": event["id"]}
         )
-        assert [s["nonce"] for s in everything.json()["data"]] == [m["nonce"] for m in uploads]
-        assert [s["status"] for s in everything.json()["data"] if s["status"] == "ok"] == ["ok"]
+        assert [s["nonce"] for s in everything.json()["scans"]] == [m["nonce"] for m in uploads]
+        assert [s["status"] for s in everything.json()["scans"] if s["status"] == "ok"] == ["ok"]
         created = await of_type(client, tenant, "checkin.created")
         displaced = await of_type(client, tenant, "checkin.displaced")
         assert len(created) == (1 if earlier_first else 2)
@@ -336,7 +336,7 @@ class TestUpload:
         assert first.json()["pagination"] == {"page": 1, "limit": 2, "total": 3}
         last = await client.get(path, headers=tenant.r, params=query | {"limit": 2, "page": 2})
         assert last.json()["pagination"] == {"page": 2, "limit": 2, "total": 3}
-        paged = [s["nonce"] for s in first.json()["data"] + last.json()["data"]]
+        paged = [s["nonce"] for s in first.json()["scans"] + last.json()["scans"]]
         assert paged == [s["nonce"] for s in scans[3:]]
         everything = await client.get(path, headers=tenant.r, params={"event_id": event["id"]})
         assert everything.json()["pagination"]["total"] == 6

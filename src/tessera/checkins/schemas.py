@@ -186,7 +186,10 @@ class ScanRead(SnakeModel):
     status: Outcome
     source: Literal["api", "console", "offline"]
     device: str | None
-    item_id: uuid.UUID | None = Field(description="The item's id (none for an unknown ticket).")
+    product_item_id: uuid.UUID | None = Field(
+        description="The item's id (as `product_item_id` in redeem and transfer; none for an "
+        "unknown ticket). `item_id`, in other answers, is the item's number within its product."
+    )
     event_id: uuid.UUID | None
     checked_in_at: int | None
     scanned_at: datetime | None = Field(description="When an offline scan was made.")
@@ -208,5 +211,5 @@ class CheckinFilter(PageParams):
 
 
 class ScanList(SnakeModel):
-    data: list[ScanRead]
+    scans: list[ScanRead]
     pagination: Pagination

@@ -23,6 +23,7 @@ conflicted with it, stays as it is: the operator sees it among the conflicts.
 import asyncio
 import uuid
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from tessera.auth.principal import Principal
 from tessera.changes.schemas import EventType
@@ -320,6 +321,13 @@ async def list_scans(
 
     total, scans = await database.read(read)
     return ScanList(
-        data=[ScanRead.model_validate(scan._asdict()) for scan in scans],
+        scans=[ScanRead.model_validate(_shown(scan._asdict())) for scan in scans],
         pagination=Pagination(page=paging.page, limit=paging.limit, total=total),
     )
+
+
+def _shown(scan: dict[str, Any]) -> dict[str, Any]:
+    """A listed scan names its item's id ``product_item_id``: ``item_id`` is the item's number
+    in every answer."""
+    scan["product_item_id"] = scan.pop("item_id")
+    return scan
