@@ -43,7 +43,8 @@ from tessera.models import (
     UserWallet,
 )
 from tessera.products import service as products
-from tessera.products.schemas import ItemsIssue, ProductCreate
+from tessera.products.item_schemas import ItemsIssue
+from tessera.products.schemas import ProductCreate
 
 DOT = 10**10
 METADATA = "https://meta.example/bench.json"

@@ -41,7 +41,8 @@ from tessera.models.base import utcnow
 from tessera.orders import service as orders
 from tessera.orders.schemas import OrderCreate
 from tessera.products import service as products
-from tessera.products.schemas import ItemsIssue, ProductCreate
+from tessera.products.item_schemas import ItemsIssue
+from tessera.products.schemas import ProductCreate
 from tessera.projects.schemas import ApiKeyCreated, ProjectCreated
 from tessera.projects.service import create_project, issue_api_key
 from tessera.toolkit.crypto import SecretBox

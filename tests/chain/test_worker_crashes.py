@@ -4,23 +4,33 @@ Real ``tessera worker`` processes share the test database and the Chopsticks cha
 default job lease (20 s, renewed every 5 s). One is killed with SIGKILL while it creates a
 product's collection (its creation signed and recorded, the extrinsic on its way): the job runs
 again on a live worker once its lease has passed, in its place in the queue, follows what was
-recorded and succeeds within 30 s of the kill, with one collection on chain. Then two workers
-mint a product of 2,000 items together, their batches in flight at once with consecutive
-nonces of the project wallet; the one holding a batch signed and not final is killed and a
-fresh one starts: every NFT exists once, in its holder's wallet, no job failed, the signer's
-nonces have no gap, and a reconciliation finds nothing.
+recorded and succeeds within 30 s of the kill, with one collection on chain.
 
-Which worker holds a claim, its log says (a claim of a batch is logged with its id). Several
-worker processes need a database that many processes write: PostgreSQL only.
+Then two workers mint a product of 2,000 items together while Chopsticks builds no block
+(``blocks_on_demand``): each worker's batches are signed and submitted, with consecutive nonces
+of the project wallet, and wait in the node's pool. The holder of the first of them (the nonce
+every later batch waits for) is killed with its batches in flight (the ledger says submitted,
+the chain has not moved) and a fresh worker starts; the batches then land, one a block. The
+jobs the killed worker held run again (their second attempt) under another worker's claim and
+follow its extrinsics: every NFT is carried by exactly one mint extrinsic, each extrinsic of
+the ledger is in the chain's block where it is recorded, the signer's nonces have no gap and
+each item is minted by the extrinsic that carried it; a reconciliation finds nothing.
+
+Which worker holds a claim, its log says (a claim of a batch is logged with the worker's id);
+which process is which worker, the heartbeat rows. Several worker processes need a database
+that many processes write: PostgreSQL only.
 """
 
 import asyncio
 import os
+import re
 import signal
 import subprocess
 import time
 import uuid
+from collections import Counter
 from collections.abc import Awaitable, Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
@@ -28,8 +38,10 @@ import pytest
 from scalecodec.utils.ss58 import ss58_decode
 from sqlalchemy import select
 
+from tessera.chain.extrinsics import parts_of, tx_hash
 from tessera.models import Extrinsic, Job, JobStatus, Product, ProductItem, WorkerHeartbeat
 from tests import orm
+from tests.chain.conftest import blocks_on_demand
 from tests.conftest import BACKEND
 from tests.factories import create_users, issue_items, items_of, product_body
 from tests.serving import BIN, settings_env
@@ -46,6 +58,9 @@ DOT = 10**10
 ITEMS = 10
 MANY = 2000
 RECOVERY_SECONDS = 30.0  # the lease (20 s) and the run that finishes the job
+SLOTS = 4  # claims a worker runs at a time (the default worker_slots)
+# A worker's log line for each claim of a batch: the worker's id, the claim, how many jobs.
+CLAIMED = re.compile(r"worker (\w+): claim ([0-9a-f-]{36}) takes (\d+) jobs of batch ")
 NFT = {"mint_nft": True, "metadata_uri": "https://meta.example/ticket.json", "chain": "AssetHub"}
 T = TypeVar("T")
 
@@ -92,12 +107,14 @@ class Workers:
                 process.kill()
                 process.wait(10)
 
-    def holding(self, claim: uuid.UUID) -> subprocess.Popen[bytes]:
-        """The worker whose log says it took the claim."""
-        for index, log in enumerate(self._logs()):
-            if str(claim) in log.read_text(errors="replace"):
-                return self.processes[index]
-        raise AssertionError(f"no worker took claim {claim}\n{self.logs()}")
+    def claims(self) -> dict[uuid.UUID, tuple[str, int]]:
+        """Each claim of a batch the workers' logs name: the id of the worker that took it, and
+        how many jobs it took."""
+        found = {}
+        for log in self._logs():
+            for match in CLAIMED.finditer(log.read_text(errors="replace")):
+                found[uuid.UUID(match[2])] = (match[1], int(match[3]))
+        return found
 
     def _logs(self) -> list[Path]:
         return [self.directory / f"worker-{n + 1}.log" for n in range(len(self.processes))]
@@ -127,6 +144,7 @@ def workers(chain_app, devchain, tmp_path) -> Iterator[Workers]:
         log_level="info",
     )
     assert "TESSERA_JOB_LEASE_SECONDS" not in env  # the default lease, 20 s
+    assert "TESSERA_WORKER_SLOTS" not in env  # SLOTS
     started = Workers(env, tmp_path)
     yield started
     started.stop()
@@ -190,27 +208,83 @@ async def _extrinsic_rows(database, project_id: uuid.UUID) -> list[Extrinsic]:
         )
 
 
-async def mint_in_flight(database, project_id: uuid.UUID) -> tuple[Extrinsic, uuid.UUID] | None:
-    """A batch of mints signed and not final yet, with the claim whose jobs carry it."""
-    for extrinsic in await _extrinsic_rows(database, project_id):
-        if extrinsic.call != "Nfts.mint" or extrinsic.status not in ("signed", "submitted"):
-            continue
-        async with orm.session(database, write=False) as session:
-            item = await session.scalar(
-                select(ProductItem).where(ProductItem.nft_extrinsic_id == extrinsic.id).limit(1)
+def item_of(job: Job) -> uuid.UUID:
+    return uuid.UUID(job.subject.removeprefix("item:"))
+
+
+async def worker_ids(database) -> dict[int, str]:
+    """The running workers' ids by their processes' ids (their heartbeat rows)."""
+    async with orm.session(database, write=False) as session:
+        beats = await session.execute(select(WorkerHeartbeat.pid, WorkerHeartbeat.worker_id))
+    return {pid: worker_id for pid, worker_id in beats.all()}
+
+
+@dataclass(frozen=True)
+class InFlight:
+    """A product's mints as they stand while no block is built."""
+
+    rows: list[Extrinsic]  # the mint extrinsics carrying the running jobs, by nonce
+    jobs: dict[uuid.UUID, set[uuid.UUID]]  # by extrinsic: the jobs whose items it carries
+    claims: dict[uuid.UUID, uuid.UUID]  # by extrinsic: the claim its jobs run under
+    holders: dict[uuid.UUID, str]  # by extrinsic: the worker holding that claim (its log)
+
+
+async def in_flight(database, product_id: str, workers: Workers) -> InFlight | None:
+    """The product's mints once they stand still with no block built: every running mint job
+    of the product carried by an extrinsic signed and submitted, under a claim a worker's log
+    names, and none more to come (no job queued, or every slot of both workers taken)."""
+    async with orm.session(database, write=False) as session:
+        jobs = list(await session.scalars(select(Job).where(Job.batch == f"mint:{product_id}")))
+        items = await session.execute(
+            select(ProductItem.id, ProductItem.nft_extrinsic_id).where(
+                ProductItem.product_id == uuid.UUID(product_id)
             )
-            if item is None:
-                continue
-            job = await session.scalar(
-                select(Job).where(
-                    Job.kind == "nft.mint",
-                    Job.status == JobStatus.RUNNING,
-                    Job.subject == f"item:{item.id}",
-                )
+        )
+        carrier = dict(items.all())
+        running = [job for job in jobs if job.status == JobStatus.RUNNING]
+        carriers = {carrier[item_of(job)] for job in running}
+        if not running or None in carriers:
+            return None
+        rows = list(
+            await session.scalars(
+                select(Extrinsic).where(Extrinsic.id.in_(carriers)).order_by(Extrinsic.nonce)
             )
-        if job is not None and job.claim is not None:
-            return extrinsic, job.claim
-    return None
+        )
+    if any(row.status != "submitted" for row in rows):
+        return None
+    logged = workers.claims()
+    if any(job.claim not in logged for job in running):
+        return None
+    taken = Counter(logged[claim][0] for claim in {job.claim for job in running})
+    queued = [job for job in jobs if job.status == JobStatus.QUEUED]
+    if queued and sorted(taken.values()) != [SLOTS, SLOTS]:
+        return None
+    by_row: dict[uuid.UUID, set[uuid.UUID]] = {row.id: set() for row in rows}
+    claims: dict[uuid.UUID, set[uuid.UUID]] = {row.id: set() for row in rows}
+    for job in running:
+        assert job.claim is not None
+        by_row[carrier[item_of(job)]].add(job.id)
+        claims[carrier[item_of(job)]].add(job.claim)
+    # Each extrinsic is one claim's batch, signed once: it carries all the claim's jobs.
+    assert [len(claims[row.id]) for row in rows] == [1] * len(rows), workers.logs()
+    one_claim = {row_id: claim for row_id, [claim] in claims.items()}
+    assert [(row.parts, len(by_row[row.id])) for row in rows] == [
+        (logged[one_claim[row.id]][1],) * 2 for row in rows
+    ], workers.logs()
+    holders = {row_id: logged[claim][0] for row_id, claim in one_claim.items()}
+    return InFlight(rows, by_row, one_claim, holders)
+
+
+def minted_items(row: Extrinsic) -> list[tuple[int, int]]:
+    """(collection, item) of each NFT the mint extrinsic carries."""
+    return [(part.collection_id, part.item_id) for part in parts_of(row.body)]
+
+
+def block_extrinsics(devchain, block_hash: str) -> list[str]:
+    """The hashes of a block's extrinsics, as the chain holds them."""
+    block = devchain.rpc("chain_getBlock", [block_hash])
+    assert isinstance(block, dict)
+    return [tx_hash(data) for data in block["block"]["extrinsics"]]
 
 
 async def _created(database, product_id: str) -> bool:
@@ -260,7 +334,7 @@ class TestKilledWorkers:
             return creation if creation.status == JobStatus.RUNNING else None
 
         creation = await until(creating, "the collection job runs", workers, 30)
-        workers.start()
+        second = workers.start()
 
         async def attempt_recorded() -> bool:
             return (await product_row(database, product["id"])).nft_extrinsic_id is not None
@@ -282,9 +356,8 @@ class TestKilledWorkers:
         assert chain_collection is not None
         assert (chain_collection.owner, chain_collection.max_supply) == (project_key, ITEMS)
 
-        # A second worker joins; both mint a product of 2,000 items together, each batch
-        # of theirs in flight with the next nonce. The worker holding a batch that is signed
-        # and not final is killed; a fresh one starts (as a supervisor restarts it).
+        # A third worker joins the second. Once nothing of the wallet is in flight, Chopsticks
+        # stops building blocks, and both mint a product of 2,000 items together.
         third = workers.start()
         await until(lambda: beating(database, third), "another worker beats", workers, 60)
         many = await chain_client.post(
@@ -300,21 +373,62 @@ class TestKilledWorkers:
             for start in range(0, MANY, 400)  # the tests' bodies are at most 256 KiB
             for user in await create_users(chain_client, tenant, min(400, MANY - start))
         ]
-        for start in range(0, MANY, 500):
-            await issue_items(
-                chain_client, tenant, big["id"], *(u["id"] for u in holders[start : start + 500])
+
+        async def quiet() -> list[Extrinsic] | None:
+            """The wallet's ledger, once the small product is minted and all of it is final."""
+            small = {row.nft_status for row in await items_of(database, product["id"])}
+            ledger = await _extrinsic_rows(database, tenant.project_id)
+            final = {e.status for e in ledger} == {"final"}
+            return ledger if small == {"minted"} and final else None
+
+        nonce = len(await until(quiet, "nothing of the wallet in flight", workers, 60))
+        ids = await worker_ids(database)
+        minters = {ids[second.pid], ids[third.pid]}
+        with blocks_on_demand(devchain) as paused_at:
+            for start in range(0, MANY, 500):
+                chunk = holders[start : start + 500]
+                await issue_items(chain_client, tenant, big["id"], *(u["id"] for u in chunk))
+            flight = await until(
+                lambda: in_flight(database, big["id"], workers), "batches in flight", workers, 120
             )
-        carried, claim = await until(
-            lambda: mint_in_flight(database, tenant.project_id), "a batch in flight", workers, 120
-        )
-        victim = workers.holding(claim)
-        workers.kill(victim)
-        workers.start()
+            rows = flight.rows
+            # Both workers' batches are in flight at once, with consecutive nonces of the one
+            # signer, and none is in a block: no block was built, the signer's nonce on chain
+            # has not moved, the node's pool holds them all. (At least six batches of at most
+            # 355 NFTs, four slots a worker: each worker holds some.)
+            assert [(row.signer, row.nonce, row.status, row.block_number) for row in rows] == [
+                (project_key.hex(), nonce + n, "submitted", None) for n in range(len(rows))
+            ]
+            assert set(flight.holders.values()) == minters
+            assert devchain.head() == paused_at
+            assert gateway.account(project_key).nonce == nonce
+            assert gateway.pending() == {row.tx_hash for row in rows}
+
+            # The worker holding the first batch, whose nonce every later one waits for, is
+            # killed; a fresh one starts (as a supervisor restarts it).
+            victim_id = flight.holders[rows[0].id]
+            [victim] = [w for w in (second, third) if ids[w.pid] == victim_id]
+            held = [row.id for row in rows if flight.holders[row.id] == victim_id]
+            victim_jobs = set().union(*(flight.jobs[row_id] for row_id in held))
+            workers.kill(victim)
+            fresh = workers.start()
+            # Its batches were in flight when it died: signed and submitted, in no block.
+            async with orm.session(database, write=False) as session:
+                stood = list(await session.scalars(select(Extrinsic).where(Extrinsic.id.in_(held))))
+            assert [(row.status, row.submitted_at is None, row.block_number) for row in stood] == [
+                ("submitted", False, None)
+            ] * len(held)
+            assert (devchain.head(), gateway.account(project_key).nonce) == (paused_at, nonce)
+
+            # The chain takes the batches in flight, one a block, in their nonces' order.
+            for row in rows:
+                built = {"transactions": [row.data]}
+                await asyncio.to_thread(devchain.rpc, "dev_newBlock", [built])
 
         async def all_minted() -> bool:
-            rows = await items_of(database, big["id"])
-            assert not [r for r in rows if r.nft_status == "failed"], workers.logs()
-            return all(r.nft_status == "minted" for r in rows)
+            items = await items_of(database, big["id"])
+            assert not [r for r in items if r.nft_status == "failed"], workers.logs()
+            return all(r.nft_status == "minted" for r in items)
 
         await until(all_minted, "all 2,000 NFTs minted", workers, 300)
         jobs = await project_jobs(database, tenant.project_id)
@@ -322,30 +436,69 @@ class TestKilledWorkers:
             ("nft.create_collection", "succeeded"),
             ("nft.mint", "succeeded"),
         }
-        # No nonce trouble ever surfaced as a job's failure; the killed worker's jobs ran
-        # again (their second attempt) and followed its batch.
-        assert [j.last_error for j in jobs if j.last_error] == []
-        assert any(j.attempts == 2 for j in jobs if j.kind == "nft.mint")
+        # The killed worker's jobs ran once more each (their second attempt), under the claims
+        # of the workers alive; every other job of the product ran once.
+        big_jobs = [j for j in jobs if j.batch == f"mint:{big['id']}"]
+        assert {j.id: j.attempts for j in big_jobs} == {
+            j.id: 2 if j.id in victim_jobs else 1 for j in big_jobs
+        }
+        alive = await worker_ids(database)
+        assert fresh.pid in alive  # the fresh worker runs
+        logged = workers.claims()
+        rerun_by = {logged[j.claim][0] for j in big_jobs if j.id in victim_jobs}
+        assert rerun_by and rerun_by <= (minters | {alive[fresh.pid]}) - {victim_id}
+
+        # The ledger: every extrinsic the signer signed is final, in the chain's block where it
+        # is recorded, one per nonce with no gap and none outside it (the chain's nonce).
+        ledger = await _extrinsic_rows(database, tenant.project_id)
+        assert [(e.nonce, e.status) for e in ledger] == [(n, "final") for n in range(len(ledger))]
+        assert gateway.account(project_key).nonce == len(ledger)
+        assert {e.call for e in ledger} == {"Nfts.create", "Nfts.mint"}  # no filler
+        blocks: dict[str, list[str]] = {}
+        for e in ledger:
+            assert e.block_hash is not None and e.block_index is not None
+            assert gateway.block_hash(e.block_number) == e.block_hash
+            if e.block_hash not in blocks:
+                blocks[e.block_hash] = block_extrinsics(devchain, e.block_hash)
+            assert blocks[e.block_hash][e.block_index] == e.tx_hash
+        # The batches in flight landed, one a block, in their nonces' order, each once.
+        landed = {e.id: e for e in ledger}
+        assert [landed[row.id].block_number for row in rows] == list(
+            range(paused_at + 1, paused_at + 1 + len(rows))
+        )
+        # The mint extrinsics carry each NFT of each product exactly once: none minted twice
+        # (a batch signed again), none missing.
         big_collection = (await product_row(database, big["id"])).nft_collection_id
         assert big_collection is not None
-        nfts = gateway.collection_items(big_collection)
-        assert sorted(nfts) == list(range(1, MANY + 1))  # every NFT once
-        wallets = {user["id"]: public_key(user["wallets"][0]["address"]) for user in holders}
-        rows = await items_of(database, big["id"])
-        for row in rows:
-            assert (nfts[row.item_id].owner, nfts[row.item_id].metadata) == (
-                wallets[str(row.owner_id)],
-                NFT["metadata_uri"],
+        mints = [e for e in ledger if e.call == "Nfts.mint"]
+        carried = Counter(pair for e in mints for pair in minted_items(e))
+        assert carried == Counter(
+            [(collection_id, n) for n in range(1, ITEMS + 1)]
+            + [(big_collection, n) for n in range(1, MANY + 1)]
+        )
+        big_mints = [e for e in mints if minted_items(e)[0][0] == big_collection]
+        assert sum(e.parts for e in big_mints) == MANY
+        # Each item is recorded as minted by the extrinsic that carried it (not found on
+        # chain afterwards, as a batch signed again would find it).
+        carrier = {item: e for e in big_mints for _, item in minted_items(e)}
+        items = await items_of(database, big["id"])
+        assert [(r.nft_status, r.nft_tx_hash, r.nft_block, r.nft_block_hash) for r in items] == [
+            (
+                "minted",
+                carrier[r.item_id].tx_hash,
+                carrier[r.item_id].block_number,
+                carrier[r.item_id].block_hash,
             )
-        # The killed worker's batch landed once, followed by the worker that took its jobs
-        # over. The signer did not stall: every extrinsic it signed landed (none dropped or
-        # signed again, no nonce filled) and its nonces have no gap.
-        ledger = await _extrinsic_rows(database, tenant.project_id)
-        assert {e.status for e in ledger} == {"final"}
-        assert sorted(e.nonce for e in ledger) == list(range(len(ledger)))
-        assert gateway.account(project_key).nonce == len(ledger)
-        assert "System.remark" not in {e.call for e in ledger}
-        assert next(e for e in ledger if e.id == carried.id).status == "final"
+            for r in items
+        ]
+        # On chain: the collection holds the 2,000 NFTs, each in its holder's wallet.
+        chain_big = gateway.collection(big_collection)
+        assert chain_big is not None and chain_big.items == MANY
+        nfts = gateway.collection_items(big_collection)
+        wallets = {user["id"]: public_key(user["wallets"][0]["address"]) for user in holders}
+        assert {n: (nft.owner, nft.metadata) for n, nft in nfts.items()} == {
+            r.item_id: (wallets[str(r.owner_id)], NFT["metadata_uri"]) for r in items
+        }
         checked_big = await chain_client.get(
             f"/v1/products/{big['id']}/reconciliation", headers=tenant.r
         )

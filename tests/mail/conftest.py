@@ -34,12 +34,13 @@ from fastapi import FastAPI
 from pydantic import SecretStr
 from sqlalchemy import select
 
-from tessera.config import Settings, parse_smtp_url
+from tessera.config import Settings
 from tessera.db import Database, database_of
 from tessera.mail.sender import Postman
 from tessera.main import create_app, pdfs_of
 from tessera.models import Mail
 from tessera.projects.service import set_project_rules
+from tessera.toolkit.smtp_url import parse_smtp_url
 from tests import orm
 from tests.factories import Tenant
 

@@ -48,10 +48,13 @@ from tessera.events.repository import AttendeeRow, EventRow, RegisteredAttendee
 from tessera.events.schemas import AttendeeRegistered
 from tessera.models import NftStatus
 from tessera.models.base import new_id
+from tessera.products import item_repository
 from tessera.products import repository as products
+from tessera.products.item_schemas import ProductItemRead
 from tessera.products.rows import ItemRow, ProductRow, item_of
-from tessera.products.schemas import ProductItemRead, is_fully_redeemed
-from tessera.users.repository import UserRow, add_a_point_each, users_by
+from tessera.products.schemas import is_fully_redeemed
+from tessera.users.repository import UserRow, users_by
+from tessera.users.reputation_repository import add_a_point_each
 
 Source = Literal["api", "console", "offline"]
 
@@ -163,7 +166,7 @@ class Door:
             product_id: await products.share_product(tx, project_id, product_id)
             for product_id in sorted({one.product_id for one in found})
         }
-        rows = await products.lock_items(tx, [one.item_id for one in found]) if found else {}
+        rows = await item_repository.lock_items(tx, [one.item_id for one in found]) if found else {}
         tickets = {
             row.id: Ticket(row, locked[row.product_id], [])
             for row in rows.values()
@@ -425,12 +428,12 @@ class Door:
         check-ins and first check-in points, the scans (a conflict's after the scan it names),
         the scans displaced, and the changes."""
         tx, project_id = self.tx, self.principal.project_id
-        await products.write_redemptions(
+        await item_repository.write_redemptions(
             tx, [ticket.row for _, ticket in sorted(self.tickets.items()) if ticket.changed]
         )
-        await products.move_redemptions(tx, self.moved)
+        await item_repository.move_redemptions(tx, self.moved)
         for redemption in self.redemptions:
-            products.stage_redemption(tx, redemption)
+            item_repository.stage_redemption(tx, redemption)
         new = [self.attendees[key] for key in sorted(self.checked_in) if key in self.planned]
         if new:
             registered = await events.add_attendees(tx, new)

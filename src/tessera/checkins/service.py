@@ -48,6 +48,7 @@ from tessera.errors import AnnulWindowClosed, CheckinNotFound, ProductItemNotFou
 from tessera.events import repository as events
 from tessera.events.service import FIRST_CHECK_IN_REPUTATION
 from tessera.models.base import utcnow
+from tessera.products import item_repository
 from tessera.products import repository as products
 from tessera.products.rows import item_of
 from tessera.schemas import PageParams, Pagination
@@ -60,7 +61,8 @@ from tessera.tickets.service import (
     tickets_of_named,
     tickets_of_secrets,
 )
-from tessera.users.repository import add_reputation, get_user_row
+from tessera.users.repository import get_user_row
+from tessera.users.reputation_repository import add_reputation
 from tessera.users.schemas import UserRef
 
 __all__ = ["Scanned", "Source", "annul", "scan", "scan_item", "sync", "upload"]
@@ -128,7 +130,7 @@ async def annul(
             raise CheckinNotFound
         product_id = uuid.UUID(found.answer["product_id"])
         product = await products.share_product(tx, principal.project_id, product_id)
-        row = await products.lock_item(tx, product, found.item_id)
+        row = await item_repository.lock_item(tx, product, found.item_id)
         scanned = await repository.scan_of_nonce(tx, principal.project_id, nonce)
         assert scanned is not None  # scans are not deleted
         if scanned.status != "ok":  # displaced meanwhile by an earlier scan
@@ -148,7 +150,7 @@ async def annul(
             redeemed_at=scanned.previous_redeemed_at,
             updated_at=now,
         )
-        await products.write_redemption(tx, item)
+        await item_repository.write_redemption(tx, item)
         if scanned.redemption_id is not None:
             await repository.forget_redemption(tx, scanned.redemption_id)
         checked_in_at = None

@@ -5,7 +5,7 @@ from typing import Any, Self
 
 from pydantic import ConfigDict, Field
 
-from tessera.products.schemas import TransferItem
+from tessera.products.item_schemas import TransferItem
 from tessera.schemas import (
     NOT_NULL,
     CamelInput,

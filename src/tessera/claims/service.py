@@ -43,8 +43,8 @@ from tessera.mail.letters import Kind
 from tessera.mail.service import TicketMail, tickets_of
 from tessera.models.base import unix_now, utcnow
 from tessera.products import rules
+from tessera.products.item_schemas import TransferItem
 from tessera.products.repository import get_product_row
-from tessera.products.schemas import TransferItem
 from tessera.schemas import PageParams, Pagination
 from tessera.ticket_keys import codes as ticket_codes
 from tessera.toolkit.crypto import SecretBox, keyed_hash

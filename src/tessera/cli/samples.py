@@ -12,7 +12,8 @@ from tessera.events.schemas import AttendeeRegister, EventCreate
 from tessera.orders import service as orders
 from tessera.orders.schemas import OrderCreate
 from tessera.products import service as products
-from tessera.products.schemas import ItemsIssue, ProductCreate
+from tessera.products.item_schemas import ItemsIssue
+from tessera.products.schemas import ProductCreate
 from tessera.projects.service import create_project
 from tessera.schemas import SnakeModel
 from tessera.toolkit.crypto import SecretBox

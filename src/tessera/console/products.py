@@ -30,11 +30,10 @@ from tessera.errors import InvalidInput, validation_messages
 from tessera.jobs.queue import FUNDS
 from tessera.mail.requests import for_request
 from tessera.products import repository, service
+from tessera.products.item_schemas import ItemFilter, ItemsIssue
 from tessera.products.rows import DaySold, EventChoice, ProductCounts
 from tessera.products.schemas import (
     MAX_ISSUE,
-    ItemFilter,
-    ItemsIssue,
     ProductCreate,
     ProductRead,
     ProductType,

@@ -13,7 +13,7 @@ from tessera.db import DatabaseDep
 from tessera.errors import AppError
 from tessera.products import service as products
 from tessera.schemas import MAX_LIMIT, MAX_PAGE
-from tessera.users import repository
+from tessera.users import repository, reputation_repository
 from tessera.users import service as users
 from tessera.users.schemas import UserFetch, UserLookup, UserPageLookup
 
@@ -65,7 +65,7 @@ async def users_page(
         listed = await users.fetch_users(database, principal, query=query)
         found, total = listed.users, listed.total
     reputations = await database.read(
-        repository.read_reputations, project.id, [u.id for u in found]
+        reputation_repository.read_reputations, project.id, [u.id for u in found]
     )
     return page(
         request,

@@ -27,7 +27,8 @@ from tessera.events.schemas import (
 )
 from tessera.models.base import utcnow
 from tessera.schemas import PageParams
-from tessera.users.repository import UserRow, get_user_row, move_reputation
+from tessera.users.repository import UserRow, get_user_row
+from tessera.users.reputation_repository import move_reputation
 from tessera.users.rules import require_activated
 
 FIRST_CHECK_IN_REPUTATION = 1

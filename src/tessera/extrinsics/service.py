@@ -40,14 +40,13 @@ from tessera.chain.gateway import (
     Part,
     Rejected,
     Transfer,
-    Weight,
 )
 from tessera.chain.keys import ss58_address
 from tessera.db import Transaction
 from tessera.errors import ChainUnavailable
 from tessera.extrinsics import repository
 from tessera.extrinsics.repository import ExtrinsicRow
-from tessera.extrinsics.schemas import Costs, Followed, Gone, Landed, Signer
+from tessera.extrinsics.schemas import Followed, Gone, Landed, Signer
 from tessera.instruments import counts
 from tessera.instruments.counts import PARTS
 from tessera.jobs.queue import FUNDS
@@ -58,8 +57,6 @@ from tessera.models.base import utcnow
 
 log = logging.getLogger("tessera.extrinsics")
 
-# A batch's capacity is measured again after this long (a runtime upgrade changes weights).
-CAPACITY_SECONDS = 600.0
 # A held-up extrinsic is submitted again after TESSERA_CHAIN_RESUBMIT_SECONDS, then after twice
 # that, and so on up to this many times that.
 MAX_PATIENCE = 8
@@ -76,57 +73,6 @@ def signer_lock(chain: str, public_key: bytes) -> int:
 
 
 # Capacity: how many parts of a kind fit one extrinsic.
-
-
-async def capacity(context: JobContext, chain: str, signer: bytes, shape: Part) -> int:
-    """How many parts like ``shape`` one extrinsic may carry: the runtime's own weights of an
-    extrinsic of one part and of two (``TransactionPaymentApi``) against what the normal class
-    of a block holds (``System.BlockWeights``, ``System.BlockLength``), less the share left to
-    other traffic (``chain_block_headroom``). Measured once every ten minutes per kind of
-    part."""
-    return (await costs(context, chain, signer, shape)).capacity
-
-
-async def costs(context: JobContext, chain: str, signer: bytes, shape: Part) -> Costs:
-    chains = context.chains
-    key = (chain, _shape(shape))
-    cached = chains.capacities.get(key)
-    if cached is not None and cached[0] > time.monotonic():
-        found: Costs = cached[1]
-        return found
-
-    def measure(gateway: ChainGateway) -> Costs:
-        limits = gateway.limits()
-        one, two = gateway.weigh(signer, [shape]), gateway.weigh(signer, [shape, shape])
-        keep = 1 - chains.settings.chain_block_headroom
-        budget = Weight(
-            ref_time=int(min(limits.ref_time, limits.total_ref_time * keep)),
-            proof_size=int(min(limits.proof_size, limits.total_proof_size * keep)),
-            length=int(limits.length * keep),
-            fee=0,
-        )
-        fits = []
-        for name in ("ref_time", "proof_size", "length"):
-            per = getattr(two, name) - getattr(one, name)
-            base = getattr(one, name) - per
-            if per > 0:
-                fits.append((getattr(budget, name) - base) // per)
-        per_fee = max(two.fee - one.fee, 0)
-        return Costs(max(1, min(fits, default=1)), max(one.fee - per_fee, 0), per_fee)
-
-    measured = await chains.run(chain, measure)
-    chains.capacities[key] = (time.monotonic() + CAPACITY_SECONDS, measured)
-    return measured
-
-
-def _shape(part: Part) -> tuple[object, ...]:
-    """What sets a part's weight and length: its kind and the size of what it carries."""
-    if isinstance(part, Mint):
-        return ("mint", part.owner is not None, len(part.metadata or ""))
-    return (type(part).__name__,)
-
-
-# Signing.
 
 
 @dataclass(slots=True)

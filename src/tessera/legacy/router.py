@@ -22,7 +22,7 @@ from tessera.legacy.schemas import (
 from tessera.mail.requests import for_request
 from tessera.products import repository as products_repository
 from tessera.products import service as products
-from tessera.products.schemas import ItemsIssue, RedeemRequest
+from tessera.products.item_schemas import ItemsIssue, RedeemRequest
 from tessera.ticket_keys.dependencies import SignersDep
 from tessera.toolkit.crypto import BoxDep
 from tessera.users import service as users

@@ -42,7 +42,7 @@ from aiosmtplib import SMTP, SMTPException, SMTPNotSupported, SMTPResponseExcept
 
 from tessera.changes.schemas import EventType
 from tessera.changes.service import record
-from tessera.config import Settings, SmtpServer
+from tessera.config import Settings
 from tessera.db import Database
 from tessera.jobs.worker import run_rounds
 from tessera.mail import repository
@@ -50,6 +50,7 @@ from tessera.mail.repository import MailRow
 from tessera.mail.schemas import MailFailed
 from tessera.models import MailStatus
 from tessera.models.base import utcnow
+from tessera.toolkit.smtp_url import SmtpServer
 
 log = logging.getLogger("tessera.mail")
 

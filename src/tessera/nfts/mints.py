@@ -27,9 +27,10 @@ from tessera.chain.gateway import ChainGateway, ChainItem, Mint, Part
 from tessera.changes.schemas import EventType
 from tessera.db import Transaction
 from tessera.extrinsics import repository as ledger
+from tessera.extrinsics.fees import costs
 from tessera.extrinsics.repository import ExtrinsicRow
 from tessera.extrinsics.schemas import Gone, Landed, Signer
-from tessera.extrinsics.service import costs, follow, signing
+from tessera.extrinsics.service import follow, signing
 from tessera.instruments import counts
 from tessera.instruments.counts import MINT_SECONDS
 from tessera.jobs.repository import JobRow
@@ -39,6 +40,7 @@ from tessera.models.base import utcnow
 from tessera.nfts import repository
 from tessera.nfts.schemas import JobItem
 from tessera.nfts.service import fail_alone, item_id_of, record_items, signer_of
+from tessera.products import item_repository
 from tessera.products import repository as products
 from tessera.products.rows import ProductRow
 
@@ -55,7 +57,7 @@ def _shape(product: ProductRow) -> Mint:
 async def _product_of(context: JobContext, job: JobRow) -> ProductRow:
     product_id = job.payload.get("product_id")
     if product_id is None:  # a job queued before batches: its item says
-        item = await context.database.read(products.item_row, item_id_of(job))
+        item = await context.database.read(item_repository.item_row, item_id_of(job))
         if item is None:
             raise LookupError("the item is gone")
         return await context.database.read(

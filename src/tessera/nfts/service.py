@@ -17,9 +17,11 @@ from tessera.models import JobStatus, NftStatus, Product, ProductItem
 from tessera.models.base import utcnow
 from tessera.nfts import repository
 from tessera.nfts.schemas import HeldWallet, SigningWallet
+from tessera.products import item_repository
 from tessera.products import repository as products
+from tessera.products.item_schemas import NftFailure, ProductItemRead
 from tessera.products.rows import ProductRow, owned_item
-from tessera.products.schemas import NftFailure, ProductItemRead, ProductRead
+from tessera.products.schemas import ProductRead
 from tessera.toolkit.crypto import Sealed, SecretBox
 
 
@@ -84,7 +86,7 @@ def show_items(kind: JobKind) -> Show:
                 ],
             )
             for job in jobs:
-                item = await products.item_row(tx, item_id_of(job))
+                item = await item_repository.item_row(tx, item_id_of(job))
                 if item is None:
                     continue
                 product = await products.get_product_row(tx, item.project_id, item.product_id)

@@ -24,9 +24,10 @@ from tessera.chain.keys import CUSTODIAL
 from tessera.changes.schemas import EventType
 from tessera.db import Transaction
 from tessera.extrinsics import repository as ledger
+from tessera.extrinsics.fees import costs
 from tessera.extrinsics.repository import ExtrinsicRow
 from tessera.extrinsics.schemas import Followed, Gone, Landed, Signer
-from tessera.extrinsics.service import costs, follow_all, signing, submit_all
+from tessera.extrinsics.service import follow_all, signing, submit_all
 from tessera.jobs.repository import JobRow
 from tessera.jobs.worker import Claim, Done, Failed, JobContext, JobOutcome, Wait, hold
 from tessera.models import LIVE, NftStatus
@@ -34,6 +35,7 @@ from tessera.models.base import utcnow
 from tessera.nfts import repository
 from tessera.nfts.schemas import HeldWallet, JobItem
 from tessera.nfts.service import fail_alone, item_id_of, record_items, signer_of
+from tessera.products import item_repository
 from tessera.products import repository as products
 from tessera.products.rows import ProductRow
 
@@ -50,7 +52,7 @@ FUND = "Balances.transfer_keep_alive"
 async def capacity(context: JobContext, job: JobRow) -> int:
     """As many transfers as one extrinsic of the project wallet funds the holders of, at most
     ``MAX_TRANSFERS``."""
-    item = await context.database.read(products.item_row, item_id_of(job))
+    item = await context.database.read(item_repository.item_row, item_id_of(job))
     if item is None:
         return 1
     product = await context.database.read(

@@ -7,7 +7,8 @@ from typing import Annotated, Literal, NamedTuple, Protocol, Self
 from pydantic import Field, StrictInt, StringConstraints, model_validator
 
 from tessera.models import OrderStatus
-from tessera.products.schemas import MAX_ISSUE, ItemSource, ItemView, ProductItemRead, item_view
+from tessera.products.item_schemas import ItemSource, ItemView, ProductItemRead, item_view
+from tessera.products.schemas import MAX_ISSUE
 from tessera.schemas import Integral, PageParams, Pagination, SnakeInput, SnakeModel
 from tessera.users.schemas import UserLookup
 

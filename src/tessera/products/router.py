@@ -10,23 +10,20 @@ from tessera.db import DatabaseDep
 from tessera.errors import responses
 from tessera.mail.requests import for_request
 from tessera.products import service
-from tessera.products.rows import ProductView, SalePage
-from tessera.products.schemas import (
+from tessera.products.item_schemas import (
     ItemFilter,
     ItemKey,
     ItemList,
     ItemsIssue,
     ItemsIssued,
     ItemTransferList,
-    ProductCreate,
     ProductItemRead,
-    ProductRead,
-    ProductUpdate,
     RedeemRequest,
-    SaleList,
     TransferRead,
     TransferRequest,
 )
+from tessera.products.rows import ProductView, SalePage
+from tessera.products.schemas import ProductCreate, ProductRead, ProductUpdate, SaleList
 from tessera.schemas import PageParams
 from tessera.ticket_keys.dependencies import SignersDep
 from tessera.users.schemas import UserPageLookup

@@ -9,7 +9,7 @@ of the product (``check_update``) takes the same lock (``repository.lock_product
 cannot drop below the items being issued. Redemption share-locks the product
 (``repository.share_product``: redemptions of one product run side by side, while a change of
 its ``redemption_quantity`` waits for them and they for it), then locks the item
-(``repository.lock_item``); a transfer locks the product, then the item.
+(``item_repository.lock_item``); a transfer locks the product, then the item.
 
 The rules run in a ``Transaction`` (Core statements on the raw driver, in ``products.repository``)
 and work on its rows: the product, items and users.
@@ -43,10 +43,11 @@ from tessera.errors import (
 )
 from tessera.jobs.queue import JobKind
 from tessera.models import NftStatus
-from tessera.products import repository
+from tessera.products import item_repository
+from tessera.products.item_schemas import ProductItemRead
 from tessera.products.nft_jobs import queue_nft
 from tessera.products.rows import Item, ItemRow, ProductRow, Recipient
-from tessera.products.schemas import ProductItemRead, is_fully_redeemed
+from tessera.products.schemas import is_fully_redeemed
 from tessera.users.rules import require_activated
 
 
@@ -68,7 +69,7 @@ async def check_recipients(
         require_activated(principal, user, "receive items")
     if product.max_per_account is not None:
         wanted = Counter(user.id for user in recipients)
-        held = await repository.held_by(tx, product.id, wanted)
+        held = await item_repository.held_by(tx, product.id, wanted)
         for user in _unique(recipients):
             before = held.get(user.id, 0) - (wanted[user.id] if written else 0)
             total = before + wanted[user.id]
@@ -104,7 +105,7 @@ async def issue(
     count = len(recipients)
     if new_line is not None:
         order_item_id = new_line["id"]
-    issued = await repository.issue(
+    issued = await item_repository.issue(
         tx,
         principal.project_id,
         product_id,
@@ -218,7 +219,7 @@ async def check_update(
         )
     quantity = changed.get("redemption_quantity")
     if quantity is not None and quantity < product.redemption_quantity:
-        highest = await repository.highest_redemption(tx, product.id)
+        highest = await item_repository.highest_redemption(tx, product.id)
         if quantity < highest:
             raise RedemptionQuantityBelowCount(
                 f"redemption_quantity cannot be {quantity}, below the redemption_count of an "

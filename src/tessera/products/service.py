@@ -24,7 +24,19 @@ from tessera.mail.letters import Kind
 from tessera.mail.service import TicketMail, tickets_of
 from tessera.models import NftStatus
 from tessera.models.base import utcnow
-from tessera.products import repository, rules
+from tessera.products import item_repository, repository, rules
+from tessera.products.item_schemas import (
+    ItemFilter,
+    ItemList,
+    ItemOwner,
+    ItemsIssue,
+    ItemTransferList,
+    ProductItemRead,
+    RedeemRequest,
+    TransferItem,
+    TransferRead,
+    TransferRequest,
+)
 from tessera.products.nft_jobs import queue_nft
 from tessera.products.rows import (
     Item,
@@ -35,22 +47,7 @@ from tessera.products.rows import (
     item_of,
     product_view,
 )
-from tessera.products.schemas import (
-    ItemFilter,
-    ItemList,
-    ItemOwner,
-    ItemsIssue,
-    ItemTransferList,
-    ProductCreate,
-    ProductItemRead,
-    ProductRead,
-    ProductUpdate,
-    RedeemRequest,
-    TransferItem,
-    TransferRead,
-    TransferRequest,
-    missing_for_mint,
-)
+from tessera.products.schemas import ProductCreate, ProductRead, ProductUpdate, missing_for_mint
 from tessera.projects.repository import primary_wallet
 from tessera.schemas import PageParams
 from tessera.users.repository import find_user_row, get_user_row, users_by
@@ -201,11 +198,11 @@ async def redeem_item(
     """
     async with database.transaction() as tx:
         product = await repository.share_product(tx, principal.project_id, product_id)
-        row = await repository.lock_item(tx, product, body.product_item_id)
+        row = await item_repository.lock_item(tx, product, body.product_item_id)
         owner = await get_user_row(tx, principal.project_id, UserRef("id", row.owner_id))
         item = item_of(row, product=product, owner=owner)
         if body.nonce is not None:
-            earlier = await repository.find_redemption(tx, item.id, body.nonce)
+            earlier = await item_repository.find_redemption(tx, item.id, body.nonce)
             if earlier is not None:
                 return item, ProductItemRead.of(item, as_of=earlier)
         rules.check_redeemable(product, item)
@@ -215,8 +212,8 @@ async def redeem_item(
             redeemed_at=int(now.timestamp()),
             updated_at=now,
         )
-        await repository.write_redemption(tx, item)
-        await repository.add_redemption(
+        await item_repository.write_redemption(tx, item)
+        await item_repository.add_redemption(
             tx,
             {
                 "item_id": item.id,
@@ -236,7 +233,7 @@ async def _require_movable_nft(tx: Transaction, item: ItemRow) -> None:
     cannot sign for that wallet, and the database and the chain must not disagree (409)."""
     if item.nft_wallet_id is None:
         return
-    holder = await repository.nft_holder(tx, item.nft_wallet_id)
+    holder = await item_repository.nft_holder(tx, item.nft_wallet_id)
     if holder is not None and holder.custody == USER_CONTROLLED:
         raise NftHeldByUser(
             f"the NFT of this item sits in {holder.address}, a wallet its owner holds: "
@@ -260,7 +257,7 @@ async def transfer_item(
     async with database.transaction() as tx:
         product = await repository.lock_product(tx, principal.project_id, product_id)
         rules.check_transferable(product)
-        row = await repository.lock_item(tx, product, body.product_item_id)
+        row = await item_repository.lock_item(tx, product, body.product_item_id)
         rules.check_held_in_tessera(row)
         await _require_movable_nft(tx, row)
         sender = await find_user_row(tx, principal.project_id, body.sender())
@@ -279,7 +276,7 @@ async def transfer_item(
             nft_transfer_status=NftStatus.QUEUED if product.mint_nft else row.nft_transfer_status,
             ticket_version=row.ticket_version + 1,  # as write_transfer counts it
         )
-        await repository.write_transfer(tx, item)
+        await item_repository.write_transfer(tx, item)
         transfer = {
             "project_id": principal.project_id,
             "item_id": item.id,
@@ -287,7 +284,7 @@ async def transfer_item(
             "to_user_id": recipient.id,
             "transferred_at": transferred_at,
         }
-        await repository.add_transfer(tx, transfer)
+        await item_repository.add_transfer(tx, transfer)
         if product.mint_nft:
             await queue_nft(tx, JobKind.TRANSFER, [item])
         moved = TransferRead(
@@ -314,7 +311,7 @@ async def list_items(
 ) -> ItemList:
     """The product's items by ``item_id``, optionally only those of one owner."""
     return await database.read(
-        repository.read_product_items, principal.project_id, product_id, query
+        item_repository.read_product_items, principal.project_id, product_id, query
     )
 
 
@@ -322,7 +319,9 @@ async def get_item(
     database: Database, principal: Principal, *, product_id: uuid.UUID, item: int | uuid.UUID
 ) -> ProductItemRead:
     """The product's item (by ``item_id`` or by ``id``), as the items list shows it."""
-    return await database.read(repository.read_product_item, principal.project_id, product_id, item)
+    return await database.read(
+        item_repository.read_product_item, principal.project_id, product_id, item
+    )
 
 
 async def list_item_transfers(
@@ -335,7 +334,7 @@ async def list_item_transfers(
 ) -> ItemTransferList:
     """The transfers of the product's item (by ``item_id`` or by ``id``), oldest first."""
     return await database.read(
-        repository.read_item_transfers, principal.project_id, product_id, item, paging
+        item_repository.read_item_transfers, principal.project_id, product_id, item, paging
     )
 
 
@@ -405,5 +404,5 @@ async def list_holdings(
 ) -> ItemList:
     """The items the user owns now, of every product of the project, oldest first."""
     return await database.read(
-        repository.read_holdings, principal.project_id, query.ref(), query.paging()
+        item_repository.read_holdings, principal.project_id, query.ref(), query.paging()
     )

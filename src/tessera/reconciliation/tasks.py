@@ -14,9 +14,10 @@ from tessera.jobs.repository import JobRow
 from tessera.jobs.worker import BatchHandler, Chore, JobContext, JobHandler, hold
 from tessera.models import JobStatus, NftStatus, ProductItem
 from tessera.models.base import utcnow
+from tessera.products import item_repository
 from tessera.products import repository as products
+from tessera.products.item_schemas import ItemOwner, TransferItem, TransferRead
 from tessera.products.rows import item_of
-from tessera.products.schemas import ItemOwner, TransferItem, TransferRead
 from tessera.reconciliation import repository
 from tessera.reconciliation.service import reconcile, reconcile_subject
 from tessera.users.repository import get_user_row
@@ -32,7 +33,7 @@ async def follow(context: JobContext, job: JobRow) -> None:
     the NFT has moved again since the repair was planned (the next check sees where)."""
     item_id = uuid.UUID(job.payload["product_item_id"])
     owner = bytes.fromhex(job.payload["owner"])
-    item = await context.database.read(products.item_row, item_id)
+    item = await context.database.read(item_repository.item_row, item_id)
     if item is None:
         return
     project_id, product_id = item.project_id, item.product_id
@@ -48,7 +49,7 @@ async def follow(context: JobContext, job: JobRow) -> None:
     async with context.database.transaction() as tx:
         await hold(tx, job)
         product = await products.lock_product(tx, project_id, product_id)
-        row = await products.lock_item(tx, product, item_id)
+        row = await item_repository.lock_item(tx, product, item_id)
         wallets = await repository.wallets_by_key(tx, project_id, [owner])
         now = utcnow()
         if not wallets:
@@ -67,9 +68,9 @@ async def follow(context: JobContext, job: JobRow) -> None:
             moved_item = item_of(row, product=product, owner=recipient)._replace(
                 owner_id=recipient.id, updated_at=now
             )
-            await products.write_transfer(tx, moved_item)
+            await item_repository.write_transfer(tx, moved_item)
             transferred_at = int(now.timestamp())
-            await products.add_transfer(
+            await item_repository.add_transfer(
                 tx,
                 {
                     "project_id": project_id,

@@ -9,7 +9,7 @@ from sqlalchemy import and_, bindparam, select, update
 
 from tessera.db import Rows, Transaction, table_of
 from tessera.models import Attendee, Event, Product, ProductItem, Project, User
-from tessera.products.repository import item_of_product
+from tessera.products.item_repository import item_of_product
 
 _ITEMS, _PRODUCTS = table_of(ProductItem), table_of(Product)
 _EVENTS, _ATTENDEES, _USERS = table_of(Event), table_of(Attendee), table_of(User)

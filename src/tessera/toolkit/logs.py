@@ -25,12 +25,10 @@ import threading
 import time
 from collections import deque
 from datetime import UTC, datetime
-from typing import Any, TextIO
+from typing import Any, Protocol, TextIO
 
 import orjson
 from prometheus_client import Counter
-
-from tessera.config import Settings
 
 QUEUE_RECORDS = 10_000
 FLUSH_SECONDS = 0.05
@@ -208,7 +206,17 @@ def _request_record(created: float, fields: dict[str, Any]) -> logging.LogRecord
     return record
 
 
-def configuration(settings: Settings, *, tty: bool | None = None) -> dict[str, Any]:
+class LogSettings(Protocol):
+    """What the logging configuration reads of the settings (``tessera.config.Settings``)."""
+
+    @property
+    def log_level(self) -> str: ...
+
+    @property
+    def access_log(self) -> bool: ...
+
+
+def configuration(settings: LogSettings, *, tty: bool | None = None) -> dict[str, Any]:
     """A ``logging.config.dictConfig`` configuration: every record at ``TESSERA_LOG_LEVEL`` or
     above to stderr through one handler and its writer thread, as JSON unless ``tty`` (default:
     whether stderr is a terminal); the request log at INFO whatever the level."""

@@ -15,7 +15,7 @@ from tessera.db import Database, Transaction, rerun_on_conflict
 from tessera.errors import EmailTaken, InvalidInput, ReferenceIdTaken, UserNotFound
 from tessera.models.base import new_id, utcnow
 from tessera.toolkit.crypto import SecretBox
-from tessera.users import repository
+from tessera.users import repository, reputation_repository
 from tessera.users.schemas import (
     ReputationAdjust,
     ReputationHistory,
@@ -218,11 +218,13 @@ async def activation_status(
 @rerun_on_conflict
 async def adjust_reputation(
     database: Database, principal: Principal, *, body: ReputationAdjust
-) -> repository.ReputationEntryRow:
+) -> reputation_repository.ReputationEntryRow:
     """Add a signed delta to a user's reputation; the balance never goes below 0."""
     async with database.transaction() as tx:
         user = await repository.get_user_row(tx, principal.project_id, body.ref())
-        entry = await repository.add_reputation(tx, user, delta=body.delta, reason=body.reason)
+        entry = await reputation_repository.add_reputation(
+            tx, user, delta=body.delta, reason=body.reason
+        )
         await tx.commit()
     return entry
 
@@ -232,5 +234,8 @@ async def reputation_history(
 ) -> ReputationHistory:
     """The user's reputation balance and the entries that made it, oldest first."""
     return await database.read(
-        repository.read_reputation_history, principal.project_id, query.ref(), query.paging()
+        reputation_repository.read_reputation_history,
+        principal.project_id,
+        query.ref(),
+        query.paging(),
     )
