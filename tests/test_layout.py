@@ -1,9 +1,9 @@
 """The rules of the layout that no linter holds (docs/design.md, Layout): SQL statements are
-built only in a ``repository.py`` (or a ``<part>_repository.py``), the ``db`` package and the migrations; only the ``db`` package
-asks which backend it runs on; routes and console pages name what they need in their signatures,
-never reading the app's state; one road to the database (``Database``); services and
-repositories do not speak HTTP; views and parameters are typed; no module imports, even lazily,
-one that imports it back."""
+built only in a ``repository.py`` (or a ``<part>_repository.py``), the ``db`` package and the
+migrations; only the ``db`` package asks which backend it runs on; routes and console pages name
+what they need in their signatures, never reading the app's state; one road to the database
+(``Database``); services and repositories do not speak HTTP; views and parameters are typed; no
+module imports, even lazily, one that imports it back; a table's row is declared once."""
 
 import ast
 from pathlib import Path
@@ -28,8 +28,20 @@ def _may_build_statements(path: Path) -> bool:
     return path.name.endswith("repository.py") or relative.parts[0] in {"db", "models"}
 
 
+def _sqlalchemy_modules(tree: ast.AST) -> set[str]:
+    """The names SQLAlchemy's modules are bound to (``import sqlalchemy as sa``: ``sa``)."""
+    return {
+        alias.asname or alias.name.split(".")[0]
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Import)
+        for alias in node.names
+        if alias.name.split(".")[0] == "sqlalchemy"
+    }
+
+
 def _statement_builders(tree: ast.AST) -> list[str]:
-    """The calls of SQLAlchemy's statement builders (``select(...)``, ``func.count()``)."""
+    """The calls of SQLAlchemy's statement builders (``select(...)``, ``func.count()``,
+    ``sa.select(...)``, ``sqlalchemy.func.max(...)``)."""
     imported = {
         alias.asname or alias.name
         for node in ast.walk(tree)
@@ -37,16 +49,21 @@ def _statement_builders(tree: ast.AST) -> list[str]:
         for alias in node.names
         if alias.name in BUILDERS | {"func"}
     }
-    found = []
+    modules = _sqlalchemy_modules(tree)
+    found: list[tuple[int, str]] = []
     for node in ast.walk(tree):
         if not isinstance(node, ast.Call):
             continue
-        called = node.func
+        chain, called = [], node.func
         while isinstance(called, ast.Attribute):
+            chain.append(called.attr)
             called = called.value
-        if isinstance(called, ast.Name) and called.id in imported:
-            found.append(f"line {node.lineno}: {ast.unparse(node.func)}")
-    return found
+        if not isinstance(called, ast.Name):
+            continue
+        through_module = called.id in modules and any(name in BUILDERS | {"func"} for name in chain)
+        if called.id in imported or through_module:
+            found.append((node.lineno, f"line {node.lineno}: {ast.unparse(node.func)}"))
+    return [where for _, where in sorted(found, key=lambda found: found[0])]
 
 
 @pytest.mark.parametrize(
@@ -61,6 +78,15 @@ def test_statements_are_built_in_repositories_and_the_db_package(path: Path):
 def test_the_check_finds_a_statement_where_there_is_one():
     tree = ast.parse("from sqlalchemy import func, select\nq = select(func.count())\n")
     assert _statement_builders(tree) == ["line 2: select", "line 2: func.count"]
+    tree = ast.parse(
+        "import sqlalchemy as sa\nimport sqlalchemy\n"
+        "q = sa.select(sa.func.count())\nr = sqlalchemy.delete(t)\ns = sa.Integer()\n"
+    )
+    assert _statement_builders(tree) == [
+        "line 3: sa.select",
+        "line 3: sa.func.count",
+        "line 4: sqlalchemy.delete",
+    ]
 
 
 @pytest.mark.parametrize(
@@ -261,18 +287,34 @@ def test_the_typing_check_finds_a_namespace_and_an_or_any():
     ]
 
 
+ROADS_AROUND = frozenset(
+    {"create_engine", "create_async_engine", "Session", "sessionmaker", "async_sessionmaker"}
+    | {"AsyncSession", "AsyncEngine", "SessionDep"}
+)
+
+
 def _orm_sessions(tree: ast.AST) -> list[str]:
-    """What reaches the database around ``Database``: SQLAlchemy's async engine or session,
-    the ORM session's dependency, the app's state for the database."""
+    """What reaches the database around ``Database``: SQLAlchemy's engines and sessions
+    (imported by name, or reached through ``sqlalchemy``, ``sa.orm``, ...), the ORM
+    session's dependency, the app's state for the database."""
+    modules = _sqlalchemy_modules(tree)
     found: list[tuple[int, str]] = []
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom) and node.module == "sqlalchemy.ext.asyncio":
             found.append((node.lineno, "sqlalchemy.ext.asyncio"))
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("sqlalchemy"):
+            found += [(node.lineno, a.name) for a in node.names if a.name in ROADS_AROUND]
         elif isinstance(node, ast.Name) and node.id in {"AsyncSession", "SessionDep"}:
             found.append((node.lineno, node.id))
         elif isinstance(node, ast.Attribute) and ast.unparse(node).endswith("state.database"):
             found.append((node.lineno, ast.unparse(node)))
-    return [f"line {line}: {what}" for line, what in sorted(found)]
+        elif isinstance(node, ast.Attribute) and node.attr in ROADS_AROUND:
+            root = node.value
+            while isinstance(root, ast.Attribute):
+                root = root.value
+            if isinstance(root, ast.Name) and root.id in modules:
+                found.append((node.lineno, ast.unparse(node)))
+    return [f"line {line}: {what}" for line, what in sorted(set(found))]
 
 
 def test_one_road_to_the_database():
@@ -300,15 +342,47 @@ def test_the_road_check_finds_a_session():
     ]
 
 
-def test_services_and_repositories_do_not_speak_http():
+def test_the_road_check_finds_engines_and_orm_sessions_however_spelt():
+    tree = ast.parse(
+        "import sqlalchemy as sa\nimport sqlalchemy.orm\n"
+        "from sqlalchemy import create_engine\nfrom sqlalchemy.orm import Session\n"
+        "engine = sa.create_engine(url)\nwith sqlalchemy.orm.Session(engine) as s: ...\n"
+    )
+    assert _orm_sessions(tree) == [
+        "line 3: create_engine",
+        "line 4: Session",
+        "line 5: sa.create_engine",
+        "line 6: sqlalchemy.orm.Session",
+    ]
+
+
+# The modules of a domain package that speak HTTP: its routes, its pages and the FastAPI
+# aliases its routes take. The console is a web interface of its own, all of it HTTP.
+HTTP_MODULES = frozenset({"router.py", "pages.py", "dependencies.py"})
+
+
+def _use_case_modules() -> list[Path]:
+    """Every module of a domain package (one with a ``service.py``) but its HTTP modules."""
+    domains = {p.parent for p in SRC.glob("*/service.py")} - {SRC / "console"}
+    return [p for p in _modules() if p.parent in domains and p.name not in HTTP_MODULES]
+
+
+def test_use_cases_do_not_speak_http():
     """A use-case returns a domain result or raises a domain error (tessera.errors); what
-    status and headers answer it is its router's to say."""
+    status and headers answer it is its router's to say. Every module of a domain package
+    but its router, pages and dependencies: services, repositories, rules, workers, schemas."""
     speaking = {
         str(path.relative_to(SRC)): sorted(_imports(path, {"fastapi", "starlette"}))
-        for path in _modules()
-        if path.name in {"service.py", "repository.py"} and _imports(path, {"fastapi", "starlette"})
+        for path in _use_case_modules()
+        if _imports(path, {"fastapi", "starlette"})
     }
     assert speaking == {}
+
+
+def test_the_use_case_modules_are_found():
+    found = {str(path.relative_to(SRC)) for path in _use_case_modules()}
+    assert {"products/rules.py", "nfts/mints.py", "jobs/worker.py", "claims/limiter.py"} <= found
+    assert not {"products/router.py", "claims/pages.py", "console/web.py"} & found
 
 
 def _package(module: str) -> str:
@@ -412,3 +486,75 @@ def test_use_cases_run_again_on_a_conflict():
     Locks): every public use-case of a service that opens a transaction says so with
     ``@rerun_on_conflict``, or is named in ``RUN_ONCE`` with the reason it is not."""
     assert _transactions_not_rerun() == {}
+
+
+def _named_tuples() -> dict[str, set[str]]:
+    """Every ``NamedTuple`` of the package: ``module:Class`` and its fields."""
+    found = {}
+    for path in _modules():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ClassDef) and any(
+                ast.unparse(base) in {"NamedTuple", "typing.NamedTuple"} for base in node.bases
+            ):
+                fields = {
+                    statement.target.id
+                    for statement in node.body
+                    if isinstance(statement, ast.AnnAssign)
+                    and isinstance(statement.target, ast.Name)
+                }
+                found[f"{path.relative_to(SRC)}:{node.name}"] = fields
+    return found
+
+
+def _rows_declared(
+    tables: dict[str, set[str]], tuples: dict[str, set[str]]
+) -> dict[str, list[str]]:
+    """For each table of ten columns or more, the named tuples that write out four fifths of
+    them or more: a table's full row is declared once, and what else reads it is a projection
+    of a few columns or a join of whole rows (``db.Joined``)."""
+    return {
+        table: sorted(
+            name for name, fields in tuples.items() if len(fields & columns) * 5 >= len(columns) * 4
+        )
+        for table, columns in tables.items()
+        if len(columns) >= 10
+    }
+
+
+# Tables whose columns are still written out again in a narrower row: to fold as
+# ``product_items``' were (issue 44 folded the widest, 25 columns in six rows, first).
+WRITTEN_AGAIN = {
+    "products": {
+        "products/rows.py:ProductRow",
+        "products/rows.py:ProductReadRow",
+        "products/rows.py:ProductEventRow",
+        "products/rows.py:ProductView",
+    },
+    "users": {"users/repository.py:UserRow", "users/repository.py:CreatedUser"},
+    "claim_links": {"claims/repository.py:LinkRow", "claims/repository.py:OfferRow"},
+    "project_wallets": {
+        "projects/repository.py:ProjectWalletRow",
+        "users/repository.py:WalletRow",
+    },
+}
+
+
+def test_each_table_s_row_is_declared_once():
+    from tessera.models import Base
+
+    tables = {name: set(table.columns.keys()) for name, table in Base.metadata.tables.items()}
+    declared = _rows_declared(tables, _named_tuples())
+    assert declared["product_items"] == ["products/rows.py:ItemRow"]
+    twice = {table: set(names) for table, names in declared.items() if len(names) > 1}
+    assert twice == WRITTEN_AGAIN  # none more, and one folded leaves this list
+
+
+def test_the_row_check_finds_a_row_written_twice():
+    columns = {"id", *"abcdefghi"}
+    tuples = {
+        "x.py:Thing": set(columns),
+        "y.py:ThingAndMore": {*"abcdefgh", "more"},
+        "z.py:ThingNamed": {"id", "a"},
+    }
+    rows = _rows_declared({"things": columns, "small": {"id", "a"}}, tuples)
+    assert rows == {"things": ["x.py:Thing", "y.py:ThingAndMore"]}

@@ -17,7 +17,7 @@ from tessera.auth.rate_limits import RateLimiter, SignInLimiter
 from tessera.auth.router import router as auth_router
 from tessera.chain.registry import Chains
 from tessera.changes.service import purge_chore
-from tessera.checkins.scanner import router as scanner_router
+from tessera.checkins.pages import router as scanner_router
 from tessera.claims import pages as claim_pages
 from tessera.claims.limiter import ClaimLimiter
 from tessera.claims.router import public_router as claims_router

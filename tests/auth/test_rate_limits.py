@@ -1,14 +1,34 @@
 """Rate limits per credential (TESSERA_RATE_LIMIT_READ / _WRITE): a token bucket each."""
 
-import asyncio
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 import httpx
+import pytest
 from fastapi import FastAPI
 
+from tessera.auth import rate_limits
 from tessera.main import create_app
 from tests.factories import make_tenant, user_body
+
+
+class Clock:
+    """The buckets' clock (their ``time.time()``), moved by the test alone: how many tokens a
+    bucket holds does not depend on how fast a loaded machine answers."""
+
+    def __init__(self) -> None:
+        self.now = float(int(time.time()))
+
+    def time(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def clock(monkeypatch) -> Clock:
+    frozen = Clock()
+    monkeypatch.setattr(rate_limits, "time", frozen)
+    return frozen
 
 
 @asynccontextmanager
@@ -28,7 +48,7 @@ async def statuses(client: httpx.AsyncClient, headers: dict, n: int) -> list[int
 
 
 class TestReadLimit:
-    async def test_a_burst_of_one_seconds_worth_then_429(self, app, settings):
+    async def test_a_burst_of_one_seconds_worth_then_429(self, app, settings, clock):
         async with limited_app(settings, rate_limit_read=3) as limited, client_of(limited) as c:
             tenant = await make_tenant(limited)
             assert await statuses(c, tenant.r, 3) == [200, 200, 200]
@@ -42,7 +62,7 @@ class TestReadLimit:
         assert refused.headers["ratelimit-remaining"] == "0"
         assert refused.headers["ratelimit-reset"] == "1"
 
-    async def test_another_credential_is_not_slowed(self, app, settings):
+    async def test_another_credential_is_not_slowed(self, app, settings, clock):
         async with limited_app(settings, rate_limit_read=2) as limited, client_of(limited) as c:
             tenant = await make_tenant(limited)
             other = await make_tenant(limited, name="Other")
@@ -50,13 +70,13 @@ class TestReadLimit:
             assert await statuses(c, tenant.w, 2) == [200, 200]  # another key of the project
             assert await statuses(c, other.r, 2) == [200, 200]
 
-    async def test_refills_and_a_refused_request_takes_no_token(self, app, settings):
+    async def test_refills_and_a_refused_request_takes_no_token(self, app, settings, clock):
         async with limited_app(settings, rate_limit_read=4) as limited, client_of(limited) as c:
             tenant = await make_tenant(limited)
             assert await statuses(c, tenant.r, 4) == [200] * 4
             assert await statuses(c, tenant.r, 6) == [429] * 6
             # A quarter of a second gives one token back; the refusals took none.
-            await asyncio.sleep(0.3)
+            clock.now += 0.3
             assert await statuses(c, tenant.r, 2) == [200, 429]
 
     async def test_the_401_comes_before_the_limit(self, app, settings):
@@ -66,7 +86,7 @@ class TestReadLimit:
 
 
 class TestWriteLimit:
-    async def test_writes_have_their_own_bucket(self, app, settings):
+    async def test_writes_have_their_own_bucket(self, app, settings, clock):
         async with (
             limited_app(settings, rate_limit_read=100, rate_limit_write=2) as limited,
             client_of(limited) as c,
@@ -90,7 +110,7 @@ class TestWriteLimit:
 
 
 class TestAcrossProcesses:
-    async def test_two_processes_share_the_bucket(self, app, settings):
+    async def test_two_processes_share_the_bucket(self, app, settings, clock):
         """On SQLite too: two `tessera serve` processes may share the file."""
         async with (
             limited_app(settings, rate_limit_read=4) as one,

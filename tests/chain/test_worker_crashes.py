@@ -36,7 +36,7 @@ from typing import TypeVar
 
 import pytest
 from scalecodec.utils.ss58 import ss58_decode
-from sqlalchemy import select
+from sqlalchemy import func, select
 
 from tessera.chain.extrinsics import parts_of, tx_hash
 from tessera.models import Extrinsic, Job, JobStatus, Product, ProductItem, WorkerHeartbeat
@@ -150,15 +150,17 @@ def workers(chain_app, devchain, tmp_path) -> Iterator[Workers]:
     started.stop()
 
 
-async def until(probe: Callable[[], Awaitable[T]], what: str, workers: Workers, within: float) -> T:
-    """``probe()``'s first truthy answer, polled every 50 ms for ``within`` seconds."""
+async def until(
+    probe: Callable[[], Awaitable[T]], what: str, workers: Workers, within: float, every=0.05
+) -> T:
+    """``probe()``'s first truthy answer, polled every ``every`` seconds for ``within``."""
     deadline = time.monotonic() + within
     while True:
         found = await probe()
         if found:
             return found
         assert time.monotonic() < deadline, f"not within {within} s: {what}\n{workers.logs()}"
-        await asyncio.sleep(0.05)
+        await asyncio.sleep(every)
 
 
 async def project_jobs(database, project_id: uuid.UUID) -> list[Job]:
@@ -208,10 +210,6 @@ async def _extrinsic_rows(database, project_id: uuid.UUID) -> list[Extrinsic]:
         )
 
 
-def item_of(job: Job) -> uuid.UUID:
-    return uuid.UUID(job.subject.removeprefix("item:"))
-
-
 async def worker_ids(database) -> dict[int, str]:
     """The running workers' ids by their processes' ids (their heartbeat rows)."""
     async with orm.session(database, write=False) as session:
@@ -232,39 +230,55 @@ class InFlight:
 async def in_flight(database, product_id: str, workers: Workers) -> InFlight | None:
     """The product's mints once they stand still with no block built: every running mint job
     of the product carried by an extrinsic signed and submitted, under a claim a worker's log
-    names, and none more to come (no job queued, or every slot of both workers taken)."""
+    names, and none more to come (no job queued, or every slot of both workers taken). Counted
+    first, loaded only then: the workers signing meanwhile share the machine."""
+    product, batch = uuid.UUID(product_id), f"mint:{product_id}"
     async with orm.session(database, write=False) as session:
-        jobs = list(await session.scalars(select(Job).where(Job.batch == f"mint:{product_id}")))
-        items = await session.execute(
-            select(ProductItem.id, ProductItem.nft_extrinsic_id).where(
-                ProductItem.product_id == uuid.UUID(product_id)
-            )
-        )
-        carrier = dict(items.all())
-        running = [job for job in jobs if job.status == JobStatus.RUNNING]
-        carriers = {carrier[item_of(job)] for job in running}
-        if not running or None in carriers:
-            return None
+        count = select(Job.status, func.count()).where(Job.batch == batch).group_by(Job.status)
+        statuses = dict((await session.execute(count)).tuples().all())
+        running, queued = statuses.get(JobStatus.RUNNING, 0), statuses.get(JobStatus.QUEUED, 0)
+        live = Extrinsic.status.in_(("signed", "submitted", "included"))
         rows = list(
             await session.scalars(
-                select(Extrinsic).where(Extrinsic.id.in_(carriers)).order_by(Extrinsic.nonce)
+                select(Extrinsic)
+                .where(Extrinsic.call == "Nfts.mint", live)
+                .order_by(Extrinsic.nonce)
             )
         )
-    if any(row.status != "submitted" for row in rows):
-        return None
+        if not running or any(row.status != "submitted" for row in rows):
+            return None
+        carrying = select(func.count()).where(
+            ProductItem.product_id == product,
+            ProductItem.nft_extrinsic_id.in_([row.id for row in rows]),
+        )
+        # The items of a batch in flight have their jobs running: as many means the same.
+        if await session.scalar(carrying) != running:
+            return None
+        jobs = (
+            await session.execute(
+                select(Job.id, Job.subject, Job.claim).where(
+                    Job.batch == batch, Job.status == JobStatus.RUNNING
+                )
+            )
+        ).all()
+        carried = await session.execute(
+            select(ProductItem.id, ProductItem.nft_extrinsic_id).where(
+                ProductItem.product_id == product, ProductItem.nft_extrinsic_id.is_not(None)
+            )
+        )
+        carrier = dict(carried.tuples().all())
     logged = workers.claims()
-    if any(job.claim not in logged for job in running):
+    if any(claim not in logged for _, _, claim in jobs):
         return None
-    taken = Counter(logged[claim][0] for claim in {job.claim for job in running})
-    queued = [job for job in jobs if job.status == JobStatus.QUEUED]
+    taken = Counter(logged[claim][0] for claim in {claim for _, _, claim in jobs})
     if queued and sorted(taken.values()) != [SLOTS, SLOTS]:
         return None
     by_row: dict[uuid.UUID, set[uuid.UUID]] = {row.id: set() for row in rows}
     claims: dict[uuid.UUID, set[uuid.UUID]] = {row.id: set() for row in rows}
-    for job in running:
-        assert job.claim is not None
-        by_row[carrier[item_of(job)]].add(job.id)
-        claims[carrier[item_of(job)]].add(job.claim)
+    for job_id, subject, claim in jobs:
+        row_id = carrier[uuid.UUID(subject.removeprefix("item:"))]
+        by_row[row_id].add(job_id)
+        claims[row_id].add(claim)
     # Each extrinsic is one claim's batch, signed once: it carries all the claim's jobs.
     assert [len(claims[row.id]) for row in rows] == [1] * len(rows), workers.logs()
     one_claim = {row_id: claim for row_id, [claim] in claims.items()}
@@ -273,6 +287,17 @@ async def in_flight(database, product_id: str, workers: Workers) -> InFlight | N
     ], workers.logs()
     holders = {row_id: logged[claim][0] for row_id, claim in one_claim.items()}
     return InFlight(rows, by_row, one_claim, holders)
+
+
+async def nft_statuses(database, product_id: str) -> dict[str | None, int]:
+    """How many of the product's items are in each NFT status."""
+    async with orm.session(database, write=False) as session:
+        counted = await session.execute(
+            select(ProductItem.nft_status, func.count())
+            .where(ProductItem.product_id == uuid.UUID(product_id))
+            .group_by(ProductItem.nft_status)
+        )
+    return {status: count for status, count in counted.tuples().all()}
 
 
 def minted_items(row: Extrinsic) -> list[tuple[int, int]]:
@@ -389,7 +414,11 @@ class TestKilledWorkers:
                 chunk = holders[start : start + 500]
                 await issue_items(chain_client, tenant, big["id"], *(u["id"] for u in chunk))
             flight = await until(
-                lambda: in_flight(database, big["id"], workers), "batches in flight", workers, 120
+                lambda: in_flight(database, big["id"], workers),
+                "batches in flight",
+                workers,
+                120,
+                every=0.25,
             )
             rows = flight.rows
             # Both workers' batches are in flight at once, with consecutive nonces of the one
@@ -426,11 +455,11 @@ class TestKilledWorkers:
                 await asyncio.to_thread(devchain.rpc, "dev_newBlock", [built])
 
         async def all_minted() -> bool:
-            items = await items_of(database, big["id"])
-            assert not [r for r in items if r.nft_status == "failed"], workers.logs()
-            return all(r.nft_status == "minted" for r in items)
+            statuses = await nft_statuses(database, big["id"])
+            assert "failed" not in statuses, workers.logs()
+            return statuses == {"minted": MANY}
 
-        await until(all_minted, "all 2,000 NFTs minted", workers, 300)
+        await until(all_minted, "all 2,000 NFTs minted", workers, 300, every=0.25)
         jobs = await project_jobs(database, tenant.project_id)
         assert {(j.kind, j.status) for j in jobs} == {
             ("nft.create_collection", "succeeded"),

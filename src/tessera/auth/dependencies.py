@@ -20,7 +20,7 @@ import jwt
 from fastapi import Depends, Request
 
 from tessera.auth.principal import Principal
-from tessera.auth.rate_limits import RateLimiter
+from tessera.auth.rate_limits import RateLimiter, SignInLimiter
 from tessera.auth.service import API_KEY_START, UsageRecorder, access_for_api_key
 from tessera.auth.tokens import ExternalIssuer, TokenIssuer
 from tessera.config import Settings
@@ -270,3 +270,11 @@ WriteAccess = Annotated[Principal, Depends(Access(writes=True, door=False))]
 DoorReadAccess = Annotated[Principal, Depends(Access(writes=False, door=True))]
 # The door's scans (scan, annul, upload): a check-in key, or a write credential.
 DoorWriteAccess = Annotated[Principal, Depends(Access(writes=True, door=True))]
+
+
+async def sign_in_limiter(request: Request) -> SignInLimiter:
+    limiter: SignInLimiter = request.app.state.console_limiter
+    return limiter
+
+
+SignInLimiterDep = Annotated[SignInLimiter, Depends(sign_in_limiter)]

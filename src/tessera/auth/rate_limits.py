@@ -16,9 +16,6 @@ database too.
 
 import math
 import time
-from typing import Annotated
-
-from fastapi import Depends, Request
 
 from tessera.auth.principal import Principal
 from tessera.db import Database
@@ -68,11 +65,3 @@ class SignInLimiter:
                 "too many sign-in attempts from this address: try again in a minute",
                 retry_after=max(1, math.ceil(refusal.retry_after)),
             )
-
-
-async def sign_in_limiter(request: Request) -> SignInLimiter:
-    limiter: SignInLimiter = request.app.state.console_limiter
-    return limiter
-
-
-SignInLimiterDep = Annotated[SignInLimiter, Depends(sign_in_limiter)]

@@ -50,7 +50,6 @@ from tessera.events.service import FIRST_CHECK_IN_REPUTATION
 from tessera.models.base import utcnow
 from tessera.products import item_repository
 from tessera.products import repository as products
-from tessera.products.rows import item_of
 from tessera.schemas import PageParams, Pagination
 from tessera.ticket_keys import service as ticket_keys
 from tessera.ticket_keys.service import ProjectKeys
@@ -145,12 +144,12 @@ async def annul(
             raise AnnulWindowClosed
         await repository.annul(tx, scanned.id, now)
         owner = await get_user_row(tx, principal.project_id, UserRef("id", row.owner_id))
-        item = item_of(row, product=product, owner=owner)._replace(
+        row = row._replace(
             redemption_count=row.redemption_count - 1,
             redeemed_at=scanned.previous_redeemed_at,
             updated_at=now,
         )
-        await item_repository.write_redemption(tx, item)
+        await item_repository.write_redemption(tx, row)
         if scanned.redemption_id is not None:
             await repository.forget_redemption(tx, scanned.redemption_id)
         checked_in_at = None
@@ -169,7 +168,7 @@ async def annul(
                         delta=-FIRST_CHECK_IN_REPUTATION,
                         reason=f"check-in annulled:{product.event_id}",
                     )
-        answer = _annulled(scanned, now, item.redemption_count, checked_in_at)
+        answer = _annulled(scanned, now, row.redemption_count, checked_in_at)
         await record(tx, principal.project_id, EventType.CHECKIN_ANNULLED, [answer])
         await tx.commit()
     return answer

@@ -9,9 +9,6 @@ or link. Both limits are tested before either is counted, atomically across proc
 """
 
 import math
-from typing import Annotated
-
-from fastapi import Depends, Request
 
 from tessera.db import Database
 from tessera.db.windows import Window, admit
@@ -39,11 +36,3 @@ class ClaimLimiter:
                 f"too many claims from {what}: at most {full.limit} {self._window}",
                 retry_after=max(1, math.ceil(refusal.retry_after)),
             )
-
-
-async def claim_limiter(request: Request) -> ClaimLimiter:
-    limiter: ClaimLimiter = request.app.state.claim_limiter
-    return limiter
-
-
-ClaimLimiterDep = Annotated[ClaimLimiter, Depends(claim_limiter)]

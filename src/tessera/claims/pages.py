@@ -10,7 +10,7 @@ from fastapi.responses import HTMLResponse
 from pydantic import StringConstraints, ValidationError
 
 from tessera.claims import service
-from tessera.claims.limiter import ClaimLimiterDep
+from tessera.claims.dependencies import ClaimLimiterDep
 from tessera.claims.router import admit_claim
 from tessera.claims.schemas import ClaimRequest
 from tessera.config import SettingsDep
@@ -133,7 +133,7 @@ async def claim_frompage(
     product = item.product
     heading = f"You have claimed {product.name}" if new else f"You already claimed {product.name}"
     lines = [
-        f"Item #{item.item_id} is held for {body.email}.",
+        f"Item #{item.row.item_id} is held for {body.email}.",
         "It was claimed through this link before; this is the same item."
         if not new
         else "Your ticket is ready: open it now and keep its page, it is what you show at "

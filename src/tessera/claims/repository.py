@@ -6,8 +6,9 @@ from typing import Any, NamedTuple
 
 from sqlalchemy import bindparam, func, select, update
 
-from tessera.db import Rows, Transaction, lock_for_update, table_of
-from tessera.models import Claim, ClaimLink, Event, NftStatus, Product, ProductItem, Project
+from tessera.db import Joined, Rows, Transaction, lock_for_update, table_of
+from tessera.models import Claim, ClaimLink, Event, Product, ProductItem, Project
+from tessera.products.rows import ItemRow
 from tessera.schemas import PageParams
 
 
@@ -64,40 +65,6 @@ class OfferRow(NamedTuple):
     event_end_date: int | None
 
 
-class ClaimedItemRow(NamedTuple):
-    """An item (``product_items``) with what ``TransferItem`` shows of its product:
-    ``_CLAIMED_ITEM``'s rows."""
-
-    project_id: uuid.UUID
-    product_id: uuid.UUID
-    item_id: int
-    owner_id: uuid.UUID
-    order_item_id: uuid.UUID | None
-    redemption_count: int
-    redeemed_at: int | None
-    nft_status: NftStatus | None
-    nft_tx_hash: str | None
-    nft_block: int | None
-    nft_transfer_status: NftStatus | None
-    nft_transfer_tx_hash: str | None
-    nft_transfer_block: int | None
-    nft_wallet_id: uuid.UUID | None
-    nft_held_by: str | None
-    ticket_version: int
-    nft_extrinsic_id: uuid.UUID | None
-    nft_block_hash: str | None
-    nft_transfer_extrinsic_id: uuid.UUID | None
-    nft_transfer_block_hash: str | None
-    nft_reason: str | None
-    nft_transfer_reason: str | None
-    id: uuid.UUID
-    created_at: datetime
-    updated_at: datetime
-    product_name: str
-    product_type: str
-    product_redemption_quantity: int
-
-
 class ClaimedProduct(NamedTuple):
     """What ``TransferItem`` shows of an item's product."""
 
@@ -108,34 +75,14 @@ class ClaimedProduct(NamedTuple):
 
 
 class ClaimedItem(NamedTuple):
-    """An item claimed before, with its product, as ``TransferItem`` reads it."""
+    """A join: an item claimed before, with what ``TransferItem`` shows of its product
+    (``_CLAIMED_ITEM``'s rows, read by ``CLAIMED_ITEM``)."""
 
-    project_id: uuid.UUID
-    product_id: uuid.UUID
-    item_id: int
-    owner_id: uuid.UUID
-    order_item_id: uuid.UUID | None
-    redemption_count: int
-    redeemed_at: int | None
-    nft_status: NftStatus | None
-    nft_tx_hash: str | None
-    nft_block: int | None
-    nft_transfer_status: NftStatus | None
-    nft_transfer_tx_hash: str | None
-    nft_transfer_block: int | None
-    nft_wallet_id: uuid.UUID | None
-    nft_held_by: str | None
-    ticket_version: int
-    nft_extrinsic_id: uuid.UUID | None
-    nft_block_hash: str | None
-    nft_transfer_extrinsic_id: uuid.UUID | None
-    nft_transfer_block_hash: str | None
-    nft_reason: str | None
-    nft_transfer_reason: str | None
-    id: uuid.UUID
-    created_at: datetime
-    updated_at: datetime
+    row: ItemRow
     product: ClaimedProduct
+
+
+CLAIMED_ITEM = Joined(ClaimedItem)
 
 
 _LINKS, _CLAIMS = table_of(ClaimLink), table_of(Claim)
@@ -184,15 +131,12 @@ _OFFER = (
 _CLAIMED_ITEM = (
     select(
         _ITEMS,
-        _PRODUCTS.c.name.label("product_name"),
-        _PRODUCTS.c.type.label("product_type"),
-        _PRODUCTS.c.redemption_quantity.label("product_redemption_quantity"),
+        *(_PRODUCTS.c[key].label(f"product__{key}") for key in ClaimedProduct._fields),
     )
     .join(_CLAIMS, _CLAIMS.c.item_id == _ITEMS.c.id)
     .join(_PRODUCTS, _PRODUCTS.c.id == _ITEMS.c.product_id)
     .where(_CLAIMS.c.link_id == bindparam("link_id"), _CLAIMS.c.email == bindparam("email"))
 )
-_PRODUCT_AT = len(_ITEMS.c)  # where a claimed item's product starts
 _COUNT_CLAIM = (
     update(_LINKS)
     .where(_LINKS.c.id == bindparam("id"))
@@ -255,11 +199,7 @@ async def lock_link_by_token(tx: Transaction, digest: str) -> LinkRow | None:
 
 async def claimed_item(rows: Rows, link_id: uuid.UUID, email: str) -> ClaimedItem | None:
     """The item ``email`` claimed through the link before, with its product, or None."""
-    row = await rows.first(_CLAIMED_ITEM, ClaimedItemRow, link_id=link_id, email=email)
-    if row is None:
-        return None
-    product = ClaimedProduct._make((row.product_id, *row[_PRODUCT_AT:]))
-    return ClaimedItem._make((*row[:_PRODUCT_AT], product))
+    return await rows.first(_CLAIMED_ITEM, CLAIMED_ITEM, link_id=link_id, email=email)
 
 
 async def count_claim(tx: Transaction, link_id: uuid.UUID, now: datetime) -> None:

@@ -7,7 +7,7 @@ from fastapi import APIRouter, Depends, Query, Request, Response
 
 from tessera.auth.dependencies import ReadAccess, WriteAccess
 from tessera.claims import service
-from tessera.claims.limiter import ClaimLimiterDep
+from tessera.claims.dependencies import ClaimLimiterDep
 from tessera.claims.schemas import (
     ClaimLinkCreate,
     ClaimLinkCreated,

@@ -3,7 +3,6 @@ the view of what a link offers and the claim itself."""
 
 import secrets
 import uuid
-from typing import Any
 
 from sqlalchemy.exc import IntegrityError
 
@@ -43,7 +42,7 @@ from tessera.mail.letters import Kind
 from tessera.mail.service import TicketMail, tickets_of
 from tessera.models.base import unix_now, utcnow
 from tessera.products import rules
-from tessera.products.item_schemas import TransferItem
+from tessera.products.item_schemas import TransferItem, TransferSource
 from tessera.products.repository import get_product_row
 from tessera.schemas import PageParams, Pagination
 from tessera.ticket_keys import codes as ticket_codes
@@ -211,7 +210,7 @@ async def claim(
     settings: Settings,
     box: SecretBox,
     mail: TicketMail | None = None,
-) -> tuple[uuid.UUID, Any, bool]:
+) -> tuple[uuid.UUID, TransferSource, bool]:
     """Claim one item through a link: (the user's id, the item, whether it is new).
 
     The link's row is locked first, so the claims of one link are counted one at a time and
@@ -235,7 +234,7 @@ async def claim(
             raise ClaimLinkNotFound
         earlier = await repository.claimed_item(tx, link.id, body.email)
         if earlier is not None:
-            return earlier.owner_id, earlier, False
+            return earlier.row.owner_id, earlier, False
         _open(link)
         if link.email is not None and link.email != body.email:
             raise ClaimNotForYou
@@ -251,7 +250,8 @@ async def claim(
             raise ProductNotClaimable
         await repository.count_claim(tx, link.id, now)
         await repository.add_claim(
-            tx, {"link_id": link.id, "email": body.email, "user_id": user.id, "item_id": item.id}
+            tx,
+            {"link_id": link.id, "email": body.email, "user_id": user.id, "item_id": item.row.id},
         )
         claimed = ClaimedEvent(
             claim_link_id=link.id, user_id=user.id, product_item=TransferItem.of(item)
@@ -270,9 +270,10 @@ async def claim(
 
 
 def claim_answer(
-    user_id: uuid.UUID, item: Any, new: bool, *, hash_key: bytes, base_url: str
+    user_id: uuid.UUID, item: TransferSource, new: bool, *, hash_key: bytes, base_url: str
 ) -> ClaimResult:
     """A claim's answer (``claim``'s result). The ticket's page goes to a new claim only: the
     same email again (which anyone with the link can send) gets the item, not its ticket."""
-    url = ticket_codes.page_url(base_url, hash_key, item.id, item.ticket_version) if new else None
+    row = item.row
+    url = ticket_codes.page_url(base_url, hash_key, row.id, row.ticket_version) if new else None
     return ClaimResult(user_id=user_id, product_item=TransferItem.of(item), ticket_url=url)

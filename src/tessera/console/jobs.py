@@ -16,8 +16,9 @@ from tessera.db import Database, DatabaseDep
 from tessera.errors import AppError, InvalidInput
 from tessera.jobs import repository
 from tessera.jobs import service as jobs
+from tessera.jobs.dependencies import HandlersDep
 from tessera.jobs.queue import WAITING_FOR_FUNDS
-from tessera.jobs.worker import HandlersDep, JobContext
+from tessera.jobs.worker import JobContext
 from tessera.models import JobStatus
 from tessera.toolkit.crypto import BoxDep
 

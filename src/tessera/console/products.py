@@ -28,7 +28,7 @@ from tessera.console.web import PosterDep, UserDep, back_to, page, project_of
 from tessera.db import DatabaseDep
 from tessera.errors import InvalidInput, validation_messages
 from tessera.jobs.queue import FUNDS
-from tessera.mail.requests import for_request
+from tessera.mail.dependencies import for_request
 from tessera.products import repository, service
 from tessera.products.item_schemas import ItemFilter, ItemsIssue
 from tessera.products.rows import DaySold, EventChoice, ProductCounts

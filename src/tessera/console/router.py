@@ -6,7 +6,7 @@ from typing import Annotated
 from fastapi import APIRouter, Form, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
-from tessera.auth.rate_limits import SignInLimiterDep
+from tessera.auth.dependencies import SignInLimiterDep
 from tessera.config import SettingsDep
 from tessera.console import service as accounts
 from tessera.console.forms import ClientForm, KeyForm, KeyLoginForm, LoginForm, ProjectForm

@@ -32,7 +32,7 @@ from tessera.db.requests import (
     database_of,
     get_database,
 )
-from tessera.db.rows import Rows, Transaction
+from tessera.db.rows import Joined, Rows, Transaction
 from tessera.db.sql import (
     AnySelect,
     NotIndexed,
@@ -52,6 +52,7 @@ __all__ = [
     "ConnectionPool",
     "Database",
     "DatabaseDep",
+    "Joined",
     "NotIndexed",
     "Rows",
     "Transaction",

@@ -163,7 +163,7 @@ class Compiled:
     dialect: Dialect
     # (column index, conversion) of the columns that have one, once the driver described them
     converters: tuple[tuple[int, Callable[[Any], Any]], ...] | None = None
-    checked: set[type[Any]] = field(default_factory=set)  # row types found to fit (``check``)
+    checked: set[Any] = field(default_factory=set)  # row types found to fit (``check``)
 
     @classmethod
     def of(cls, statement: Any, sizes: tuple[tuple[str, int], ...], dialect: Dialect) -> "Compiled":
@@ -198,9 +198,10 @@ class Compiled:
         types = tuple(c.type.dialect_impl(dialect) for c in columns)
         return cls(compiled.string, tuple(params), types, tuple(keys), dialect)
 
-    def check(self, into: type[tuple[Any, ...]]) -> None:
+    def check(self, into: Any) -> None:
         """Refuse a row type whose fields are not the statement's columns, in their order:
-        a typed row that reads a column by the wrong name fails on first use, not silently."""
+        a typed row that reads a column by the wrong name fails on first use, not silently.
+        ``into``: a ``NamedTuple`` type, or a join's (``rows.Joined``)."""
         fields = getattr(into, "_fields", None)
         if fields != self.keys:
             raise TypeError(f"{into.__name__} has fields {fields}; the statement gives {self.keys}")

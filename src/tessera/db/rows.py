@@ -2,6 +2,7 @@
 
 import asyncio
 import sqlite3
+import typing
 from collections.abc import (
     AsyncIterator,
     Awaitable,
@@ -11,7 +12,7 @@ from collections.abc import (
     Sequence,
 )
 from contextlib import asynccontextmanager, contextmanager
-from typing import Any, Protocol, TypeVar, overload
+from typing import Any, Generic, Protocol, TypeVar, overload
 
 import asyncpg
 from sqlalchemy import Dialect, Executable, Table, bindparam, update
@@ -50,6 +51,32 @@ class Compiler(Protocol):
 RowT = TypeVar("RowT", bound=tuple[Any, ...])
 
 
+class Joined(Generic[RowT]):
+    """How a join's rows are read: as ``into``, a ``NamedTuple`` of the joined tables' rows,
+    each a ``NamedTuple`` of its columns declared once (``OwnedItemRow(item: ItemRow, owner:
+    OwnerNames)``). The statement gives each part's columns in order: the first part's by their
+    names, every other part's as ``<part>__<column>``. A part a left join did not find is a row
+    of ``None``s. Made once, beside the statement, as its row types are."""
+
+    def __init__(self, into: type[RowT]) -> None:
+        hints = typing.get_type_hints(into)
+        names: tuple[str, ...] = into._fields  # type: ignore[attr-defined]  # a NamedTuple's
+        self.into, self.__name__ = into, into.__name__
+        self.parts = tuple((hints[name], len(hints[name]._fields)) for name in names)
+        self._fields = tuple(
+            column if at == 0 else f"{name}__{column}"
+            for at, name in enumerate(names)
+            for column in hints[name]._fields
+        )
+
+    def _make(self, values: Sequence[Any]) -> RowT:
+        made, at = [], 0
+        for part, width in self.parts:
+            made.append(part._make(values[at : at + width]))
+            at += width
+        return self.into._make(made)  # type: ignore[attr-defined, no-any-return]
+
+
 class Rows:
     """What a read function is given (``Database.read``): its statements' rows, converted as
     SQLAlchemy would convert them, each a ``NamedTuple`` whose fields are the statement's
@@ -61,14 +88,18 @@ class Rows:
         self._database = database
         self._connection = connection  # sqlite3.Connection or asyncpg.Connection
 
-    async def all(self, statement: Executable, into: type[RowT], /, **params: Any) -> list[RowT]:
+    async def all(
+        self, statement: Executable, into: type[RowT] | Joined[RowT], /, **params: Any
+    ) -> list[RowT]:
         compiled, raw = await self._fetch(statement, params)
         if into not in compiled.checked:
             compiled.check(into)
             compiled.checked.add(into)
-        return compiled.rows(raw, into._make)  # type: ignore[attr-defined]  # a NamedTuple's
+        return compiled.rows(raw, into._make)  # type: ignore[union-attr]  # a NamedTuple's
 
-    async def first(self, statement: Executable, into: type[RowT], /, **params: Any) -> RowT | None:
+    async def first(
+        self, statement: Executable, into: type[RowT] | Joined[RowT], /, **params: Any
+    ) -> RowT | None:
         rows = await self.all(statement, into, **params)
         return rows[0] if rows else None
 

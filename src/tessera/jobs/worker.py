@@ -31,9 +31,7 @@ import uuid
 from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Annotated, Any
-
-from fastapi import Depends, Request
+from typing import Any
 
 from tessera.chain.registry import Chains
 from tessera.config import Settings
@@ -133,14 +131,6 @@ class BatchHandler:
 Handlers = Mapping[str, JobHandler | BatchHandler]
 
 
-async def job_handlers_of(request: Request) -> Handlers:
-    """The app's registry of job kinds (``tessera.main.job_handlers``): a page that retries a
-    job runs it by its kind's handler."""
-    handlers: Handlers = request.app.state.job_handlers
-    return handlers
-
-
-HandlersDep = Annotated[Handlers, Depends(job_handlers_of)]
 # Housekeeping between jobs: every so many seconds, an async function of the database.
 Chore = tuple[float, Callable[[Database], Awaitable[Any]]]
 # A loop that runs beside the jobs until the worker stops (webhook delivery).

@@ -19,7 +19,7 @@ from tessera.legacy.schemas import (
     LegacyUser,
     LegacyUserCreate,
 )
-from tessera.mail.requests import for_request
+from tessera.mail.dependencies import for_request
 from tessera.products import repository as products_repository
 from tessera.products import service as products
 from tessera.products.item_schemas import ItemsIssue, RedeemRequest
@@ -70,7 +70,7 @@ async def create_product_items(
         body=ItemsIssue(users=body.users),
         mail=for_request(request, principal, settings, signers),
     )
-    return LegacyItems(items=[LegacyItem.model_validate(item) for item in items])
+    return LegacyItems(items=[LegacyItem.model_validate(item.row) for item in items])
 
 
 @router.post(
@@ -94,7 +94,7 @@ async def redeem_product_item(
         product_id=product_id,
         body=RedeemRequest(product_item_id=body.product_item_id),
     )
-    return LegacyItem.model_validate(item)
+    return LegacyItem.model_validate(item.row)
 
 
 @router.post(

@@ -107,8 +107,8 @@ class TicketProduct(Protocol):
     def event_id(self) -> uuid.UUID | None: ...
 
 
-class Ticketed(Protocol):
-    """An item whose ticket an email links to: an item's row with its product and owner."""
+class TicketRow(Protocol):
+    """What a ticket's link is made of: its item's id, number and ticket version."""
 
     @property
     def id(self) -> uuid.UUID: ...
@@ -116,6 +116,13 @@ class Ticketed(Protocol):
     def item_id(self) -> int: ...
     @property
     def ticket_version(self) -> int: ...
+
+
+class Ticketed(Protocol):
+    """An item whose ticket an email links to: an item's row with its product and owner."""
+
+    @property
+    def row(self) -> TicketRow: ...
     @property
     def owner(self) -> Holder: ...
     @property
@@ -133,14 +140,14 @@ async def tickets_of(
             item.owner,
             mail.ticket(
                 product=item.product.name,
-                number=item.item_id,
+                number=item.row.item_id,
                 event_id=item.product.event_id,
-                item_id=item.id,
-                version=item.ticket_version,
-                secret=signer.secret(item.id, item.ticket_version),
+                item_id=item.row.id,
+                version=item.row.ticket_version,
+                secret=signer.secret(item.row.id, item.row.ticket_version),
             ),
-            item.id,
-            item.ticket_version,
+            item.row.id,
+            item.row.ticket_version,
         )
         for item in items
     ]

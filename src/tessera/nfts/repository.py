@@ -12,7 +12,7 @@ from tessera.db import Rows, Transaction, lock_for_update, table_of
 from tessera.models import NftStatus, Product, ProductItem, ProjectWallet, User, UserWallet
 from tessera.models.base import UTCDateTime, utcnow
 from tessera.nfts.schemas import HeldWallet, JobItem, SigningWallet
-from tessera.products.rows import OwnedItemRow
+from tessera.products.rows import OWNED_ITEM, OwnedItemRow
 
 _ITEMS, _USERS, _WALLETS = table_of(ProductItem), table_of(User), table_of(UserWallet)
 _PRODUCTS, _PROJECT_WALLETS = table_of(Product), table_of(ProjectWallet)
@@ -85,9 +85,9 @@ _RECORDED_COLLECTIONS = select(_PRODUCTS.c.nft_collection_id).where(
 _SHOWN_ITEMS = (
     select(
         _ITEMS,
-        _USERS.c.email.label("owner_email"),
-        _USERS.c.first_name.label("owner_first_name"),
-        _USERS.c.last_name.label("owner_last_name"),
+        _USERS.c.email.label("owner__email"),
+        _USERS.c.first_name.label("owner__first_name"),
+        _USERS.c.last_name.label("owner__last_name"),
     )
     .join(_USERS, _USERS.c.id == _ITEMS.c.owner_id)
     .where(_ITEMS.c.id.in_(bindparam("ids", expanding=True)))
@@ -161,7 +161,7 @@ class _Collection(NamedTuple):
 
 async def shown_items(rows: Rows, ids: Sequence[uuid.UUID]) -> list[OwnedItemRow]:
     """The items with what the API shows of their owners, by ``item_id``."""
-    return await rows.all(_SHOWN_ITEMS, OwnedItemRow, ids=list(ids)) if ids else []
+    return await rows.all(_SHOWN_ITEMS, OWNED_ITEM, ids=list(ids)) if ids else []
 
 
 # Items locked in id order before a statement that writes many of them: an UPDATE locks rows in

@@ -8,12 +8,13 @@ from typing import Any, NamedTuple
 
 from sqlalchemy import bindparam, func, select, update
 
-from tessera.db import AnySelect, Rows, Transaction, lock_for_update, table_of
+from tessera.db import AnySelect, Joined, Rows, Transaction, lock_for_update, table_of
 from tessera.errors import OrderNotFound
-from tessera.models import NftStatus, Order, OrderItem, OrderStatus, Product, ProductItem, User
+from tessera.models import Order, OrderItem, OrderStatus, Product, ProductItem, User
 from tessera.models.base import utcnow
 from tessera.orders.schemas import OrderFilter, OrderList, OrderSummary, OrderView, order_view
 from tessera.products.repository import products_by_id
+from tessera.products.rows import ItemRow, OwnerNames, OwnerRow
 from tessera.schemas import Pagination
 
 
@@ -41,56 +42,6 @@ class LineRow(NamedTuple):
     id: uuid.UUID
 
 
-class OrderReadRow(NamedTuple):
-    """``_ORDER_READ``'s rows: the order, a line, its product, and an item issued for the
-    line (None without items) with its owner."""
-
-    project_id: uuid.UUID
-    order_number: str
-    user_id: uuid.UUID
-    status: OrderStatus
-    id: uuid.UUID
-    created_at: datetime
-    updated_at: datetime
-    line_id: uuid.UUID
-    line_product_id: uuid.UUID
-    line_position: int
-    line_quantity: int
-    line_unit_price: Decimal
-    line_created_at: datetime
-    product_name: str
-    product_type: str
-    product_redemption_quantity: int
-    item__project_id: uuid.UUID | None
-    item__product_id: uuid.UUID | None
-    item__item_id: int | None
-    item__owner_id: uuid.UUID | None
-    item__order_item_id: uuid.UUID | None
-    item__redemption_count: int | None
-    item__redeemed_at: int | None
-    item__nft_status: NftStatus | None
-    item__nft_tx_hash: str | None
-    item__nft_block: int | None
-    item__nft_transfer_status: NftStatus | None
-    item__nft_transfer_tx_hash: str | None
-    item__nft_transfer_block: int | None
-    item__nft_wallet_id: uuid.UUID | None
-    item__nft_held_by: str | None
-    item__ticket_version: int | None
-    item__nft_extrinsic_id: uuid.UUID | None
-    item__nft_block_hash: str | None
-    item__nft_transfer_extrinsic_id: uuid.UUID | None
-    item__nft_transfer_block_hash: str | None
-    item__nft_reason: str | None
-    item__nft_transfer_reason: str | None
-    item__id: uuid.UUID | None
-    item__created_at: datetime | None
-    item__updated_at: datetime | None
-    owner__email: str | None
-    owner__first_name: str | None
-    owner__last_name: str | None
-
-
 class OrderLine(NamedTuple):
     """A line as the answer shows it (``_LINE_KEYS``)."""
 
@@ -111,46 +62,27 @@ class LineProduct(NamedTuple):
     redemption_quantity: int
 
 
-class Owner(NamedTuple):
-    """What the answer shows of an item's owner (``ItemOwner``)."""
-
-    id: uuid.UUID
-    email: str
-    first_name: str | None
-    last_name: str | None
-
-
 class IssuedItem(NamedTuple):
     """An item issued for a line (``product_items``), with its product and its owner, as
     ``item_view`` reads it."""
 
-    project_id: uuid.UUID
-    product_id: uuid.UUID
-    item_id: int
-    owner_id: uuid.UUID
-    order_item_id: uuid.UUID | None
-    redemption_count: int
-    redeemed_at: int | None
-    nft_status: NftStatus | None
-    nft_tx_hash: str | None
-    nft_block: int | None
-    nft_transfer_status: NftStatus | None
-    nft_transfer_tx_hash: str | None
-    nft_transfer_block: int | None
-    nft_wallet_id: uuid.UUID | None
-    nft_held_by: str | None
-    ticket_version: int
-    nft_extrinsic_id: uuid.UUID | None
-    nft_block_hash: str | None
-    nft_transfer_extrinsic_id: uuid.UUID | None
-    nft_transfer_block_hash: str | None
-    nft_reason: str | None
-    nft_transfer_reason: str | None
-    id: uuid.UUID
-    created_at: datetime
-    updated_at: datetime
+    row: ItemRow
     product: LineProduct
-    owner: Owner
+    owner: OwnerRow
+
+
+class OrderReadRow(NamedTuple):
+    """A join: ``_ORDER_READ``'s rows: the order, a line, its product, and an item issued for
+    the line (a row of ``None``s without items) with its owner's names."""
+
+    order: OrderRow
+    line: OrderLine
+    product: LineProduct
+    item: ItemRow
+    owner: OwnerNames
+
+
+ORDER_READ = Joined(OrderReadRow)
 
 
 _ORDERS, _LINES = table_of(Order), OrderItem.__table__
@@ -169,17 +101,13 @@ _STATUS = (
 # An order (every order has a line) with its lines, what the answer shows of their products,
 # and the items issued for each line with what it shows of their owners: one row per item, or
 # per line without items.
-_LINE_KEYS = OrderLine._fields
-_PRODUCT_KEYS = ("name", "type", "redemption_quantity")
-_ITEM_KEYS = tuple(_ITEMS.c.keys())
-_OWNER_KEYS = ("email", "first_name", "last_name")
 _ORDER_READ = (
     select(
         _ORDERS,
-        *(_LINES.c[key].label(f"line_{key}") for key in _LINE_KEYS),
-        *(_PRODUCTS.c[key].label(f"product_{key}") for key in _PRODUCT_KEYS),
-        *(_ITEMS.c[key].label(f"item__{key}") for key in _ITEM_KEYS),
-        *(_USERS.c[key].label(f"owner__{key}") for key in _OWNER_KEYS),
+        *(_LINES.c[key].label(f"line__{key}") for key in OrderLine._fields),
+        *(_PRODUCTS.c[key].label(f"product__{key}") for key in LineProduct._fields),
+        *(_ITEMS.c[key].label(f"item__{key}") for key in ItemRow._fields),
+        *(_USERS.c[key].label(f"owner__{key}") for key in OwnerNames._fields),
     )
     .join(_LINES, _LINES.c.order_id == _ORDERS.c.id)
     .join(_PRODUCTS, _PRODUCTS.c.id == _LINES.c.product_id)
@@ -188,11 +116,6 @@ _ORDER_READ = (
     .where(_ORDERS.c.project_id == bindparam("project_id"), _ORDERS.c.id == bindparam("id"))
     .order_by(_LINES.c.position, _ITEMS.c.item_id)
 )
-# Where each part of an ``OrderReadRow`` starts.
-_LINE_AT = len(_ORDERS.c)
-_PRODUCT_AT = _LINE_AT + len(_LINE_KEYS)
-_ITEM_AT = _PRODUCT_AT + len(_PRODUCT_KEYS)
-_OWNER_AT = _ITEM_AT + len(_ITEM_KEYS)
 
 
 async def add_order(tx: Transaction, values: dict[str, Any]) -> OrderRow:
@@ -227,28 +150,18 @@ async def read_order(rows: Rows, project_id: uuid.UUID, order_id: uuid.UUID) -> 
     """The order with its lines, their products and the items issued for them, with their
     owners (a read for ``Database.read``), in one statement, as ``OrderRead`` reads it; or
     None."""
-    found = await rows.all(_ORDER_READ, OrderReadRow, project_id=project_id, id=order_id)
+    found = await rows.all(_ORDER_READ, ORDER_READ, project_id=project_id, id=order_id)
     if not found:
         return None
-    order = OrderRow._make(found[0][:_LINE_AT])
-    lines = {row.line_id: OrderLine._make(row[_LINE_AT:_PRODUCT_AT]) for row in found}
-    products = {
-        row.line_product_id: LineProduct._make((row.line_product_id, *row[_PRODUCT_AT:_ITEM_AT]))
-        for row in found
-    }
+    lines = {row.line.id: row.line for row in found}
+    products = {row.product.id: row.product for row in found}
     items = [
-        IssuedItem._make(
-            (
-                *row[_ITEM_AT:_OWNER_AT],
-                products[row.line_product_id],
-                Owner._make((row.item__owner_id, *row[_OWNER_AT:])),
-            )
-        )
+        IssuedItem(row.item, row.product, OwnerRow(row.item.owner_id, *row.owner))
         for row in found
-        if row.item__id is not None
+        if row.item.id is not None
     ]
-    items.sort(key=lambda item: (item.product_id, item.item_id))  # as the answer lists them
-    return order_view(order, list(lines.values()), products, items)
+    items.sort(key=lambda item: (item.row.product_id, item.row.item_id))  # as the answer lists
+    return order_view(found[0].order, list(lines.values()), products, items)
 
 
 def _orders_of_project(

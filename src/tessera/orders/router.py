@@ -7,7 +7,7 @@ from tessera.auth.dependencies import ReadAccess, WriteAccess
 from tessera.config import SettingsDep
 from tessera.db import DatabaseDep
 from tessera.errors import responses
-from tessera.mail.requests import for_request
+from tessera.mail.dependencies import for_request
 from tessera.orders import service
 from tessera.orders.schemas import OrderCreate, OrderFilter, OrderList, OrderRead, OrderView
 from tessera.ticket_keys.dependencies import SignersDep

@@ -36,12 +36,12 @@ from tessera.models import (
 from tessera.products.item_schemas import ItemFilter, ItemList, ItemTransferList, ProductItemRead
 from tessera.products.repository import get_product_row, products_by_id
 from tessera.products.rows import (
+    OWNED_ITEM,
     HeldRow,
     HolderRow,
     Item,
     ItemKeyRow,
     ItemRow,
-    OwnedItemRow,
     OwnerRow,
     ProductRow,
     Recipient,
@@ -129,7 +129,7 @@ async def issue(
         return None
     product, rows = issued
     items = [
-        Item(**row, product=product, owner=user) for row, user in zip(rows, recipients, strict=True)
+        Item(ItemRow(**row), product, user) for row, user in zip(rows, recipients, strict=True)
     ]
     return product, items
 
@@ -180,7 +180,7 @@ async def find_redemption(tx: Transaction, item_id: uuid.UUID, nonce: str) -> Re
     return await tx.first(_REDEMPTION, RedemptionRow, item_id=item_id, nonce=nonce)
 
 
-async def write_redemption(tx: Transaction, item: Item) -> None:
+async def write_redemption(tx: Transaction, item: ItemRow) -> None:
     """The item's redemption count and times as ``item`` (locked) has them now."""
     await tx.execute(
         _REDEEMED,
@@ -235,7 +235,7 @@ def stage_redemption(tx: Transaction, values: dict[str, Any]) -> None:
     tx.stage(Redemption, [values])
 
 
-async def write_transfer(tx: Transaction, item: Item) -> None:
+async def write_transfer(tx: Transaction, item: ItemRow) -> None:
     """The item's owner and NFT transfer status as ``item`` (locked) has them now."""
     await tx.execute(
         _TRANSFERRED,
@@ -272,7 +272,7 @@ def _items_of_product(by_owner_id: bool, by_owner_email: bool) -> tuple[AnySelec
     counted = _ITEMS_AND_OWNERS if by_owner_email else _ITEMS
     total = select(func.count()).select_from(counted).where(*criteria)
     page = (
-        select(_ITEMS, *(_USERS.c[key].label(f"owner_{key}") for key in _OWNER_KEYS[1:]))
+        select(_ITEMS, *(_USERS.c[key].label(f"owner__{key}") for key in _OWNER_KEYS[1:]))
         .select_from(_ITEMS_AND_OWNERS)
         .where(*criteria)
         .order_by(_ITEMS.c.item_id)
@@ -284,7 +284,7 @@ def _items_of_product(by_owner_id: bool, by_owner_email: bool) -> tuple[AnySelec
 
 # One item of a product, by item_id or by id, with its owner.
 _ITEM_AND_OWNER = {
-    field: select(_ITEMS, *(_USERS.c[key].label(f"owner_{key}") for key in _OWNER_KEYS[1:]))
+    field: select(_ITEMS, *(_USERS.c[key].label(f"owner__{key}") for key in _OWNER_KEYS[1:]))
     .select_from(_ITEMS_AND_OWNERS)
     .where(_ITEMS.c.product_id == bindparam("product_id"), column == bindparam("key"))
     for field, column in (("item_id", _ITEMS.c.item_id), ("id", _ITEMS.c.id))
@@ -357,7 +357,7 @@ async def read_product_items(
         "owner_email": query.owner_email,
     }
     count = await rows.scalar(total, **filters)
-    found = await rows.all(page, OwnedItemRow, **filters, limit=query.limit, offset=query.offset)
+    found = await rows.all(page, OWNED_ITEM, **filters, limit=query.limit, offset=query.offset)
     return ItemList(
         items=[ProductItemRead.of(owned_item(row, product)) for row in found],
         pagination=Pagination(page=query.page, limit=query.limit, total=count),
@@ -371,7 +371,7 @@ async def read_product_item(
     owner. 404 when the project has no such product, or the product no such item."""
     product = await get_product_row(rows, project_id, product_id)
     field = "item_id" if isinstance(key, int) else "id"
-    found = await rows.first(_ITEM_AND_OWNER[field], OwnedItemRow, product_id=product_id, key=key)
+    found = await rows.first(_ITEM_AND_OWNER[field], OWNED_ITEM, product_id=product_id, key=key)
     if found is None:
         raise ProductItemNotFound
     return ProductItemRead.of(owned_item(found, product))

@@ -14,7 +14,7 @@ from pydantic import (
     model_validator,
 )
 
-from tessera.models import NftStatus, ProductItem, Redemption
+from tessera.models import NftStatus, Redemption
 from tessera.schemas import (
     Email,
     PageParams,
@@ -27,7 +27,7 @@ from tessera.schemas import (
 from tessera.users.schemas import UserRef
 
 if TYPE_CHECKING:
-    from tessera.products.rows import Item, RedemptionRow
+    from tessera.products.rows import ItemRow, RedemptionRow
 
 from tessera.products.schemas import MAX_ISSUE, ProductRead, is_fully_redeemed
 
@@ -135,44 +135,21 @@ class ProductSource(Protocol):
     def redemption_quantity(self) -> int: ...
 
 
-class ItemSource(Protocol):
-    """What ``item_view`` reads of an item: a ``product_items`` row (or ORM object) with its
-    product and its owner."""
+class TransferSource(Protocol):
+    """What ``TransferItem`` reads of an item: its ``product_items`` row with its product."""
 
     @property
-    def id(self) -> uuid.UUID: ...
+    def row(self) -> "ItemRow": ...
     @property
-    def created_at(self) -> datetime: ...
+    def product(self) -> ProductSource: ...
+
+
+class ItemSource(Protocol):
+    """What ``item_view`` reads of an item: its ``product_items`` row with its product and its
+    owner (``products.rows.Item``, and the joins that read one whole)."""
+
     @property
-    def updated_at(self) -> datetime: ...
-    @property
-    def product_id(self) -> uuid.UUID: ...
-    @property
-    def item_id(self) -> int: ...
-    @property
-    def redemption_count(self) -> int: ...
-    @property
-    def redeemed_at(self) -> int | None: ...
-    @property
-    def nft_status(self) -> NftStatus | None: ...
-    @property
-    def nft_tx_hash(self) -> str | None: ...
-    @property
-    def nft_block(self) -> int | None: ...
-    @property
-    def nft_block_hash(self) -> str | None: ...
-    @property
-    def nft_reason(self) -> str | None: ...
-    @property
-    def nft_transfer_status(self) -> NftStatus | None: ...
-    @property
-    def nft_transfer_tx_hash(self) -> str | None: ...
-    @property
-    def nft_transfer_block(self) -> int | None: ...
-    @property
-    def nft_transfer_block_hash(self) -> str | None: ...
-    @property
-    def nft_transfer_reason(self) -> str | None: ...
+    def row(self) -> "ItemRow": ...
     @property
     def product(self) -> ProductSource: ...
     @property
@@ -220,37 +197,37 @@ class ItemView(NamedTuple):
 def item_view(item: ItemSource, *, as_of: "Redemption | RedemptionRow | None" = None) -> ItemView:
     """An item (product and owner loaded) as ``ProductItemRead`` reads it, for a route to render
     or ``ProductItemRead.of`` to validate; ``as_of`` replays a recorded redemption."""
-    product = item.product
-    count = as_of.redemption_count if as_of else item.redemption_count
+    product, row = item.product, item.row
+    count = as_of.redemption_count if as_of else row.redemption_count
     nft = None
-    if item.nft_status is not None:
+    if row.nft_status is not None:
         transfer = None
-        if item.nft_transfer_status is not None:
+        if row.nft_transfer_status is not None:
             transfer = NftTransferView(
-                status=item.nft_transfer_status,
-                tx_hash=item.nft_transfer_tx_hash,
-                block=item.nft_transfer_block,
-                block_hash=item.nft_transfer_block_hash,
-                reason=item.nft_transfer_reason,
+                status=row.nft_transfer_status,
+                tx_hash=row.nft_transfer_tx_hash,
+                block=row.nft_transfer_block,
+                block_hash=row.nft_transfer_block_hash,
+                reason=row.nft_transfer_reason,
             )
         nft = NftView(
-            status=item.nft_status,
-            tx_hash=item.nft_tx_hash,
-            block=item.nft_block,
-            block_hash=item.nft_block_hash,
-            reason=item.nft_reason,
+            status=row.nft_status,
+            tx_hash=row.nft_tx_hash,
+            block=row.nft_block,
+            block_hash=row.nft_block_hash,
+            reason=row.nft_reason,
             transfer=transfer,
         )
     return ItemView(
-        id=item.id,
-        created_at=item.created_at,
-        updated_at=item.updated_at,
-        product_id=item.product_id,
-        item_id=item.item_id,
+        id=row.id,
+        created_at=row.created_at,
+        updated_at=row.updated_at,
+        product_id=row.product_id,
+        item_id=row.item_id,
         redemption_count=count,
         redemption_quantity=product.redemption_quantity,
         is_fully_redeemed=is_fully_redeemed(count, product),
-        redeemed_at=as_of.redeemed_at if as_of else item.redeemed_at,
+        redeemed_at=as_of.redeemed_at if as_of else row.redeemed_at,
         user=item.owner,
         product=product,
         nft=nft,
@@ -330,18 +307,18 @@ class TransferItem(SnakeModel):
     redeemed_at: int | None
 
     @classmethod
-    def of(cls, item: "ProductItem | Item") -> Self:
-        product = item.product
+    def of(cls, item: "TransferSource") -> Self:
+        product, row = item.product, item.row
         return cls(
-            id=item.id,
-            item_id=item.item_id,
+            id=row.id,
+            item_id=row.item_id,
             product_id=product.id,
             product_name=product.name,
             product_type=product.type,
-            redemption_count=item.redemption_count,
+            redemption_count=row.redemption_count,
             redemption_quantity=product.redemption_quantity,
-            is_fully_redeemed=is_fully_redeemed(item.redemption_count, product),
-            redeemed_at=item.redeemed_at,
+            is_fully_redeemed=is_fully_redeemed(row.redemption_count, product),
+            redeemed_at=row.redeemed_at,
         )
 
 

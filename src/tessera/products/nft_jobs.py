@@ -17,7 +17,7 @@ from tessera.db import Transaction
 from tessera.jobs.queue import JobKind, enqueue
 from tessera.jobs.repository import JobRow
 from tessera.models import Product, ProductItem
-from tessera.products.rows import Item, ProductRow
+from tessera.products.rows import ItemRow, ProductRow
 
 
 class ItemRef(NamedTuple):
@@ -39,7 +39,7 @@ class NftJob:
     batch: Callable[[Any], str | None]
 
 
-def _item_payload(item: Item | ItemRef) -> dict[str, str]:
+def _item_payload(item: ItemRow | ItemRef) -> dict[str, str]:
     return {"product_item_id": str(item.id), "product_id": str(item.product_id)}
 
 
@@ -74,7 +74,9 @@ NFT_JOBS = {
 
 
 async def queue_nft(
-    tx: Transaction, kind: JobKind, rows: Sequence[ProductRow] | Sequence[Item] | Sequence[ItemRef]
+    tx: Transaction,
+    kind: JobKind,
+    rows: Sequence[ProductRow] | Sequence[ItemRow] | Sequence[ItemRef],
 ) -> list[JobRow]:
     """Add the jobs of ``kind`` for ``rows`` in the caller's transaction, which writes their
     NFT state (``NFT_JOBS[kind].status_column``) as queued; the jobs."""

@@ -8,7 +8,7 @@ from tessera.chain.registry import ChainsDep
 from tessera.config import SettingsDep
 from tessera.db import DatabaseDep
 from tessera.errors import responses
-from tessera.mail.requests import for_request
+from tessera.mail.dependencies import for_request
 from tessera.products import service
 from tessera.products.item_schemas import (
     ItemFilter,

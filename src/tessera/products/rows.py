@@ -6,6 +6,7 @@ from datetime import datetime
 from decimal import Decimal
 from typing import NamedTuple, Protocol
 
+from tessera.db import Joined
 from tessera.events.repository import EventRow
 from tessera.models import (
     NftStatus,
@@ -225,37 +226,22 @@ class ItemRow(NamedTuple):
     updated_at: datetime
 
 
-class OwnedItemRow(NamedTuple):
-    """An item's row and what ``ItemOwner`` shows of its owner (``owner_<key>``)."""
+class OwnerNames(NamedTuple):
+    """What ``ItemOwner`` shows of an item's owner besides its id (the item's ``owner_id``)."""
 
-    project_id: uuid.UUID
-    product_id: uuid.UUID
-    item_id: int
-    owner_id: uuid.UUID
-    order_item_id: uuid.UUID | None
-    redemption_count: int
-    redeemed_at: int | None
-    nft_status: NftStatus | None
-    nft_tx_hash: str | None
-    nft_block: int | None
-    nft_transfer_status: NftStatus | None
-    nft_transfer_tx_hash: str | None
-    nft_transfer_block: int | None
-    nft_wallet_id: uuid.UUID | None
-    nft_held_by: str | None
-    ticket_version: int
-    nft_extrinsic_id: uuid.UUID | None
-    nft_block_hash: str | None
-    nft_transfer_extrinsic_id: uuid.UUID | None
-    nft_transfer_block_hash: str | None
-    nft_reason: str | None
-    nft_transfer_reason: str | None
-    id: uuid.UUID
-    created_at: datetime
-    updated_at: datetime
-    owner_email: str
-    owner_first_name: str | None
-    owner_last_name: str | None
+    email: str
+    first_name: str | None
+    last_name: str | None
+
+
+class OwnedItemRow(NamedTuple):
+    """A join: an item's row and its owner's names (``OWNED_ITEM`` reads it)."""
+
+    item: ItemRow
+    owner: OwnerNames
+
+
+OWNED_ITEM = Joined(OwnedItemRow)
 
 
 class Owner(Protocol):
@@ -292,72 +278,20 @@ class OwnerRow(NamedTuple):
 class Item(NamedTuple):
     """An item's row with its product and its owner, as ``ProductItemRead`` reads it."""
 
-    project_id: uuid.UUID
-    product_id: uuid.UUID
-    item_id: int
-    owner_id: uuid.UUID
-    order_item_id: uuid.UUID | None
-    redemption_count: int
-    redeemed_at: int | None
-    nft_status: NftStatus | None
-    nft_tx_hash: str | None
-    nft_block: int | None
-    nft_transfer_status: NftStatus | None
-    nft_transfer_tx_hash: str | None
-    nft_transfer_block: int | None
-    nft_wallet_id: uuid.UUID | None
-    nft_held_by: str | None
-    ticket_version: int
-    nft_extrinsic_id: uuid.UUID | None
-    nft_block_hash: str | None
-    nft_transfer_extrinsic_id: uuid.UUID | None
-    nft_transfer_block_hash: str | None
-    nft_reason: str | None
-    nft_transfer_reason: str | None
-    id: uuid.UUID
-    created_at: datetime
-    updated_at: datetime
+    row: ItemRow
     product: ProductRow
     owner: Owner
 
 
-def item_of(row: ItemRow | OwnedItemRow, *, product: ProductRow, owner: Owner) -> Item:
+def item_of(row: ItemRow, *, product: ProductRow, owner: Owner) -> Item:
     """The item of ``row`` with its ``product`` and ``owner``."""
-    return Item(
-        project_id=row.project_id,
-        product_id=row.product_id,
-        item_id=row.item_id,
-        owner_id=row.owner_id,
-        order_item_id=row.order_item_id,
-        redemption_count=row.redemption_count,
-        redeemed_at=row.redeemed_at,
-        nft_status=row.nft_status,
-        nft_tx_hash=row.nft_tx_hash,
-        nft_block=row.nft_block,
-        nft_transfer_status=row.nft_transfer_status,
-        nft_transfer_tx_hash=row.nft_transfer_tx_hash,
-        nft_transfer_block=row.nft_transfer_block,
-        nft_wallet_id=row.nft_wallet_id,
-        nft_held_by=row.nft_held_by,
-        ticket_version=row.ticket_version,
-        nft_extrinsic_id=row.nft_extrinsic_id,
-        nft_block_hash=row.nft_block_hash,
-        nft_transfer_extrinsic_id=row.nft_transfer_extrinsic_id,
-        nft_transfer_block_hash=row.nft_transfer_block_hash,
-        nft_reason=row.nft_reason,
-        nft_transfer_reason=row.nft_transfer_reason,
-        id=row.id,
-        created_at=row.created_at,
-        updated_at=row.updated_at,
-        product=product,
-        owner=owner,
-    )
+    return Item(row, product, owner)
 
 
 def owned_item(row: OwnedItemRow, product: ProductRow) -> Item:
     """The item of ``row`` with its ``product`` and the owner the row carries."""
-    owner = OwnerRow(row.owner_id, row.owner_email, row.owner_first_name, row.owner_last_name)
-    return item_of(row, product=product, owner=owner)
+    owner = OwnerRow(row.item.owner_id, *row.owner)
+    return Item(row.item, product, owner)
 
 
 class HeldRow(NamedTuple):

@@ -128,19 +128,19 @@ async def issue(
             )
     await check_recipients(tx, principal, product, recipients, written=True)
     if product.mint_nft:
-        await queue_nft(tx, JobKind.MINT, items)
+        await queue_nft(tx, JobKind.MINT, [item.row for item in items])
     issued_items = [ProductItemRead.of(item) for item in items]
     await record(tx, principal.project_id, EventType.ITEM_ISSUED, issued_items)
     return items
 
 
-def check_redeemable(product: ProductRow, item: ItemRow | Item) -> None:
+def check_redeemable(product: ProductRow, item: ItemRow) -> None:
     check_held_in_tessera(item)
     if is_fully_redeemed(item.redemption_count, product):
         raise ItemFullyRedeemed
 
 
-def check_held_in_tessera(item: ItemRow | Item) -> None:
+def check_held_in_tessera(item: ItemRow) -> None:
     """An item whose NFT a reconciliation found outside the project's wallets (``external``)
     is neither redeemed nor transferred through the API until its NFT comes back (409)."""
     if item.nft_status == NftStatus.EXTERNAL:

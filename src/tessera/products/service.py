@@ -179,7 +179,7 @@ async def issue_items(
                 principal.project_id,
                 await tickets_of(tx, mail, principal.project_id, items),
                 kind=Kind.ISSUED,
-                cause=f"items:{items[0].id}",
+                cause=f"items:{items[0].row.id}",
             )
         await tx.commit()
     return items
@@ -202,24 +202,25 @@ async def redeem_item(
         owner = await get_user_row(tx, principal.project_id, UserRef("id", row.owner_id))
         item = item_of(row, product=product, owner=owner)
         if body.nonce is not None:
-            earlier = await item_repository.find_redemption(tx, item.id, body.nonce)
+            earlier = await item_repository.find_redemption(tx, row.id, body.nonce)
             if earlier is not None:
                 return item, ProductItemRead.of(item, as_of=earlier)
-        rules.check_redeemable(product, item)
+        rules.check_redeemable(product, row)
         now = utcnow()
-        item = item._replace(
-            redemption_count=item.redemption_count + 1,  # the item is locked
+        row = row._replace(
+            redemption_count=row.redemption_count + 1,  # the item is locked
             redeemed_at=int(now.timestamp()),
             updated_at=now,
         )
-        await item_repository.write_redemption(tx, item)
+        item = item._replace(row=row)
+        await item_repository.write_redemption(tx, row)
         await item_repository.add_redemption(
             tx,
             {
-                "item_id": item.id,
+                "item_id": row.id,
                 "nonce": body.nonce,
-                "redemption_count": item.redemption_count,
-                "redeemed_at": item.redeemed_at,
+                "redemption_count": row.redemption_count,
+                "redeemed_at": row.redeemed_at,
             },
         )
         redeemed = ProductItemRead.of(item)
@@ -270,23 +271,24 @@ async def transfer_item(
 
         now = utcnow()
         transferred_at = int(now.timestamp())
-        item = item_of(row, product=product, owner=recipient)._replace(
+        row = row._replace(
             owner_id=recipient.id,
             updated_at=now,
             nft_transfer_status=NftStatus.QUEUED if product.mint_nft else row.nft_transfer_status,
             ticket_version=row.ticket_version + 1,  # as write_transfer counts it
         )
-        await item_repository.write_transfer(tx, item)
+        item = item_of(row, product=product, owner=recipient)
+        await item_repository.write_transfer(tx, row)
         transfer = {
             "project_id": principal.project_id,
-            "item_id": item.id,
+            "item_id": row.id,
             "from_user_id": sender.id,
             "to_user_id": recipient.id,
             "transferred_at": transferred_at,
         }
         await item_repository.add_transfer(tx, transfer)
         if product.mint_nft:
-            await queue_nft(tx, JobKind.TRANSFER, [item])
+            await queue_nft(tx, JobKind.TRANSFER, [row])
         moved = TransferRead(
             product_item=TransferItem.of(item),
             previous_owner=ItemOwner.model_validate(sender),
@@ -300,7 +302,7 @@ async def transfer_item(
                 principal.project_id,
                 await tickets_of(tx, mail, principal.project_id, [item]),
                 kind=Kind.TRANSFERRED,
-                cause=f"transferred:{item.id}:{item.ticket_version}",
+                cause=f"transferred:{row.id}:{row.ticket_version}",
             )
         await tx.commit()
     return moved

@@ -65,10 +65,9 @@ async def follow(context: JobContext, job: JobRow) -> None:
         if wallet.user_id != row.owner_id:
             sender = await get_user_row(tx, project_id, UserRef("id", row.owner_id))
             recipient = await get_user_row(tx, project_id, UserRef("id", wallet.user_id))
-            moved_item = item_of(row, product=product, owner=recipient)._replace(
-                owner_id=recipient.id, updated_at=now
-            )
-            await item_repository.write_transfer(tx, moved_item)
+            transferred = row._replace(owner_id=recipient.id, updated_at=now)
+            moved_item = item_of(transferred, product=product, owner=recipient)
+            await item_repository.write_transfer(tx, transferred)
             transferred_at = int(now.timestamp())
             await item_repository.add_transfer(
                 tx,

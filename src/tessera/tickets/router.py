@@ -6,7 +6,7 @@ from tessera.auth.dependencies import ReadAccess, WriteAccess
 from tessera.config import SettingsDep
 from tessera.db import DatabaseDep
 from tessera.errors import responses
-from tessera.mail.requests import for_request
+from tessera.mail.dependencies import for_request
 from tessera.products.item_schemas import ItemKey
 from tessera.ticket_keys.dependencies import SignersDep
 from tessera.tickets import service

@@ -95,7 +95,7 @@ class IdempotentRoute(APIRoute):
         store: IdempotencyStore = scope["app"].state.idempotency
         begun = await store.begin(owner, key, fingerprint(scope, body))
         if isinstance(begun, Answer):
-            for message in begun.replay():
+            for message in _replay(begun):
                 await send(message)
             return
 
@@ -112,13 +112,44 @@ class IdempotentRoute(APIRoute):
         except BaseException:
             await store.forget(begun)
             raise
-        answer = Answer.of(sent)
+        answer = _answer_of(sent)
         if answer is None:
             await store.forget(begun)
         else:
             await store.answered(begun, answer)
         for message in sent:
             await send(message)
+
+
+# Headers a replay does not repeat: each answer has its own.
+_NOT_REPLAYED = frozenset({b"content-length", b"x-request-id", b"date", b"server"})
+
+
+def _answer_of(messages: list[Message]) -> Answer | None:
+    """The answer the app sent, or None for one that is not kept: none at all, an error of the
+    server, a rate limit (the request did nothing; a retry is to run)."""
+    start = next((m for m in messages if m["type"] == "http.response.start"), None)
+    if start is None or start["status"] >= 500 or start["status"] == 429:
+        return None
+    headers = [
+        (name.decode("latin-1"), value.decode("latin-1"))
+        for name, value in start.get("headers", [])
+        if name.lower() not in _NOT_REPLAYED
+    ]
+    body = b"".join(m.get("body", b"") for m in messages if m["type"] == "http.response.body")
+    return Answer(start["status"], headers, body)
+
+
+def _replay(answer: Answer) -> list[Message]:
+    headers = [(n.encode("latin-1"), v.encode("latin-1")) for n, v in answer.headers]
+    headers += [
+        (b"content-length", str(len(answer.body)).encode()),
+        (b"idempotent-replayed", b"true"),
+    ]
+    return [
+        {"type": "http.response.start", "status": answer.status, "headers": headers},
+        {"type": "http.response.body", "body": answer.body},
+    ]
 
 
 def _key_of(scope: Scope) -> str | None:
