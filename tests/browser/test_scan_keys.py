@@ -394,8 +394,19 @@ async def test_a_refused_key_is_replaced_and_the_queue_goes_up_with_the_new_one(
             await expect(page.get_by_role("heading", level=1)).to_have_text("Sign in")
             await page.get_by_label("Check-in API key").fill("")
             await page.get_by_label("Check-in API key").focus()
+        # A key of another project would take the waiting scans to it, which would refuse
+        # them and lose them: refused here, the queue kept.
+        stranger = await project(host, f"Another Project ({refusal})")
+        await sign_in(page, stranger.server.checkin_key)
+        await expect(page.locator("#sign-in-problem")).to_have_text(
+            "This key is of another project: 2 scans waiting to upload are for an event it "
+            "does not know. Enter a key of the project they were scanned for."
+        )
+        await expect(page.get_by_role("heading", level=1)).to_have_text("Sign in")
+        await page.get_by_label("Check-in API key").fill("")
         kept = await stored(page)
         assert kept["state"]["apiKey"] == first["api_key"]  # until a good one replaces it
+        assert stranger.server.checkin_key not in repr(kept)
         assert len(kept["queue"]) == 2
         before = len(sent)
         await sign_in(page, second["api_key"])

@@ -214,6 +214,20 @@ async function signIn(event) {
     show(problem, why);
     return;
   }
+  // A key of another project would upload the waiting scans to it, which refuses them, and
+  // they would leave the queue: lost. The new key must know every event a waiting scan is for.
+  const known = new Set(events.map((e) => e.id));
+  const strangers = new Set([...state.queue.values()].map((scan) => scan.event_id));
+  for (const id of known) strangers.delete(id);
+  if (strangers.size > 0) {
+    state.apiKey = null;
+    show(
+      problem,
+      `This key is of another project: ${state.queue.size} scans waiting to upload are for an ` +
+        "event it does not know. Enter a key of the project they were scanned for.",
+    );
+    return;
+  }
   state.events = events;
   state.keyRefused = false;
   $("key-problem").hidden = true;
