@@ -23,7 +23,7 @@ from scalecodec.utils.ss58 import ss58_encode
 from tessera.chain.keys import public_key_of
 from tessera.webhooks.addresses import url_pattern
 
-SS58_SHAPE = re.compile(r"[1-9A-HJ-NP-Za-km-z]{46,48}")
+SS58_SHAPE = re.compile(r"[1-9A-HJ-NP-Za-km-z]{46,49}")  # as wallets.schemas.Address
 ADDRESSED = {("POST", "/v1/users/wallets/challenge"), ("POST", "/v1/users/wallets")}
 HOOKED = {("POST", "/v1/webhooks"), ("PATCH", "/v1/webhooks/{id}")}
 # Where the fuzzed webhooks point: a closed port on loopback (the run allows private

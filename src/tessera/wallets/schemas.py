@@ -36,7 +36,8 @@ class WalletBalance(SnakeModel):
 
 Address = Annotated[
     str,
-    StringConstraints(pattern=r"^[1-9A-HJ-NP-Za-km-z]{46,48}$"),
+    # 46-48 characters with a one-byte network prefix (0-63), 49 with a two-byte one (64-16383).
+    StringConstraints(pattern=r"^[1-9A-HJ-NP-Za-km-z]{46,49}$"),
     AfterValidator(_ss58),
     Field(description="An SS58 address of any network (its checksum is verified, else 400)."),
 ]
