@@ -235,7 +235,7 @@ async def in_flight(database, product_id: str, workers: Workers) -> InFlight | N
     product, batch = uuid.UUID(product_id), f"mint:{product_id}"
     async with orm.session(database, write=False) as session:
         count = select(Job.status, func.count()).where(Job.batch == batch).group_by(Job.status)
-        statuses = dict((await session.execute(count)).tuples().all())
+        statuses = {status: n for status, n in await session.execute(count)}
         running, queued = statuses.get(JobStatus.RUNNING, 0), statuses.get(JobStatus.QUEUED, 0)
         live = Extrinsic.status.in_(("signed", "submitted", "included"))
         rows = list(
@@ -266,7 +266,7 @@ async def in_flight(database, product_id: str, workers: Workers) -> InFlight | N
                 ProductItem.product_id == product, ProductItem.nft_extrinsic_id.is_not(None)
             )
         )
-        carrier = dict(carried.tuples().all())
+        carrier = {item_id: row_id for item_id, row_id in carried}
     logged = workers.claims()
     if any(claim not in logged for _, _, claim in jobs):
         return None
@@ -297,7 +297,7 @@ async def nft_statuses(database, product_id: str) -> dict[str | None, int]:
             .where(ProductItem.product_id == uuid.UUID(product_id))
             .group_by(ProductItem.nft_status)
         )
-    return {status: count for status, count in counted.tuples().all()}
+    return {status: count for status, count in counted}
 
 
 def minted_items(row: Extrinsic) -> list[tuple[int, int]]:
