@@ -823,7 +823,7 @@ class Day:
             by_nonce = {scan["nonce"]: scan for scan in listed}
             scans: list[Scan] = [scan for device in devices for scan in device.scans]
             ok = [s for s in listed if s["status"] == "ok"]
-            used = Counter(s["item_id"] for s in ok)
+            used = Counter(s["product_item_id"] for s in ok)
             kinds: dict[str, Counter[str]] = defaultdict(Counter)
             for scan in scans:
                 kinds[scan.kind][by_nonce[scan.nonce]["status"]] += 1

@@ -15,7 +15,8 @@ from sqlalchemy.dialects import postgresql, sqlite
 from tessera.db.compiled import Compiled, sizes_of
 from tessera.models import Base
 from tessera.products.repository import _EVENTS_IN, _PRODUCTS_IN
-from tessera.users.repository import _REPUTATIONS, _USERS_IN
+from tessera.users.repository import _USERS_IN
+from tessera.users.reputation_repository import _REPUTATIONS
 
 IDS = [uuid.uuid4() for _ in range(3)]
 BY_ID = [

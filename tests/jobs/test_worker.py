@@ -355,16 +355,17 @@ class TestClaim:
 
 class TestLeaseRenewal:
     async def test_a_handler_running_longer_than_its_lease_keeps_it(self, worker, tenant, database):
-        # A lease long enough that a loaded machine's stall (a busy CI core) does not end it,
-        # short enough that the handler outlives it twice over.
-        lease = 1.5
+        # A lease long enough that a loaded machine's stall (a busy CI core, a second or so)
+        # does not end it: renewed every quarter of it, a stall must pass 2 s to; short enough
+        # that the handler outlives it twice over.
+        lease = 3.0
         second = Worker(worker.context, {}, max_attempts=1, lease_seconds=lease)
         claims: list[Claim | None] = []
         leases: list[datetime | None] = []
 
         async def run(context, job):
-            for _ in range(4):  # 3.2 s in all: the first lease ends long before
-                await asyncio.sleep(0.8)
+            for _ in range(4):  # 6.4 s in all: the first lease ends long before
+                await asyncio.sleep(1.6)
                 claims.append(await second.claim())
                 leases.append((await row(database, Job, job.id)).lease_until)
 

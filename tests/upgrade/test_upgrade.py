@@ -42,7 +42,7 @@ from tests.chain.conftest import require_chopsticks
 from tests.passes.ca import StandInCa
 from tests.serving import BIN, serve
 from tests.serving import settings_env as environment
-from tests.upgrade.project import PUBLIC_URL, build, differences, person, snapshot
+from tests.upgrade.project import PUBLIC_URL, Answers, build, differences, person, snapshot
 from tests.upgrade.releases import PREVIOUS, answer, program, release_env, run, sources_of
 
 DOTS = 1000 * 10**10  # the project wallet's, enough for a collection's deposit
@@ -115,7 +115,7 @@ def test_a_database_of_the_previous_release_upgrades_and_keeps_serving(
     assert rows_lost(rows, table_rows(empty_database_url)) == []
 
     with serve(env, tmp_path / "current.log") as base:
-        assert differences(before, snapshot(base, made)) == []
+        assert differences(before, as_previous(snapshot(base, made))) == []
         assert answered_with_token(base, token) == before["GET /v1/users/count"]
         replayed = httpx.post(
             f"{base}/v1/orders",
@@ -129,6 +129,23 @@ def test_a_database_of_the_previous_release_upgrades_and_keeps_serving(
     with serve(previous_env, tmp_path / "previous-again.log", program=previous) as base:
         assert differences(before, snapshot(base, made)) == []
         writes_and_reads_back(base, made)
+
+
+def as_previous(answers: Answers) -> Answers:
+    """The current release's answers with what it renamed on purpose since the previous one
+    named as before (docs/upgrades.md, "Answers that changed"); a renamed field that is not
+    there fails the test. Everything else must be as the previous release answered it."""
+    renamed: Answers = {}
+    for request, answered in answers.items():
+        if request.startswith("GET /v1/checkins {"):
+            # Issue 44: the scans listed under `scans`, each item's id as `product_item_id`.
+            scans = [dict(scan) for scan in answered["scans"]]
+            for scan in scans:
+                scan["item_id"] = scan.pop("product_item_id")
+            answered = {key: value for key, value in answered.items() if key != "scans"}
+            answered["data"] = scans
+        renamed[request] = answered
+    return renamed
 
 
 def _settings(ca: StandInCa, devchain: dc.Devchain) -> dict[str, object]:
