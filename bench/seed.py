@@ -290,7 +290,7 @@ async def fill(database, settings, principal, user_ids: list[str]) -> dict:
     for start in range(0, len(holders), ISSUE_BATCH):
         body = ItemsIssue(users=holders[start : start + ISSUE_BATCH])
         issued = await products.issue_items(database, principal, product_id=drinks, body=body)
-        items += [str(item.id) for item in issued]
+        items += [str(item.row.id) for item in issued]
 
     order_ids = []
     for n in range(min(SEED_ORDERS, len(user_ids))):
