@@ -51,7 +51,7 @@ from tessera.models.base import new_id
 from tessera.products import item_repository
 from tessera.products import repository as products
 from tessera.products.item_schemas import ProductItemRead
-from tessera.products.rows import ItemRow, ProductRow, item_of
+from tessera.products.rows import Item, ItemRow, ProductRow
 from tessera.products.schemas import is_fully_redeemed
 from tessera.users.repository import UserRow, users_by
 from tessera.users.reputation_repository import add_a_point_each
@@ -305,7 +305,7 @@ class Door:
             }
         )
         owner = self.owners[row.owner_id]
-        item = item_of(ticket.row, product=product, owner=owner)
+        item = Item(ticket.row, product=product, owner=owner)
         self.changes.append((EventType.ITEM_REDEEMED, ProductItemRead.of(item)))
         return self._ok(scan, ticket, at, redemption_id, previous_redeemed_at=row.redeemed_at)
 

@@ -47,7 +47,6 @@ from tessera.products.rows import (
     Recipient,
     RedemptionRow,
     TransferRow,
-    item_of,
     owned_item,
 )
 from tessera.schemas import PageParams, Pagination
@@ -396,7 +395,7 @@ async def read_holdings(
     products = await products_by_id(rows, project_id, ids) if ids else {}
     return ItemList(
         items=[
-            ProductItemRead.of(item_of(row, product=products[row.product_id], owner=user))
+            ProductItemRead.of(Item(row, product=products[row.product_id], owner=user))
             for row in found
         ],
         pagination=Pagination(page=paging.page, limit=paging.limit, total=count),

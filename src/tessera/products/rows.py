@@ -283,11 +283,6 @@ class Item(NamedTuple):
     owner: Owner
 
 
-def item_of(row: ItemRow, *, product: ProductRow, owner: Owner) -> Item:
-    """The item of ``row`` with its ``product`` and ``owner``."""
-    return Item(row, product, owner)
-
-
 def owned_item(row: OwnedItemRow, product: ProductRow) -> Item:
     """The item of ``row`` with its ``product`` and the owner the row carries."""
     owner = OwnerRow(row.item.owner_id, *row.owner)

@@ -44,7 +44,6 @@ from tessera.products.rows import (
     ProductRow,
     ProductView,
     SalePage,
-    item_of,
     product_view,
 )
 from tessera.products.schemas import ProductCreate, ProductRead, ProductUpdate, missing_for_mint
@@ -200,7 +199,7 @@ async def redeem_item(
         product = await repository.share_product(tx, principal.project_id, product_id)
         row = await item_repository.lock_item(tx, product, body.product_item_id)
         owner = await get_user_row(tx, principal.project_id, UserRef("id", row.owner_id))
-        item = item_of(row, product=product, owner=owner)
+        item = Item(row, product=product, owner=owner)
         if body.nonce is not None:
             earlier = await item_repository.find_redemption(tx, row.id, body.nonce)
             if earlier is not None:
@@ -277,7 +276,7 @@ async def transfer_item(
             nft_transfer_status=NftStatus.QUEUED if product.mint_nft else row.nft_transfer_status,
             ticket_version=row.ticket_version + 1,  # as write_transfer counts it
         )
-        item = item_of(row, product=product, owner=recipient)
+        item = Item(row, product=product, owner=recipient)
         await item_repository.write_transfer(tx, row)
         transfer = {
             "project_id": principal.project_id,

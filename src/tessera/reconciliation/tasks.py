@@ -17,7 +17,7 @@ from tessera.models.base import utcnow
 from tessera.products import item_repository
 from tessera.products import repository as products
 from tessera.products.item_schemas import ItemOwner, TransferItem, TransferRead
-from tessera.products.rows import item_of
+from tessera.products.rows import Item
 from tessera.reconciliation import repository
 from tessera.reconciliation.service import reconcile, reconcile_subject
 from tessera.users.repository import get_user_row
@@ -66,7 +66,7 @@ async def follow(context: JobContext, job: JobRow) -> None:
             sender = await get_user_row(tx, project_id, UserRef("id", row.owner_id))
             recipient = await get_user_row(tx, project_id, UserRef("id", wallet.user_id))
             transferred = row._replace(owner_id=recipient.id, updated_at=now)
-            moved_item = item_of(transferred, product=product, owner=recipient)
+            moved_item = Item(transferred, product=product, owner=recipient)
             await item_repository.write_transfer(tx, transferred)
             transferred_at = int(now.timestamp())
             await item_repository.add_transfer(

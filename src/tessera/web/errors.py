@@ -19,6 +19,8 @@ log = logging.getLogger("tessera.errors")
 
 
 def install_error_handlers(app: FastAPI) -> None:
+    templates: list[str] = []
+
     @app.exception_handler(AppError)
     async def _app_error(request: Request, exc: AppError) -> JSONResponse:
         if isinstance(exc, DatabaseUnavailable):  # the operator's to know, and why
@@ -50,7 +52,11 @@ def install_error_handlers(app: FastAPI) -> None:
             )
         elif exc.status_code == 404 and exc.detail == "Not Found":  # routing's, or a file's
             message = f"nothing answers {request.method} {path}"
-            if nearest := nearest_route(app, path):
+            # Gathered at the first 404 and kept: every route is added before the app serves,
+            # and a scan of unknown paths should not walk them each time.
+            if not templates:
+                templates.extend(documented(app))
+            if nearest := nearest_route(templates, path):
                 message += f"; the nearest is {nearest}"
         return JSONResponse({"message": message}, status_code=exc.status_code, headers=headers)
 
@@ -70,15 +76,21 @@ def allowed_methods(app: FastAPI, path: str) -> list[str]:
     return sorted({m for t, methods in routes if t == template for m in methods})
 
 
-def nearest_route(app: FastAPI, path: str) -> str | None:
-    """The documented path template most like ``path`` (``/v1/product``: ``/v1/products``), if
-    one is alike enough to be what the client meant."""
-    templates = {
-        r.path
-        for r in iter_route_contexts(app.routes)
-        if r.path and getattr(r.original_route, "include_in_schema", False)
-    }
-    close = difflib.get_close_matches(path, sorted(templates), n=1, cutoff=0.75)
+def documented(app: FastAPI) -> list[str]:
+    """The app's documented path templates."""
+    return sorted(
+        {
+            r.path
+            for r in iter_route_contexts(app.routes)
+            if r.path and getattr(r.original_route, "include_in_schema", False)
+        }
+    )
+
+
+def nearest_route(templates: list[str], path: str) -> str | None:
+    """The template most like ``path`` (``/v1/product``: ``/v1/products``), if one is alike
+    enough to be what the client meant."""
+    close = difflib.get_close_matches(path, templates, n=1, cutoff=0.75)
     return close[0] if close else None
 
 
