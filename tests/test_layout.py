@@ -558,3 +558,18 @@ def test_the_row_check_finds_a_row_written_twice():
     }
     rows = _rows_declared({"things": columns, "small": {"id", "a"}}, tuples)
     assert rows == {"things": ["x.py:Thing", "y.py:ThingAndMore"]}
+
+
+def test_the_top_level_is_a_map():
+    """At most six modules at the top besides the entry points; the rest in packages."""
+    top = sorted(p.name for p in SRC.glob("*.py") if p.name not in {"__init__.py", "__main__.py"})
+    assert len(top) <= 6, top
+
+
+def test_no_source_file_is_over_500_lines():
+    long = {
+        str(path.relative_to(SRC)): lines
+        for path in _modules()
+        if (lines := len(path.read_text().splitlines())) > 500
+    }
+    assert long == {}
