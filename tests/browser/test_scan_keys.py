@@ -7,6 +7,8 @@ test_scan_page.py, whose helpers these tests use.
   accepts the new key's.
 - An API key the server refuses (revoked: 401; a read key uploading: 403) makes the page ask for
   another; the scans waiting go up with the new one, and the old key is kept nowhere.
+- A sync the server answered before it took an upload, arriving after the upload's answer,
+  does not undo the uses the page counted.
 - A refused scan (unknown text, a bad signature, a ticket used already), at the door or at the
   server, changes no other ticket and no queued scan, and holds up nothing after it.
 
@@ -26,7 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from playwright.async_api import Browser, Locator, Page, Request, expect
+from playwright.async_api import Browser, Locator, Page, Request, Route, expect
 
 from tests.browser.test_claim_page import Person, screenshot
 from tests.browser.test_scan_page import PHONE, Door, Server, door, scan, tampered
@@ -551,5 +553,58 @@ async def test_a_refused_scan_changes_no_other_ticket_and_holds_up_nothing(
         # The refused POST /v1/checkins is the only response that was not a success.
         assert person.failed == [f"404 {server.url}/v1/checkins"]
         assert person.console_errors == []
+    finally:
+        await context.close()
+
+
+async def test_a_sync_read_before_an_upload_does_not_undo_the_use_counted_here(
+    browser: Browser, host: Host
+) -> None:
+    """The race CI met once: back online, the page asks for a sync and uploads its queue at
+    once; the server reads the sync's answer before it takes the upload, and the answer arrives
+    after the upload's. That answer does not have Ada's check-in, and must not undo it here: her
+    code again is ALREADY CHECKED IN. The routes below make that order certain."""
+    p = await project(host, "Crossed Sync")
+    server = p.server
+    at = await door(server)
+    context = await browser.new_context(**PHONE)
+    person = Person(await context.new_page())
+    person.listen()
+    page = person.page
+    read = asyncio.Event()  # the server has read the held sync's answer
+    release = asyncio.Event()  # the test lets that answer reach the page
+
+    async def held_sync(route: Route) -> None:
+        answer = await route.fetch()
+        read.set()
+        await release.wait()
+        await route.fulfill(response=answer)
+
+    async def upload_after_the_read(route: Route) -> None:
+        await read.wait()
+        await route.continue_()
+
+    try:
+        await open_door(page, server, at, tickets=2)
+        await context.set_offline(True)
+        await scan(page, at.ada_secret, "ok", "OK")
+        await expect(page.locator("#pending")).to_have_text("1")
+        before = (await stored(page))["state"]["syncedAt"]
+        await page.route("**/v1/checkins/sync?*", held_sync)
+        await page.route("**/v1/checkins/batch", upload_after_the_read)
+        await context.set_offline(False)
+        await expect(page.locator("#pending")).to_have_text("0", timeout=10_000)
+        await expect(row(page, "Ada Lovelace")).to_contain_text("uploaded")
+        assert read.is_set()  # the sync's answer was read before the upload went up
+        release.set()
+        deadline = time.monotonic() + 10
+        while (await stored(page))["state"]["syncedAt"] == before:  # the held answer is in
+            assert time.monotonic() < deadline, "the held sync's answer never reached the store"
+            await asyncio.sleep(0.2)
+        await page.unroute_all()
+        await scan(page, at.ada_secret, "already_checked_in", "ALREADY CHECKED IN")
+        [ada] = [t for t in (await stored(page))["tickets"] if t["holder_name"] == "Ada Lovelace"]
+        assert ada["redemption_count"] == 1
+        assert person.failed == []
     finally:
         await context.close()

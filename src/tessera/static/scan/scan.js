@@ -56,6 +56,7 @@ const state = {
   cursor: null,
   syncedAt: null, // ms since the epoch
   queue: new Map(), // nonce -> scan waiting to be uploaded
+  uploadedAt: new Map(), // ticket id -> when the server took its last scan (performance.now())
   scans: [], // the last scans shown, newest first
   reachable: true, // whether the server answered the last call
   keyRefused: false, // stops syncing and uploading until the next sign-in
@@ -359,6 +360,7 @@ function sync() {
       const eventId = state.eventId;
       const query = new URLSearchParams({ event_id: eventId });
       if (state.cursor !== null) query.set("since", state.cursor);
+      const asked = performance.now();
       const { status, body } = await api("GET", `/v1/checkins/sync?${query}`);
       if (status !== 200) {
         show($("page-problem"), `The sync failed: ${messageOf(body) ?? `HTTP ${status}`}`);
@@ -369,7 +371,13 @@ function sync() {
       // Every answer carries all the project's live keys: a key retired since stops here too.
       state.syncedKeys = body.keys.filter((key) => key.alg === "Ed25519");
       state.keys = new Map(state.syncedKeys.map((k) => [k.kid, base64urlDecode(k.public_key)]));
+      // A use counted here stands until an answer that has it: one still queued, and one the
+      // server took after this sync was asked for (the answer may have been read before it).
       const waiting = new Set(Array.from(state.queue.values(), (scan) => scan.ticket_id));
+      for (const [id, at] of state.uploadedAt) {
+        if (at >= asked) waiting.add(id);
+        else state.uploadedAt.delete(id); // every answer from now on has it
+      }
       const changed = [];
       for (const ticket of body.tickets) {
         const local = state.tickets.get(ticket.id);
@@ -597,6 +605,8 @@ async function uploaded(chunk, results) {
     const answer = answers.get(scan.nonce);
     if (answer === undefined) continue; // not answered: stays queued
     done.push(scan.nonce);
+    const queued = state.queue.get(scan.nonce);
+    if (queued !== undefined) state.uploadedAt.set(queued.ticket_id, performance.now());
     state.queue.delete(scan.nonce);
     const listed = state.scans.find((s) => s.nonce === scan.nonce);
     if (listed === undefined) continue;
