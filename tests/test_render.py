@@ -211,6 +211,25 @@ def test_aliases_exclusions_defaults_and_computed_fields():
     assert renderer.render(row) == _fastapi_way(_Priced, row)
 
 
+class _Seated(_Base):
+    name: str
+    seat: str | None = Field(default=None, exclude_if=lambda seat: seat is None)
+    count: int = Field(default=0, exclude_if=lambda count: count == 0)
+
+
+def test_a_field_whose_exclude_if_holds_is_left_out_as_pydantic_leaves_it():
+    renderer = Renderer.of(list[_Seated])
+    rows = [
+        SimpleNamespace(name="a", seat=None, count=0),
+        SimpleNamespace(name="b", seat="A-1", count=2),
+        SimpleNamespace(name="c", seat="A-2", count=0),
+    ]
+    assert renderer.render(rows) == (
+        b'[{"name":"a"},{"name":"b","seat":"A-1","count":2},{"name":"c","seat":"A-2"}]'
+    )
+    assert renderer.render(rows) == _fastapi_way(list[_Seated], rows)
+
+
 def test_timestamps_are_written_as_pydantic_writes_them():
     class Stamped(_Base):
         at: datetime

@@ -6,9 +6,9 @@ its attributes), then encoding the validated model. A read's rows come from colu
 hold what the schema describes, so that is the same work twice, the validation costing more than
 the encoding (bench/README.md). ``Renderer.of(ProductList)`` compiles a
 response type once into a function from the answer (rows, namespaces, models) to the bytes
-FastAPI would send: each model's fields in order under their aliases, excluded fields left out,
-computed fields last, values encoded by orjson, which writes UUIDs, datetimes (``Z`` for UTC),
-floats and enums as pydantic does.
+FastAPI would send: each model's fields in order under their aliases, excluded fields left out
+(and those whose ``exclude_if`` holds for their value), computed fields last, values encoded by
+orjson, which writes UUIDs, datetimes (``Z`` for UTC), floats and enums as pydantic does.
 
 Only what it can answer alike is compiled: models without validators or serializers of their
 own, fields of the types below, and the route options FastAPI's defaults. Anything else gets
@@ -179,6 +179,12 @@ def _model_converter(model: type[BaseModel]) -> Convert:
         for (_, info), key in zip(fields, keys, strict=True)
         if (change := _field_converter(info)) is not None
     ]
+    # Fields left out of the answer when their value says so (``Field(exclude_if=...)``).
+    excluded = [
+        (key, info.exclude_if)
+        for (_, info), key in zip(fields, keys, strict=True)
+        if info.exclude_if is not None
+    ]
     computed: list[tuple[str, Convert, Convert | None]] = []
     for name, decorator in decorators.computed_fields.items():
         info = decorator.info
@@ -216,8 +222,11 @@ def _model_converter(model: type[BaseModel]) -> Convert:
             except AttributeError:
                 source, values = read(source)
         out = dict(zip(keys, values, strict=True))
+        for key, exclude in excluded:
+            if exclude(out[key]):
+                del out[key]
         for key, change in converted:
-            value = out[key]
+            value = out.get(key)
             if value is not None:
                 out[key] = change(value)
         for key, get, result in computed:
@@ -253,8 +262,6 @@ def _key(name: str, info: FieldInfo) -> str:
 
 
 def _field_converter(info: FieldInfo) -> Convert | None:
-    if getattr(info, "exclude_if", None) is not None:
-        raise Unsupported(info)
     _only_constraints(info.metadata)
     return _converter(info.annotation)
 
