@@ -15,7 +15,6 @@ from pydantic import BaseModel
 from tessera.db import database_of
 from tessera.errors import ChainUnavailable
 from tessera.schemas import Input
-from tests import orm
 from tests.conftest import BACKEND
 from tests.factories import (
     create_event,
@@ -140,9 +139,8 @@ class TestUnparsableBodies:
 
 class TestCredentialsOfMissingProjects:
     async def test_a_valid_token_for_no_project_is_401(self, client, tenant, app):
-        async with orm.session(database_of(app)) as session:
-            kid, private = await app.state.authenticator.issuer._signing_key(session)
-            await session.commit()
+        # The issuer's signing key (made now if this test runs first).
+        kid, private = await app.state.authenticator.issuer._signing_key(database_of(app))
         claims = {
             "iss": "tessera",
             "aud": "tessera-api",
@@ -224,8 +222,9 @@ class TestTheSchemaSaysWhatTheServerDoes:
 
     async def test_delta_zero_and_mint_without_chain_are_in_the_schema(self, spec):
         assert spec["ReputationAdjust"]["properties"]["delta"]["not"] == {"const": 0}
-        [mint] = spec["ProductCreate"]["allOf"]
+        [mint, seated] = spec["ProductCreate"]["allOf"]
         assert mint["anyOf"][1]["required"] == ["metadata_uri", "chain"]
+        assert seated["anyOf"][2]["required"] == ["event_id"]  # a seated product's event
 
     async def test_a_blank_event_id_is_documented_and_accepted(self, spec, client, tenant):
         assert {"const": ""} in spec["ProductCreate"]["properties"]["event_id"]["anyOf"]
