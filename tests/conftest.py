@@ -124,7 +124,7 @@ def settings(database_url: str, jwks_server: _JwksServer) -> Settings:
         oidc_issuer=OIDC_ISSUER,
         oidc_audience=OIDC_AUDIENCE,
         oidc_jwks_url=jwks_server.url,
-        max_body_bytes=256 * 1024,
+        max_body_bytes=1024 * 1024,  # a plan of 50,001 plain seats gets through to be refused
         # Configured but unreachable: the real runtime is in the `chain` tests (tests/chain/).
         chain_westendassethub_rpc_url="ws://127.0.0.1:9",
         chain_timeout_seconds=2,

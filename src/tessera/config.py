@@ -130,8 +130,8 @@ class Settings(BaseSettings):
     """HMAC key for API keys, client secrets, claim-link tokens and tickets (only hashes are
     stored)."""
 
-    max_body_bytes: int = Field(default=2 * 1024 * 1024, ge=1024)
-    """Larger bodies get 413 (the default is 2 MiB)."""
+    max_body_bytes: int = Field(default=8 * 1024 * 1024, ge=1024)
+    """Larger bodies get 413 (the default is 8 MiB: a seating plan of 50,000 seats fits)."""
 
     jwt_issuer: str = "tessera"
     """The `iss` claim of Tessera's own tokens."""

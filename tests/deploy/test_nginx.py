@@ -183,20 +183,20 @@ async def test_the_api_answers_over_https(stack: Stack) -> None:
 
 
 async def test_the_body_limit_is_tesseras_own(stack: Stack) -> None:
-    """nginx lets through what Tessera takes (TESSERA_MAX_BODY_BYTES, 2 MiB): a body just under
+    """nginx lets through what Tessera takes (TESSERA_MAX_BODY_BYTES, 8 MiB): a body just under
     it reaches Tessera, and one over it gets Tessera's 413 in its own shape, not nginx's page."""
     key = {"x-api-key": stack.api_key}
     async with stack.client("127.0.0.3", headers=key) as api:
         under = await api.post(
-            "/v1/users/create", content=b"[" + b" " * (2 * 1024 * 1024 - 8) + b"]"
+            "/v1/users/create", content=b"[" + b" " * (8 * 1024 * 1024 - 8) + b"]"
         )
         assert under.status_code == 400, under.text
         assert under.headers["content-type"] == "application/json"
         over = await api.post(
-            "/v1/users/create", content=b"[" + b" " * (2 * 1024 * 1024 + 8) + b"]"
+            "/v1/users/create", content=b"[" + b" " * (8 * 1024 * 1024 + 8) + b"]"
         )
         assert over.status_code == 413, over.text
-        assert over.json() == {"message": "request body too large (limit 2097152 bytes)"}
+        assert over.json() == {"message": "request body too large (limit 8388608 bytes)"}
 
 
 async def test_tickets_passes_and_emails_carry_the_public_https_url(stack: Stack) -> None:
