@@ -20,6 +20,8 @@ from tessera.products.router import router as products_router
 from tessera.projects.router import router as projects_router
 from tessera.reconciliation.router import router as reconciliation_router
 from tessera.schemas import SnakeModel, known_query_only
+from tessera.seats.router import holds_router as seat_holds_router
+from tessera.seats.router import router as seats_router
 from tessera.tickets.router import router as tickets_router
 from tessera.users.router import router as users_router
 from tessera.wallets.router import balances_router
@@ -168,6 +170,8 @@ def include_v1(app: FastAPI) -> None:
         balances_router,  # the user's wallets', and the items the user holds
         holdings_router,
         events_router,
+        seats_router,
+        seat_holds_router,
         products_router,
         reconciliation_router,
         tickets_router,

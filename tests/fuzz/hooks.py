@@ -90,6 +90,23 @@ def _expires_in_the_future(body: Any) -> bool:
     return not _number(expires) or expires > time.time() + 60
 
 
+def _plan_names_unique(body: Any) -> bool:
+    """Seating plans: area names unique, row names in their area, numbers in their row; at
+    most 50,000 seats."""
+    areas = body.get("areas") if isinstance(body, dict) else None
+    if not isinstance(areas, list):
+        return True
+    areas = [a for a in areas if isinstance(a, dict)]
+    rows = [[r for r in a.get("rows") or [] if isinstance(r, dict)] for a in areas]
+    numbers = [
+        [s.get("number") for s in r.get("seats") or [] if isinstance(s, dict)]
+        for a in rows
+        for r in a
+    ]
+    named = [[a.get("name") for a in areas]] + [[r.get("name") for r in a] for a in rows] + numbers
+    return all(len(n) == len(set(map(str, n))) for n in named) and sum(map(len, numbers)) <= 50_000
+
+
 RULES = {
     ("POST", "/v1/events/create"): _dates_in_order,
     ("PUT", "/v1/events/update"): _dates_in_order,
@@ -97,6 +114,7 @@ RULES = {
     ("POST", "/v1/products/{id}/items"): _recipients_within_bound,
     ("POST", "/v1/products/{id}/claim-links"): _expires_in_the_future,
     ("POST", "/v1/users/create"): _unique_in_batch,
+    ("PUT", "/v1/events/{event_id}/seating"): _plan_names_unique,
 }
 CASE_RULES = {("POST", "/v1/products/{id}/items"): _same_product}
 

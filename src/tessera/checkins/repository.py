@@ -320,6 +320,10 @@ class SyncedTicketRow(NamedTuple):
     redemption_count: int
     redemption_quantity: int
     checked_in_at: int | None
+    seat_id: uuid.UUID | None
+    seat_area: str | None
+    seat_row: str | None
+    seat_number: str | None
 
 
 class ListedScan(NamedTuple):
@@ -356,6 +360,10 @@ _SYNCED = (
         _ITEMS.c.redemption_count,
         _PRODUCTS.c.redemption_quantity,
         _ATTENDEES.c.checked_in_at,
+        _ITEMS.c.seat_id,
+        _ITEMS.c.seat_area,
+        _ITEMS.c.seat_row,
+        _ITEMS.c.seat_number,
     )
     .select_from(
         _ITEMS.join(_PRODUCTS, _PRODUCTS.c.id == _ITEMS.c.product_id)

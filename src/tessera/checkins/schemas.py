@@ -6,6 +6,7 @@ from typing import Annotated, Literal
 from pydantic import AwareDatetime, BeforeValidator, Field, StringConstraints
 
 from tessera.schemas import PageParams, Pagination, SnakeInput, SnakeModel
+from tessera.seats.schemas import SeatRef
 from tessera.ticket_keys.schemas import PublicCheckinKey
 
 Nonce = Annotated[
@@ -171,6 +172,11 @@ class SyncedTicket(SnakeModel):
     redemption_count: int
     redemption_quantity: int
     checked_in_at: int | None = Field(description="The holder's check-in time at the event.")
+    seat: SeatRef | None = Field(
+        default=None,
+        exclude_if=lambda seat: seat is None,
+        description="A seated product's ticket: its seat (absent otherwise).",
+    )
 
 
 class SyncRead(SnakeModel):

@@ -69,10 +69,10 @@ async def create_link(
     base_url: str,
     mail: TicketMail | None = None,
 ) -> ClaimLinkCreated:
-    """A link for an ``is_claimable`` product (409 otherwise), ``expires_at`` in the future
-    (400), ``reference_id`` unique in the project (409). The token is in this answer only,
-    and in the invitation to the link's ``email`` with ``send_email`` (400 without an email,
-    409 on a server that sends none: ``mail`` None)."""
+    """A link for an ``is_claimable`` product that sells no seats (409 otherwise),
+    ``expires_at`` in the future (400), ``reference_id`` unique in the project (409). The token
+    is in this answer only, and in the invitation to the link's ``email`` with ``send_email``
+    (400 without an email, 409 on a server that sends none: ``mail`` None)."""
     now = unix_now()
     if body.expires_at is not None and body.expires_at <= now:
         raise InvalidInput("expires_at: must be in the future")
@@ -85,6 +85,10 @@ async def create_link(
         product = await get_product_row(tx, principal.project_id, product_id)
         if not product.is_claimable:
             raise ProductNotClaimable("product is not claimable: set is_claimable first")
+        if product.seat_category is not None:
+            raise ProductNotClaimable(
+                "a seated product is sold through seat holds (POST /v1/seat-holds), not claimed"
+            )
         try:
             link = await repository.add_link(
                 tx,

@@ -163,7 +163,7 @@ def changes_of(stored: ProductRead, form: ProductForm) -> ProductUpdate:
         raise refused(error) from None
     changed = {
         name: getattr(typed, name)
-        for name in ProductUpdate.model_fields
+        for name in typed.model_fields_set  # what the form has (not seat_category)
         if getattr(typed, name) != getattr(stored, name)
     }
     return ProductUpdate.model_validate(changed)

@@ -24,6 +24,7 @@ from tessera.models.project import (
 )
 from tessera.models.rate import RateBucket, RateHit
 from tessera.models.reconciliation import Reconciliation
+from tessera.models.seat import HoldStatus, Seat, SeatHold
 from tessera.models.user import ReputationEntry, User, UserWallet, WalletChallenge
 from tessera.models.wallet_pass import PassRegistration
 from tessera.models.worker import WorkerHeartbeat
@@ -43,6 +44,7 @@ __all__ = [
     "Event",
     "Extrinsic",
     "ExtrinsicStatus",
+    "HoldStatus",
     "IdempotencyKey",
     "IdentityBinding",
     "ItemTransfer",
@@ -69,6 +71,8 @@ __all__ = [
     "Reconciliation",
     "Redemption",
     "ReputationEntry",
+    "Seat",
+    "SeatHold",
     "SigningKey",
     "User",
     "UserWallet",

@@ -53,6 +53,8 @@ class Product(IdMixin, TimestampMixin, Base):
     mint_nft: Mapped[bool]
     chain: Mapped[str | None] = mapped_column(String(32))
     max_items: Mapped[int | None] = mapped_column(BigInteger)
+    # A seated product sells the seats of this category of its event's plan, each through a hold.
+    seat_category: Mapped[str | None] = mapped_column(String(64))
     # Items issued so far, which is also the last item_id: bumped under the product's row lock.
     issued_count: Mapped[int] = mapped_column(BigInteger, default=0)
     # mint_nft products: the collection the worker created (queued -> submitted -> created|failed).
@@ -70,6 +72,8 @@ class ProductItem(IdMixin, TimestampMixin, Base):
     __table_args__ = (
         UniqueConstraint("product_id", "item_id"),
         Index("ix_product_items_product_owner", "product_id", "owner_id"),
+        # No seat is sold twice, whatever the code above it does.
+        Index("uq_product_items_seat_id", "seat_id", unique=True),
     )
 
     project_id: Mapped[uuid.UUID] = mapped_column(
@@ -108,6 +112,11 @@ class ProductItem(IdMixin, TimestampMixin, Base):
     # Why the mint, or the transfer, waits or failed (e.g. the project wallet cannot pay).
     nft_reason: Mapped[str | None] = mapped_column(String(500))
     nft_transfer_reason: Mapped[str | None] = mapped_column(String(500))
+    # A seated product's item: its seat, and the seat's name (which stays while it is sold).
+    seat_id: Mapped[uuid.UUID | None] = mapped_column(Uuid)
+    seat_area: Mapped[str | None] = mapped_column(String(64))
+    seat_row: Mapped[str | None] = mapped_column(String(32))
+    seat_number: Mapped[str | None] = mapped_column(String(16))
 
     product: Mapped[Product] = relationship(lazy="raise")
     owner: Mapped[User] = relationship(lazy="raise")

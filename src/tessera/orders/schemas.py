@@ -21,6 +21,11 @@ OrderNumber = Annotated[
 class OrderLineCreate(SnakeInput):
     product_id: uuid.UUID
     quantity: Annotated[StrictInt, Field(ge=1, le=MAX_ISSUE), Integral]
+    hold_id: uuid.UUID | None = Field(
+        default=None,
+        description="A seated product's line: the hold whose seats it buys (`quantity` is "
+        "their number). A pending order keeps them until it is completed or cancelled.",
+    )
 
 
 class OrderCreate(SnakeInput):

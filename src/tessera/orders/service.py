@@ -28,6 +28,7 @@ from tessera.orders.schemas import OrderCreate, OrderFilter, OrderList, OrderRea
 from tessera.products import repository as products
 from tessera.products import rules
 from tessera.products.rows import Item
+from tessera.seats import rules as seats
 from tessera.users.repository import UserRow, get_user_row
 from tessera.users.schemas import UserRef
 
@@ -85,6 +86,10 @@ async def create_order(
             )
             for position, line in enumerate(body.items)
         ]
+        holds = {line["id"]: asked.hold_id for line, asked in zip(lines, body.items, strict=True)}
+        for line in lines:
+            product = by_id[line["product_id"]]
+            seats.require_hold(product.id, product.seat_category, holds[line["id"]])
         items: list[Item] = []
         if body.status == "completed":
             # Each line is written with its items, under its product's row lock (see
@@ -93,10 +98,25 @@ async def create_order(
             # multixacts, and completed orders of one product ran at half the rate.
             for line in sorted(lines, key=lambda x: _lock_order(x["product_id"], x["position"])):
                 items += await rules.issue(
-                    tx, principal, line["product_id"], [user] * line["quantity"], new_line=line
+                    tx,
+                    principal,
+                    line["product_id"],
+                    [user] * line["quantity"],
+                    new_line=line,
+                    hold_id=holds[line["id"]],
                 )
         else:
             await repository.add_lines(tx, lines)
+            for line in lines:  # the seats are kept for the order until it ends
+                if (hold_id := holds[line["id"]]) is not None:
+                    await seats.keep_for_line(
+                        tx,
+                        principal.project_id,
+                        hold_id,
+                        line["product_id"],
+                        line_id=line["id"],
+                        quantity=line["quantity"],
+                    )
         read = OrderRead.of(order, [LineRow(**line) for line in lines], by_id, items)
         await record(tx, principal.project_id, EventType.ORDER_CREATED, [read])
         if order.status == OrderStatus.COMPLETED:
@@ -134,11 +154,13 @@ async def complete_order(
 async def cancel_order(
     database: Database, principal: Principal, *, order_id: uuid.UUID
 ) -> OrderRead:
-    """Cancel a pending order. Completed orders stay completed (their items are issued)."""
+    """Cancel a pending order: the seats kept for it are free again. Completed orders stay
+    completed (their items are issued)."""
     async with database.transaction() as tx:
         order, lines = await repository.lock_order(tx, principal.project_id, order_id)
         _require_pending(order, "cancelled")
         order = await repository.set_status(tx, order, OrderStatus.CANCELLED)
+        await seats.free_lines(tx, [line.id for line in lines])
         read = await _view(tx, principal, order, lines, [])
         await record(tx, principal.project_id, EventType.ORDER_CANCELLED, [read])
         await tx.commit()
@@ -191,10 +213,16 @@ async def _issue_lines(
     tx: Transaction, principal: Principal, lines: list[LineRow], user: UserRow
 ) -> list[Item]:
     """The items of a completed order's lines, issued by the issuing rules."""
+    holds = await seats.hold_of_lines(tx, [line.id for line in lines])
     items: list[Item] = []
     for line in sorted(lines, key=lambda line: _lock_order(line.product_id, line.position)):
         items += await rules.issue(
-            tx, principal, line.product_id, [user] * line.quantity, order_item_id=line.id
+            tx,
+            principal,
+            line.product_id,
+            [user] * line.quantity,
+            order_item_id=line.id,
+            hold_id=holds.get(line.id),
         )
     return items
 

@@ -24,6 +24,7 @@ from tessera.schemas import (
     requires_one_of,
     schema_rules,
 )
+from tessera.seats.schemas import SeatRef
 from tessera.users.schemas import UserRef
 
 if TYPE_CHECKING:
@@ -42,6 +43,11 @@ class ItemsIssue(SnakeInput):
     )
     users: list[uuid.UUID] = Field(default_factory=list, max_length=MAX_ISSUE)
     emails: list[Email] = Field(default_factory=list, max_length=MAX_ISSUE)
+    hold_id: uuid.UUID | None = Field(
+        default=None,
+        description="A seated product's items: the hold whose seats they get, one per "
+        "recipient in the order listed (users, then emails), in the plan's order.",
+    )
 
     @model_validator(mode="after")
     def _recipients(self) -> Self:
@@ -102,6 +108,7 @@ class ProductItemRead(SnakeModel):
     user: ItemOwner
     product: ItemProduct
     nft: ItemNft | None
+    seat: SeatRef | None = Field(default=None, exclude_if=lambda seat: seat is None)
 
     @classmethod
     def of(cls, item: "ItemSource", *, as_of: "Redemption | RedemptionRow | None" = None) -> Self:
@@ -177,6 +184,15 @@ class NftView(NamedTuple):
     transfer: NftTransferView | None
 
 
+class SeatView(NamedTuple):
+    """An item's seat as ``SeatRef`` reads it."""
+
+    id: uuid.UUID
+    area: str
+    row: str
+    number: str
+
+
 class ItemView(NamedTuple):
     """An item as ``ProductItemRead`` reads it."""
 
@@ -192,6 +208,7 @@ class ItemView(NamedTuple):
     user: OwnerSource
     product: ProductSource
     nft: NftView | None
+    seat: SeatView | None
 
 
 def item_view(item: ItemSource, *, as_of: "Redemption | RedemptionRow | None" = None) -> ItemView:
@@ -231,7 +248,16 @@ def item_view(item: ItemSource, *, as_of: "Redemption | RedemptionRow | None" = 
         user=item.owner,
         product=product,
         nft=nft,
+        seat=seat_of(row),
     )
+
+
+def seat_of(row: "ItemRow") -> SeatView | None:
+    """The seat of a seated product's item, as its row names it."""
+    if row.seat_id is None:
+        return None
+    assert row.seat_area is not None and row.seat_row is not None and row.seat_number is not None
+    return SeatView(row.seat_id, row.seat_area, row.seat_row, row.seat_number)
 
 
 class NftFailure(SnakeModel):

@@ -35,6 +35,7 @@ class ProductRow(NamedTuple):
     mint_nft: bool
     chain: str | None
     max_items: int | None
+    seat_category: str | None
     issued_count: int
     nft_status: NftStatus | None
     nft_collection_id: int | None
@@ -68,6 +69,7 @@ class ProductReadRow(NamedTuple):
     max_items: int | None
     nft_status: NftStatus | None
     nft_collection_id: int | None
+    seat_category: str | None
 
 
 class ProductEventRow(NamedTuple):
@@ -95,6 +97,7 @@ class ProductEventRow(NamedTuple):
     max_items: int | None
     nft_status: NftStatus | None
     nft_collection_id: int | None
+    seat_category: str | None
     event__project_id: uuid.UUID
     event__name: str
     event__description: str | None
@@ -132,6 +135,7 @@ class ProductView(NamedTuple):
     max_items: int | None
     nft_status: NftStatus | None
     nft_collection_id: int | None
+    seat_category: str | None
     event: EventRow | None
 
 
@@ -221,6 +225,10 @@ class ItemRow(NamedTuple):
     nft_transfer_block_hash: str | None
     nft_reason: str | None
     nft_transfer_reason: str | None
+    seat_id: uuid.UUID | None
+    seat_area: str | None
+    seat_row: str | None
+    seat_number: str | None
     id: uuid.UUID
     created_at: datetime
     updated_at: datetime

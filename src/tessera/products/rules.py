@@ -48,6 +48,8 @@ from tessera.products.item_schemas import ProductItemRead
 from tessera.products.nft_jobs import queue_nft
 from tessera.products.rows import Item, ItemRow, ProductRow, Recipient
 from tessera.products.schemas import is_fully_redeemed
+from tessera.seats import rules as seats
+from tessera.seats.rules import require_hold
 from tessera.users.rules import require_activated
 
 
@@ -93,6 +95,7 @@ async def issue(
     *,
     order_item_id: uuid.UUID | None = None,
     new_line: dict[str, Any] | None = None,
+    hold_id: uuid.UUID | None = None,
 ) -> list[Item]:
     """Issue one item per recipient of the project's product (404 otherwise), with the next
     sequential ``item_id``s: ``stock`` and, for NFT products, ``max_items`` bound the items ever
@@ -101,7 +104,8 @@ async def issue(
     issuers of one product queue on it), so the caller's transaction must end (roll back) if
     this raises. The items are for the order line ``order_item_id``, or for ``new_line`` (a
     completed order's line for this product and these recipients, with all its columns: written
-    here, with the items). The items, with ``product`` and ``owner``."""
+    here, with the items). A seated product's items get the seats of the hold ``hold_id``
+    (``seats.rules.sell``), which it needs. The items, with ``product`` and ``owner``."""
     count = len(recipients)
     if new_line is not None:
         order_item_id = new_line["id"]
@@ -116,6 +120,7 @@ async def issue(
     if issued is None:
         raise ProductNotFound
     product, items = issued
+    require_hold(product.id, product.seat_category, hold_id)
     before = product.issued_count - count  # before this issue
     if product.stock is not None and before + count > product.stock:
         left = product.stock - before
@@ -127,11 +132,35 @@ async def issue(
                 f"({before} issued, {count} requested)"
             )
     await check_recipients(tx, principal, product, recipients, written=True)
+    if hold_id is not None:
+        items = await _seated(tx, principal, items, hold_id, line_id=order_item_id)
     if product.mint_nft:
         await queue_nft(tx, JobKind.MINT, [item.row for item in items])
     issued_items = [ProductItemRead.of(item) for item in items]
     await record(tx, principal.project_id, EventType.ITEM_ISSUED, issued_items)
     return items
+
+
+async def _seated(
+    tx: Transaction,
+    principal: Principal,
+    items: list[Item],
+    hold_id: uuid.UUID,
+    *,
+    line_id: uuid.UUID | None,
+) -> list[Item]:
+    """The items with the hold's seats, one each in the plan's order."""
+    product_id = items[0].row.product_id
+    ids = [item.row.id for item in items]
+    sold = await seats.sell(tx, principal.project_id, hold_id, product_id, ids, line_id=line_id)
+    return [
+        item._replace(
+            row=item.row._replace(
+                seat_id=seat.id, seat_area=seat.area, seat_row=seat.row, seat_number=seat.number
+            )
+        )
+        for item, seat in zip(items, sold, strict=True)
+    ]
 
 
 def check_redeemable(product: ProductRow, item: ItemRow) -> None:

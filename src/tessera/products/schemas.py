@@ -25,6 +25,7 @@ from tessera.schemas import (
     SnakeModel,
     blank_allowed,
 )
+from tessera.seats.schemas import Category
 
 if TYPE_CHECKING:
     pass
@@ -80,14 +81,47 @@ def mint_needs_uri_and_chain(schema: dict[str, Any]) -> None:
     )
 
 
+def seated_needs_event(schema: dict[str, Any]) -> None:
+    """A ``seat_category`` comes with its event's ``event_id`` (an update too: the schema
+    cannot see a stored one)."""
+    schema.setdefault("allOf", []).append(
+        {
+            "anyOf": [
+                {"not": {"required": ["seat_category"]}},
+                {"properties": {"seat_category": {"type": "null"}}},
+                {
+                    "required": ["event_id"],
+                    "properties": {"event_id": {"type": "string", "format": "uuid"}},
+                },
+            ]
+        }
+    )
+
+
+def product_rules(schema: dict[str, Any]) -> None:
+    mint_needs_uri_and_chain(schema)
+    seated_needs_event(schema)
+
+
 def is_fully_redeemed(redemption_count: int, product: Any) -> bool:
     """An item can be redeemed ``redemption_quantity`` times in all (the rule
     ``rules.check_redeemable`` enforces, and what the item shows)."""
     return bool(redemption_count >= product.redemption_quantity)
 
 
+SEAT_CATEGORY = (
+    "A seated product: it sells the seats of this category of its event's seating plan, each "
+    "through a hold (`hold_id`); its `stock` is at most their number, and their number when not "
+    "given. Fixed once an item is issued."
+)
+
+
+def _none(value: object) -> bool:
+    return value is None
+
+
 class ProductCreate(SnakeInput):
-    model_config = ConfigDict(json_schema_extra=mint_needs_uri_and_chain)
+    model_config = ConfigDict(json_schema_extra=product_rules)
 
     type: ProductType
     name: Text255
@@ -105,6 +139,7 @@ class ProductCreate(SnakeInput):
     mint_nft: Bool = False
     chain: Chain | None = None
     max_items: OptionalLimit = None
+    seat_category: Category | None = Field(default=None, description=SEAT_CATEGORY)
 
     def missing_for_mint(self) -> list[str]:
         return missing_for_mint(self)
@@ -123,7 +158,7 @@ class ProductUpdate(SnakeInput):
     (``MISSING``) stay. ``null`` clears a field that may be empty and is refused for the others
     (the schema has no null there)."""
 
-    model_config = ConfigDict(json_schema_extra=mint_needs_uri_and_chain)
+    model_config = ConfigDict(json_schema_extra=product_rules)
 
     name: Text255 | MISSING = MISSING
     event_id: OptionalEventId | MISSING = MISSING
@@ -140,6 +175,7 @@ class ProductUpdate(SnakeInput):
     mint_nft: Bool | MISSING = Field(default=MISSING, description=MINT_NFT_UPDATE)
     chain: Chain | MISSING | None = MISSING
     max_items: OptionalLimit | MISSING = MISSING
+    seat_category: Category | MISSING | None = Field(default=MISSING, description=SEAT_CATEGORY)
 
     @field_validator(
         "name",
@@ -189,6 +225,7 @@ class ProductRead(SnakeModel):
     mint_nft: bool
     chain: str | None
     max_items: int | None
+    seat_category: str | None = Field(default=None, exclude_if=_none)  # seated products only
     event: EventRead | None
     nft_status: NftStatus | None = Field(default=None, exclude=True)
     nft_collection_id: int | None = Field(default=None, exclude=True)

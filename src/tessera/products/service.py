@@ -49,6 +49,7 @@ from tessera.products.rows import (
 from tessera.products.schemas import ProductCreate, ProductRead, ProductUpdate, missing_for_mint
 from tessera.projects.repository import primary_wallet
 from tessera.schemas import PageParams
+from tessera.seats.rules import SeatsUnavailable, seated_stock
 from tessera.users.repository import find_user_row, get_user_row, users_by
 from tessera.users.schemas import UserPageLookup, UserRef
 
@@ -75,9 +76,14 @@ async def create_product(
         event = None
         if body.event_id is not None:
             event = await get_event_row(tx, principal.project_id, body.event_id)
+        values = body.model_dump()
+        if body.seat_category is not None:
+            values["stock"] = await seated_stock(
+                tx, principal.project_id, body.event_id, body.seat_category, body.stock
+            )
         product = await repository.insert_product(
             tx,
-            body.model_dump()
+            values
             | {
                 "project_id": principal.project_id,
                 "issued_count": 0,
@@ -171,7 +177,7 @@ async def issue_items(
             await repository.get_product_row(tx, principal.project_id, product_id)
             raise UserNotFound(f"users not found in this project: {', '.join(missing[:5])}")
         recipients = [by_id[i] for i in body.users] + [by_email[e] for e in body.emails]
-        items = await rules.issue(tx, principal, product_id, recipients)
+        items = await rules.issue(tx, principal, product_id, recipients, hold_id=body.hold_id)
         if mail is not None and items:
             await outbox.queue_tickets(
                 tx,
@@ -375,6 +381,8 @@ async def update_product(
         if event_id is not None:
             event = await get_event_row(tx, principal.project_id, event_id)
         changed = await rules.check_update(tx, product, changes)
+        if {"seat_category", "stock", "event_id"} & changed.keys():
+            changed = await _seated_update(tx, principal, product, changes, changed)
         if changed.get("mint_nft"):
             # The chain may have changed since it was read: still one of the configured ones.
             chains.config(_nft_settings(product, changed)[0])
@@ -388,6 +396,28 @@ async def update_product(
         await record(tx, principal.project_id, EventType.PRODUCT_UPDATED, [updated])
         await tx.commit()
     return updated
+
+
+async def _seated_update(
+    tx: Transaction,
+    principal: Principal,
+    product: ProductRow,
+    changes: dict[str, Any],
+    changed: dict[str, Any],
+) -> dict[str, Any]:
+    """``changed`` as a seated product allows it: its category fixed once an item is issued
+    (409), its stock at most the category's seats (their number when it becomes seated and no
+    stock is sent)."""
+    if "seat_category" in changed and product.issued_count:
+        raise SeatsUnavailable(
+            f"seat_category cannot change: items were already issued ({product.issued_count})"
+        )
+    after = product._replace(**changed)
+    if after.seat_category is None:
+        return changed
+    stock = after.stock if "stock" in changes or product.seat_category is not None else None
+    stock = await seated_stock(tx, principal.project_id, after.event_id, after.seat_category, stock)
+    return changed | ({"stock": stock} if stock != product.stock else {})
 
 
 def _nft_settings(product: ProductRow, changed: dict[str, Any]) -> tuple[str, int | None]:
