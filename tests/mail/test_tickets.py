@@ -160,6 +160,42 @@ class TestOrders:
         [mail] = await mails(database_of(mail_app))
         assert mail.cause == f"order:{order['id']}:{user['id']}"
 
+    async def test_a_seated_order_says_each_seat_transferred_too(
+        self, client, tenant, smtp, postman
+    ):
+        event = await create_event(client, tenant)
+        seats = [{"number": str(n), "category": "front"} for n in (4, 5)]
+        plan = {"areas": [{"name": "Stalls", "rows": [{"name": "B", "seats": seats}]}]}
+        seating = f"/v1/events/{event['id']}/seating"
+        assert (await client.put(seating, headers=tenant.w, json=plan)).status_code == 200
+        product = await create_product(
+            client, tenant, name="Gala", event_id=event["id"], seat_category="front"
+        )
+        product = (
+            await client.patch(
+                f"/v1/products/{product['id']}", headers=tenant.w, json={"is_transferable": True}
+            )
+        ).json()
+        buyer, friend = await create_users(client, tenant, 2)
+        hold = await client.post(
+            "/v1/seat-holds", headers=tenant.w, json={"product_id": product["id"], "count": 2}
+        )
+        line = {"product_id": product["id"], "quantity": 2, "hold_id": hold.json()["id"]}
+        order = await client.post(
+            "/v1/orders", headers=tenant.w, json={"user": {"id": buyer["id"]}, "items": [line]}
+        )
+        assert order.status_code == 201, order.text
+        await all_sent(postman, smtp, 1)
+        [received] = smtp.received
+        for number, seat in ((1, "Stalls, row B, seat 4"), (2, "Stalls, row B, seat 5")):
+            assert f"Gala, item #{number}, {seat}" in received.text
+            assert f"Seat: {seat}" in received.html
+        item = order.json()["product_items"][1]
+        moved = await transfer_item(client, tenant, product["id"], item["id"], buyer, friend)
+        assert moved.status_code == 200, moved.text
+        await all_sent(postman, smtp, 2)
+        assert "Gala, item #2, Stalls, row B, seat 5" in smtp.received[1].text
+
     async def test_a_pending_order_mails_when_it_completes(self, client, tenant, smtp, postman):
         product = await create_product(client, tenant, name="Gala")
         user = await create_user(client, tenant)

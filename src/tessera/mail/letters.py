@@ -56,6 +56,7 @@ class Ticket(NamedTuple):
     secret: str  # what its QR code holds, to type in at the door (tessera.ticket_keys.codes)
     apple_pass: str | None = None  # its Apple Wallet pass, where the server signs them
     google_wallet: str | None = None  # its Google Wallet link, where the server has one
+    seat: str | None = None  # a seated product's ticket: its seat (``seats.rules.label``)
 
 
 class Letter(NamedTuple):

@@ -21,6 +21,7 @@ from tessera.mail import letters, repository
 from tessera.mail.letters import EventFacts, Kind, Letter, Ticket
 from tessera.models import MailStatus
 from tessera.models.base import new_id, utcnow
+from tessera.seats.rules import seat_label
 from tessera.ticket_keys import codes as ticket_codes
 from tessera.ticket_keys.service import Signers
 
@@ -45,6 +46,7 @@ class TicketMail:
         item_id: uuid.UUID,
         version: int,
         secret: str,
+        seat: str | None = None,
     ) -> Ticket:
         """The item's ticket as an email links it: its page, and the wallets' where the
         server has them."""
@@ -55,6 +57,7 @@ class TicketMail:
             event_id=event_id,
             url=url,
             secret=secret,
+            seat=seat,
             apple_pass=f"{url}/pass.pkpass" if self.apple_wallet else None,
             google_wallet=f"{url}/google-wallet" if self.google_wallet else None,
         )
@@ -116,6 +119,12 @@ class TicketRow(Protocol):
     def item_id(self) -> int: ...
     @property
     def ticket_version(self) -> int: ...
+    @property
+    def seat_area(self) -> str | None: ...
+    @property
+    def seat_row(self) -> str | None: ...
+    @property
+    def seat_number(self) -> str | None: ...
 
 
 class Ticketed(Protocol):
@@ -145,6 +154,7 @@ async def tickets_of(
                 item_id=item.row.id,
                 version=item.row.ticket_version,
                 secret=signer.secret(item.row.id, item.row.ticket_version),
+                seat=seat_label(item.row),
             ),
             item.row.id,
             item.row.ticket_version,

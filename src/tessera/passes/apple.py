@@ -213,6 +213,22 @@ def pass_content(
     place = ", ".join(p for p in (facts.event_location, facts.event_address) if p)
     if place:
         fields["auxiliaryFields"].append({"key": "place", "label": "PLACE", "value": place})
+    if facts.seat is not None:
+        # The seat in front, and as the semantic tags a Wallet reads out (iOS 15 and later).
+        fields["secondaryFields"] += [
+            {"key": "section", "label": "SECTION", "value": facts.seat.area},
+            {"key": "row", "label": "ROW", "value": facts.seat.row},
+            {"key": "seat", "label": "SEAT", "value": facts.seat.number},
+        ]
+        content["semantics"] = {
+            "seats": [
+                {
+                    "seatSection": facts.seat.area,
+                    "seatRow": facts.seat.row,
+                    "seatNumber": facts.seat.number,
+                }
+            ]
+        }
     if facts.secret is None:
         content["voided"] = True
         fields["backFields"].append(

@@ -104,6 +104,12 @@ class GoogleWallet:
         }
         if facts.holder:
             ticket_object["ticketHolderName"] = facts.holder
+        if facts.seat is not None:
+            ticket_object["seatInfo"] = {
+                "section": _text(facts.seat.area),
+                "row": _text(facts.seat.row),
+                "seat": _text(facts.seat.number),
+            }
         return {
             "iss": self.client_email,
             "aud": "google",

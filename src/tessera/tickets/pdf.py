@@ -26,6 +26,7 @@ from reportlab.pdfbase import pdfmetrics
 from reportlab.pdfbase.ttfonts import TTFont
 from reportlab.pdfgen.canvas import Canvas
 
+from tessera.seats.rules import seat_label
 from tessera.tickets.repository import TicketPageRow
 
 _FONTS = Path(reportlab.__file__).resolve().parent / "fonts"
@@ -127,6 +128,8 @@ def _draw(canvas: Canvas, ticket: PrintedTicket, width: float, height: float) ->
         page.gap(4 * mm)
     page.text(f"Item #{shown.item_id}", font=BOLD, size=12)
     page.text(f"Holder: {holder_of(shown)}", size=12, most=2)
+    if (seat := seat_label(shown)) is not None:
+        page.text(f"Seat: {seat}", font=BOLD, size=12, most=2)
     page.gap(8 * mm)
     page.qr(ticket.secret)
     page.gap(2 * mm)

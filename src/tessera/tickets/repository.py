@@ -25,6 +25,9 @@ class TicketItem(NamedTuple):
     project_id: uuid.UUID
     product_id: uuid.UUID
     owner_id: uuid.UUID
+    seat_area: str | None
+    seat_row: str | None
+    seat_number: str | None
 
 
 class TicketPageRow(NamedTuple):
@@ -46,6 +49,9 @@ class TicketPageRow(NamedTuple):
     event_start_date: int | None
     event_end_date: int | None
     checked_in_at: int | None
+    seat_area: str | None  # a seated product's item: its seat
+    seat_row: str | None
+    seat_number: str | None
     project_name: str
     # When each part last changed: the latest is when what the ticket shows last changed (a
     # wallet pass's Last-Modified).
@@ -73,6 +79,9 @@ _COLUMNS = (
     _ITEMS.c.project_id,
     _ITEMS.c.product_id,
     _ITEMS.c.owner_id,
+    _ITEMS.c.seat_area,
+    _ITEMS.c.seat_row,
+    _ITEMS.c.seat_number,
 )
 _BY_ID = select(*_COLUMNS).where(_ITEMS.c.id == bindparam("id"))
 _BY_IDS = select(*_COLUMNS).where(_ITEMS.c.id.in_(bindparam("ids", expanding=True)))
@@ -102,6 +111,9 @@ _PAGE = (
         _EVENTS.c.start_date.label("event_start_date"),
         _EVENTS.c.end_date.label("event_end_date"),
         _ATTENDEES.c.checked_in_at,
+        _ITEMS.c.seat_area,
+        _ITEMS.c.seat_row,
+        _ITEMS.c.seat_number,
         _PROJECTS.c.name.label("project_name"),
         *CHANGED_AT,
     )

@@ -15,6 +15,7 @@ from tessera.mail.letters import Kind
 from tessera.mail.service import HeldTicket, TicketMail
 from tessera.models.base import utcnow
 from tessera.products.repository import get_product_row
+from tessera.seats.rules import seat_label
 from tessera.ticket_keys import codes as codes
 from tessera.ticket_keys.service import ProjectKeys, Signer, Signers
 from tessera.tickets import repository
@@ -43,6 +44,7 @@ async def mail_ticket(tx: Transaction, mail: TicketMail, item: TicketItem, *, ki
         item_id=item.id,
         version=item.ticket_version,
         secret=signer.secret(item.id, item.ticket_version),
+        seat=seat_label(item),
     )
     await outbox.queue_tickets(
         tx,

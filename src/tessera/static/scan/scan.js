@@ -191,6 +191,12 @@ function holderOf(ticket) {
   return ticket?.holder_name || "No name given";
 }
 
+/** The seat of a seated product's ticket, as the ticket says it; "" for none. */
+function seatOf(ticket) {
+  const seat = ticket?.seat;
+  return seat ? `${seat.area}, row ${seat.row}, seat ${seat.number}` : "";
+}
+
 // ---------------------------------------------------------------------------------------------
 // Signing in and out, the event
 
@@ -440,7 +446,7 @@ async function decide(text) {
     conflict: null,
   };
   let detail = DETAILS[outcome];
-  if (outcome === "ok") detail = holderOf(ticket);
+  if (outcome === "ok") detail = [holderOf(ticket), seatOf(ticket)].filter(Boolean).join(" · ");
   if (outcome === "already_checked_in") {
     detail = ticket.checked_in_at
       ? `${holderOf(ticket)}: checked in at ${when(ticket.checked_in_at)}`
