@@ -28,6 +28,7 @@ from tessera.console import jobs as console_jobs
 from tessera.console import mail as console_mail
 from tessera.console import products as console_products
 from tessera.console import reconciliation as console_reconciliation
+from tessera.console import seats as console_seats
 from tessera.console import users as console_users
 from tessera.console import web as console
 from tessera.console import webhooks as console_webhooks
@@ -218,6 +219,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     for pages in (
         console_events,
         console_door,
+        console_seats,
         console_products,
         console_reconciliation,
         console_users,

@@ -129,8 +129,9 @@ def page(
 
 def back_to(path: str, notice: str | None = None) -> RedirectResponse:
     """After a post: see the result (303), with a line saying what was done."""
-    target = path if notice is None else f"{path}?notice={quote(notice)}"
-    return RedirectResponse(target, status_code=303, headers={"Cache-Control": "no-store"})
+    if notice is not None:
+        path += f"{'&' if '?' in path else '?'}notice={quote(notice)}"
+    return RedirectResponse(path, status_code=303, headers={"Cache-Control": "no-store"})
 
 
 def secrets_page(
