@@ -459,3 +459,35 @@ async def test_blocking_and_another_project(
     ):
         assert answer.status_code == 404, answer.text
     assert (await statuses(client, tenant, event_id))["Stalls", "A", "1"] == "available"
+
+
+async def test_the_best_seats_are_found_across_the_pages_they_are_read_in(
+    client: httpx.AsyncClient, tenant: Tenant, theatre: dict[str, Any], monkeypatch
+) -> None:
+    """Available seats are read from the front a page at a time: a run of seats that goes on
+    from one page to the next is found whole."""
+    from tessera.seats import service
+
+    monkeypatch.setattr(service, "_PAGE", 2)
+    ids, front, event_id = theatre["ids"], theatre["front"], theatre["event"]["id"]
+    blocked = await client.patch(
+        f"/v1/events/{event_id}/seats/{ids['Stalls', 'A', '2']}",
+        headers=tenant.w,
+        json={"blocked": True},
+    )
+    assert blocked.status_code == 200
+    # Pages: [A1, A3], [A4, A5], [A6, B1]...: A3-A4-A5 starts in the first page.
+    three = await hold(client, tenant, product_id=front["id"], count=3)
+    assert names(three.json()["seats"]) == [("Stalls", "A", n) for n in ("3", "4", "5")]
+    apart = await hold(client, tenant, product_id=front["id"], count=4, together=False)
+    assert names(apart.json()["seats"]) == [
+        ("Stalls", "A", "1"),
+        ("Stalls", "A", "6"),
+        ("Stalls", "B", "1"),
+        ("Stalls", "B", "2"),
+    ]
+    too_many = await hold(client, tenant, product_id=front["id"], count=5)
+    assert too_many.json() == {
+        "message": "no 5 seats of category 'front' are available side by side in one row "
+        "(4 available in all)"
+    }

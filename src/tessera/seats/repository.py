@@ -7,7 +7,7 @@ from collections.abc import Collection, Sequence
 from datetime import datetime
 from typing import Any, NamedTuple
 
-from sqlalchemy import and_, bindparam, delete, false, func, or_, select, update
+from sqlalchemy import and_, bindparam, delete, false, func, or_, select, tuple_, update
 
 from tessera.db import Rows, Transaction, lock_for_update, table_of
 from tessera.models import HoldStatus, Product, ProductItem, Seat, SeatHold
@@ -77,12 +77,22 @@ _AVAILABLE = and_(
     _SEATS.c.blocked == false(),
     or_(_SEATS.c.hold_id.is_(None), _SEATS.c.held_until <= bindparam("now")),
 )
-_AVAILABLE_IN_CATEGORY = _CATEGORY_SEATS.where(_AVAILABLE)
+# The available seats of a category after a place in the plan, a page at a time (the best
+# seats are looked for from the front, and are most often found in the first page).
+_AVAILABLE_AFTER = (
+    _CATEGORY_SEATS.where(_AVAILABLE)
+    .where(
+        tuple_(*_PLACE)
+        > tuple_(bindparam("area_after"), bindparam("row_after"), bindparam("seat_after"))
+    )
+    .limit(bindparam("limit"))
+)
 _CATEGORY_COUNT = select(func.count()).where(
     _SEATS.c.project_id == bindparam("project_id"),
     _SEATS.c.event_id == bindparam("event_id"),
     _SEATS.c.category == bindparam("category"),
 )
+_AVAILABLE_COUNT = _CATEGORY_COUNT.where(_AVAILABLE)
 _SEATS_IN = (
     select(_SEATS)
     .where(
@@ -176,17 +186,40 @@ async def count_category(
 
 
 async def available_seats(
-    rows: Rows, project_id: uuid.UUID, event_id: uuid.UUID, category: str, *, now: int
+    rows: Rows,
+    project_id: uuid.UUID,
+    event_id: uuid.UUID,
+    category: str,
+    *,
+    now: int,
+    after: tuple[int, int, int],
+    limit: int,
 ) -> list[SeatRow]:
-    """The event's seats of ``category`` that are available at ``now``, in the plan's order."""
+    """The first ``limit`` of the event's seats of ``category`` that are available at
+    ``now``, after the place ``after`` (area, row and seat positions), in the plan's order."""
+    area, row, seat = after
     return await rows.all(
-        _AVAILABLE_IN_CATEGORY,
+        _AVAILABLE_AFTER,
         SeatRow,
         project_id=project_id,
         event_id=event_id,
         category=category,
         now=now,
+        area_after=area,
+        row_after=row,
+        seat_after=seat,
+        limit=limit,
     )
+
+
+async def count_available(
+    rows: Rows, project_id: uuid.UUID, event_id: uuid.UUID, category: str, *, now: int
+) -> int:
+    """How many of the event's seats of ``category`` are available at ``now``."""
+    count = await rows.scalar(
+        _AVAILABLE_COUNT, project_id=project_id, event_id=event_id, category=category, now=now
+    )
+    return int(count or 0)
 
 
 async def seats_by_id(

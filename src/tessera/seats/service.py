@@ -41,6 +41,7 @@ from tessera.seats.schemas import (
 
 # Best seats chosen again when a hold by id took one of them meanwhile, at most this often.
 _CHOICES = 5
+_PAGE = 500  # available seats read at a time, looking for the best ones
 _PLACE_COLUMNS = ("category", "x", "y", "area_position", "row_position", "seat_position")
 
 
@@ -263,20 +264,53 @@ async def _best_seats(
     meanwhile); 409 if there are not so many (side by side, ``together``)."""
     assert product.event_id is not None and product.seat_category is not None
     for _ in range(_CHOICES):
-        available = await repository.available_seats(
-            tx, principal.project_id, product.event_id, product.seat_category, now=now
-        )
-        chosen = best(available, count, together=together)
+        chosen = await _choose(tx, principal, product, count, together, now)
         if chosen is None:
+            available = await repository.count_available(
+                tx, principal.project_id, product.event_id, product.seat_category, now=now
+            )
             where = "side by side in one row " if together else ""
             raise SeatsUnavailable(
                 f"no {count} seats of category {product.seat_category!r} are available "
-                f"{where}({len(available)} available in all)"
+                f"{where}({available} available in all)"
             )
         seats = await repository.seats_by_id(tx, principal.project_id, chosen, lock=True)
         if all(status(seat, now) == "available" for seat in seats):
             return seats
     raise SeatsUnavailable("the seats are being taken as they are chosen: try again")
+
+
+async def _choose(
+    tx: Transaction,
+    principal: Principal,
+    product: SeatedProduct,
+    count: int,
+    together: bool,
+    now: int,
+) -> list[uuid.UUID] | None:
+    """The best seats (``rules.best``) of the available ones, read from the front a page at a
+    time: a run of seats may go on from one page to the next, so the last ``count - 1`` seats
+    of a page are looked at again with the next."""
+    assert product.event_id is not None and product.seat_category is not None
+    after, carried = (-1, -1, -1), list[SeatRow]()
+    while True:
+        page = await repository.available_seats(
+            tx,
+            principal.project_id,
+            product.event_id,
+            product.seat_category,
+            now=now,
+            after=after,
+            limit=_PAGE,
+        )
+        looked_at = carried + page
+        if (chosen := best(looked_at, count, together=together)) is not None:
+            return chosen
+        if len(page) < _PAGE:
+            return None
+        last = page[-1]
+        after = (last.area_position, last.row_position, last.seat_position)
+        carried = looked_at[max(0, len(looked_at) - count + 1) :] if together else looked_at
 
 
 def _in_order(seats: list[SeatRow]) -> list[SeatRow]:
