@@ -263,6 +263,13 @@ async def test_holds_by_seat_and_best_together_and_what_they_refuse(
         "errors": [f"product_id: product {plain['id']} sells no seats (no seat_category)"]
     }
     assert (await hold(client, tenant, product_id=front["id"])).status_code == 400
+    # A product whose stock is less than its seats holds no more than the stock can sell.
+    few = await create_product(
+        client, tenant, event_id=event_id, seat_category="back", stock=2, name="Few"
+    )
+    answer = await hold(client, tenant, product_id=few["id"], count=3)
+    assert answer.status_code == 409
+    assert answer.json() == {"message": "product is out of stock: 2 left, 3 requested"}
     counted = await statuses(client, tenant, event_id, product_id=front["id"], status="held")
     assert len(counted) == 11
 

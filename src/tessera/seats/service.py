@@ -6,7 +6,7 @@ from itertools import groupby
 
 from tessera.auth.principal import Principal
 from tessera.db import Database, Transaction, rerun_on_conflict, serialize
-from tessera.errors import InvalidInput, ProductInactive, ProductNotFound
+from tessera.errors import InvalidInput, ProductInactive, ProductNotFound, ProductOutOfStock
 from tessera.events.repository import get_event_row
 from tessera.models import HoldStatus
 from tessera.models.base import unix_now
@@ -163,6 +163,11 @@ async def create_hold(database: Database, principal: Principal, *, body: HoldCre
     if not product.active:
         raise ProductInactive
     assert product.event_id is not None and product.seat_category is not None  # _seated
+    wanted = len(body.named or ()) or body.best or 0
+    if product.stock is not None and product.issued_count + wanted > product.stock:
+        # Seats that could not be sold are not held (the sale checks the stock again).
+        left = product.stock - product.issued_count
+        raise ProductOutOfStock(f"product is out of stock: {left} left, {wanted} requested")
     async with database.transaction() as tx:
         now = unix_now()
         if (named := body.named) is not None:
