@@ -30,7 +30,8 @@ def plan_of(*areas: tuple[str, list[tuple[str, int, str | None]]]) -> Plan:
                     {
                         "name": row,
                         "seats": [
-                            {"number": str(n), "category": category, "x": n * 10, "y": r * 10}
+                            {"number": str(n), "x": n * 10, "y": r * 10}
+                            | ({"category": category} if category is not None else {})
                             for n in range(1, count + 1)
                         ],
                     }
@@ -124,6 +125,16 @@ async def test_a_plan_of_three_areas_and_2000_seats_is_stored_and_read_back_exac
         ]
     }
     assert without_ids == plan
+    assert stored["areas"][0]["rows"][0]["seats"][0] == {
+        "id": stored["areas"][0]["rows"][0]["seats"][0]["id"],
+        "number": "1",
+        "category": "front",
+        "x": 10,
+        "y": 0,
+    }
+    assert type(stored["areas"][0]["rows"][0]["seats"][0]["x"]) is int  # 10, not 10.0
+    # What a seat was not sent with, it is read back without.
+    assert set(stored["areas"][2]["rows"][0]["seats"][0]) == {"id", "number", "x", "y"}
     assert len(set(seat_ids(stored).values())) == 2000
     read = await client.get(f"/v1/events/{event['id']}/seating", headers=tenant.r)
     assert read.status_code == 200 and read.json() == stored

@@ -81,12 +81,19 @@ class SeatRef(SnakeModel):
     number: str
 
 
+def _none(value: object) -> bool:
+    return value is None
+
+
 class PlanSeatRead(SnakeModel):
+    """A seat as the plan has it: what was sent (a field not sent is left out, a whole
+    number stays one), with its ``id``."""
+
     id: uuid.UUID
     number: str
-    category: str | None
-    x: float | None
-    y: float | None
+    category: str | None = Field(default=None, exclude_if=_none)
+    x: int | float | None = Field(default=None, exclude_if=_none)
+    y: int | float | None = Field(default=None, exclude_if=_none)
 
 
 class PlanRowRead(SnakeModel):

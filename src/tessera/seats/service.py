@@ -339,6 +339,11 @@ def _seat_read(seat: SeatRow, now: int) -> SeatRead:
     )
 
 
+def _as_sent(value: float | None) -> int | float | None:
+    """A coordinate as a plan sends it: a whole number as one (stored as a double)."""
+    return int(value) if value is not None and value.is_integer() else value
+
+
 def _plan(event_id: uuid.UUID, seats: list[SeatRow]) -> SeatingRead:
     """The plan of the seats (in the plan's order)."""
     areas = []
@@ -349,7 +354,11 @@ def _plan(event_id: uuid.UUID, seats: list[SeatRow]) -> SeatingRead:
                 name=row_seats[0].row,
                 seats=[
                     PlanSeatRead(
-                        id=seat.id, number=seat.number, category=seat.category, x=seat.x, y=seat.y
+                        id=seat.id,
+                        number=seat.number,
+                        category=seat.category,
+                        x=_as_sent(seat.x),
+                        y=_as_sent(seat.y),
                     )
                     for seat in row_seats
                 ],
