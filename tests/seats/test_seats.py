@@ -509,3 +509,17 @@ async def test_the_best_seats_are_found_across_the_pages_they_are_read_in(
         "message": "no 5 seats of category 'front' are available side by side in one row "
         "(4 available in all)"
     }
+
+
+async def test_an_event_deleted_takes_its_plan_holds_and_unsold_seated_products(
+    client: httpx.AsyncClient, tenant: Tenant, theatre: dict[str, Any]
+) -> None:
+    front, event_id = theatre["front"], theatre["event"]["id"]
+    held = await hold(client, tenant, product_id=front["id"], count=2)
+    assert held.status_code == 201
+    deleted = await client.delete(f"/v1/events/{event_id}", headers=tenant.w)
+    assert deleted.status_code == 204, deleted.text
+    assert (await client.get(f"/v1/events/{event_id}/seating", headers=tenant.r)).status_code == 404
+    assert (await client.get(f"/v1/products/{front['id']}", headers=tenant.r)).status_code == 404
+    released = await client.delete(f"/v1/seat-holds/{held.json()['id']}", headers=tenant.w)
+    assert released.status_code == 404
