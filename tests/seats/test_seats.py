@@ -523,3 +523,40 @@ async def test_an_event_deleted_takes_its_plan_holds_and_unsold_seated_products(
     assert (await client.get(f"/v1/products/{front['id']}", headers=tenant.r)).status_code == 404
     released = await client.delete(f"/v1/seat-holds/{held.json()['id']}", headers=tenant.w)
     assert released.status_code == 404
+
+
+async def test_a_seated_products_category_and_event_stay_while_its_seats_are_taken(
+    client: httpx.AsyncClient, tenant: Tenant, theatre: dict[str, Any]
+) -> None:
+    front, back = theatre["front"], theatre["back"]
+    other = await create_event(client, tenant)
+    path = f"/v1/products/{front['id']}"
+    held = (await hold(client, tenant, product_id=front["id"], count=1)).json()
+    for change in ({"seat_category": "back"}, {"event_id": other["id"]}):
+        answer = await client.patch(path, headers=tenant.w, json=change)
+        assert answer.status_code == 409, answer.text
+        assert answer.json() == {
+            "message": f"{next(iter(change))} cannot change while seats are held for the "
+            "product (1 holds)"
+        }
+    released = await client.delete(f"/v1/seat-holds/{held['id']}", headers=tenant.w)
+    assert released.status_code == 204
+    # Free again: it becomes a product of the back seats, with their number as its stock.
+    moved = await client.patch(path, headers=tenant.w, json={"seat_category": "back"})
+    assert moved.status_code == 200, moved.text
+    assert (moved.json()["seat_category"], moved.json()["stock"]) == ("back", 8)
+    # Once an item is issued, neither moves.
+    user = await create_user(client, tenant)
+    sold = (await hold(client, tenant, product_id=back["id"], count=1)).json()
+    issued = await client.post(
+        f"/v1/products/{back['id']}/items",
+        headers=tenant.w,
+        json={"users": [user["id"]], "hold_id": sold["id"]},
+    )
+    assert issued.status_code == 201, issued.text
+    answer = await client.patch(
+        f"/v1/products/{back['id']}", headers=tenant.w, json={"seat_category": "front"}
+    )
+    assert answer.json() == {
+        "message": "seat_category cannot change: items were already issued (1)"
+    }

@@ -112,7 +112,7 @@ def is_fully_redeemed(redemption_count: int, product: Any) -> bool:
 SEAT_CATEGORY = (
     "A seated product: it sells the seats of this category of its event's seating plan, each "
     "through a hold (`hold_id`); its `stock` is at most their number, and their number when not "
-    "given. Fixed once an item is issued."
+    "given. Fixed, with `event_id`, once an item is issued or while a hold keeps seats for it."
 )
 
 

@@ -49,7 +49,7 @@ from tessera.products.rows import (
 from tessera.products.schemas import ProductCreate, ProductRead, ProductUpdate, missing_for_mint
 from tessera.projects.repository import primary_wallet
 from tessera.schemas import PageParams
-from tessera.seats.rules import SeatsUnavailable, seated_stock
+from tessera.seats.rules import require_no_seats_taken, seated_stock
 from tessera.users.repository import find_user_row, get_user_row, users_by
 from tessera.users.schemas import UserPageLookup, UserRef
 
@@ -405,17 +405,17 @@ async def _seated_update(
     changes: dict[str, Any],
     changed: dict[str, Any],
 ) -> dict[str, Any]:
-    """``changed`` as a seated product allows it: its category fixed once an item is issued
-    (409), its stock at most the category's seats (their number when it becomes seated and no
-    stock is sent)."""
-    if "seat_category" in changed and product.issued_count:
-        raise SeatsUnavailable(
-            f"seat_category cannot change: items were already issued ({product.issued_count})"
-        )
+    """``changed`` as a seated product allows it: its category and event fixed once an item
+    is issued or a seat held for it (409), its stock at most the category's seats (their number
+    when the category changes and no stock is sent)."""
+    if product.seat_category is not None or "seat_category" in changed:
+        moved = [name for name in ("seat_category", "event_id") if name in changed]
+        await require_no_seats_taken(tx, product.id, product.issued_count, moved)
     after = product._replace(**changed)
     if after.seat_category is None:
         return changed
-    stock = after.stock if "stock" in changes or product.seat_category is not None else None
+    # A stock sent is checked; a new category without one sells all its seats.
+    stock = None if "seat_category" in changed and "stock" not in changes else after.stock
     stock = await seated_stock(tx, principal.project_id, after.event_id, after.seat_category, stock)
     return changed | ({"stock": stock} if stock != product.stock else {})
 

@@ -147,6 +147,11 @@ _HOLDS_OF_LINES = (
     )
     .order_by(_HOLDS.c.id)
 )
+_LIVE_HOLDS = select(func.count()).where(
+    _HOLDS.c.product_id == bindparam("product_id"),
+    _HOLDS.c.status == HoldStatus.HELD,
+    or_(_HOLDS.c.order_item_id.is_not(None), _HOLDS.c.expires_at > bindparam("now")),
+)
 _HOLD_STATUS = (
     update(_HOLDS)
     .where(_HOLDS.c.id == bindparam("id"))
@@ -310,6 +315,11 @@ async def holds_of_lines(tx: Transaction, line_ids: Collection[uuid.UUID]) -> li
     if not line_ids:
         return []
     return await tx.all(_HOLDS_OF_LINES, HoldRow, lines=list(line_ids))
+
+
+async def live_holds(rows: Rows, product_id: uuid.UUID, *, now: int) -> int:
+    """How many holds keep seats for the product at ``now`` (a pending order's too)."""
+    return int(await rows.scalar(_LIVE_HOLDS, product_id=product_id, now=now) or 0)
 
 
 async def insert_hold(tx: Transaction, values: dict[str, Any]) -> HoldRow:

@@ -230,6 +230,22 @@ async def seated_stock(
     return seats if stock is None else stock
 
 
+async def require_no_seats_taken(
+    rows: Rows, product_id: uuid.UUID, issued: int, changed: Sequence[str]
+) -> None:
+    """A seated product's seats (``changed``: its category or event) stay while any is sold
+    or held for it (409)."""
+    if not changed:
+        return
+    fields = ", ".join(sorted(changed))
+    if issued:
+        raise SeatsUnavailable(f"{fields} cannot change: items were already issued ({issued})")
+    if held := await repository.live_holds(rows, product_id, now=unix_now()):
+        raise SeatsUnavailable(
+            f"{fields} cannot change while seats are held for the product ({held} holds)"
+        )
+
+
 async def live_hold(
     tx: Transaction,
     project_id: uuid.UUID,
