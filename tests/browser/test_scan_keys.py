@@ -9,6 +9,7 @@ test_scan_page.py, whose helpers these tests use.
   another; the scans waiting go up with the new one, and the old key is kept nowhere.
 - A sync the server answered before it took an upload, arriving after the upload's answer,
   does not undo the uses the page counted.
+- A seated product's ticket, decided offline, names its holder and seat.
 - A refused scan (unknown text, a bad signature, a ticket used already), at the door or at the
   server, changes no other ticket and no queued scan, and holds up nothing after it.
 
@@ -606,5 +607,76 @@ async def test_a_sync_read_before_an_upload_does_not_undo_the_use_counted_here(
         [ada] = [t for t in (await stored(page))["tickets"] if t["holder_name"] == "Ada Lovelace"]
         assert ada["redemption_count"] == 1
         assert person.failed == []
+    finally:
+        await context.close()
+
+
+async def test_a_seated_tickets_verdict_names_its_seat(browser: Browser, host: Host) -> None:
+    """Not a key's story, but the door's: a seated product's ticket, decided offline, says
+    whose it is and where they sit."""
+    p = await project(host, "Seated Door")
+    server = p.server
+    async with server.api() as api:
+
+        async def ok(method: str, path: str, body: Any) -> Any:
+            answer = await api.request(method, path, json=body)
+            assert answer.status_code in (200, 201), answer.text
+            return answer.json()
+
+        event = await ok(
+            "POST",
+            "/v1/events/create",
+            {
+                "name": "Seated Night",
+                "location": "Hall",
+                "address": "Main Street 1",
+                "start_date": int(time.time()),
+                "end_date": int(time.time()) + 3600,
+            },
+        )
+        seats = [{"number": str(n), "category": "stalls"} for n in (11, 12)]
+        plan = {"areas": [{"name": "Stalls", "rows": [{"name": "A", "seats": seats}]}]}
+        await ok("PUT", f"/v1/events/{event['id']}/seating", plan)
+        product = await ok(
+            "POST",
+            "/v1/products",
+            {
+                "type": "admission",
+                "name": "Seat",
+                "event_id": event["id"],
+                "seat_category": "stalls",
+            },
+        )
+        people = [
+            {"email": "ada@example.com", "firstName": "Ada", "lastName": "Lovelace"},
+            {"email": "bob@example.com", "firstName": "Bob", "lastName": "Stone"},
+        ]
+        ada, bob = (await ok("POST", "/v1/users/create", people))["users"]
+        held = await ok("POST", "/v1/seat-holds", {"product_id": product["id"], "count": 2})
+        body = {"users": [ada["id"], bob["id"]], "hold_id": held["id"]}
+        items = (await ok("POST", f"/v1/products/{product['id']}/items", body))["items"]
+        secrets_of = [
+            (await ok("GET", f"/v1/products/{product['id']}/items/{i['item_id']}/ticket", None))[
+                "secret"
+            ]
+            for i in items
+        ]
+    at = Door(event, product, ada, bob, secrets_of[0], secrets_of[1], secrets_of[1])
+    context = await browser.new_context(**PHONE)
+    person = Person(await context.new_page())
+    person.listen()
+    page = person.page
+    try:
+        await open_door(page, server, at, tickets=2)
+        await context.set_offline(True)
+        await scan(page, at.ada_secret, "ok", "OK")
+        await expect(page.locator("#verdict-detail")).to_have_text(
+            "Ada Lovelace · Stalls, row A, seat 11"
+        )
+        await scan(page, at.bob_secret, "ok", "OK")
+        await expect(page.locator("#verdict-detail")).to_have_text(
+            "Bob Stone · Stalls, row A, seat 12"
+        )
+        assert person.console_errors == []
     finally:
         await context.close()
