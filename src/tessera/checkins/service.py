@@ -51,7 +51,7 @@ from tessera.models.base import utcnow
 from tessera.products import item_repository
 from tessera.products import repository as products
 from tessera.schemas import PageParams, Pagination
-from tessera.seats.schemas import SeatRef
+from tessera.seats.rules import seat_of
 from tessera.ticket_keys import service as ticket_keys
 from tessera.ticket_keys.service import ProjectKeys
 from tessera.tickets.repository import TicketItem
@@ -276,20 +276,11 @@ async def sync(
                 redemption_count=ticket.redemption_count,
                 redemption_quantity=ticket.redemption_quantity,
                 checked_in_at=ticket.checked_in_at,
-                seat=_seat(ticket),
+                seat=seat_of(ticket),
             )
             for ticket in tickets
         ],
         cursor=cursor_of(taken),
-    )
-
-
-def _seat(ticket: SyncedTicketRow) -> SeatRef | None:
-    if ticket.seat_id is None:
-        return None
-    assert ticket.seat_area and ticket.seat_row and ticket.seat_number
-    return SeatRef(
-        id=ticket.seat_id, area=ticket.seat_area, row=ticket.seat_row, number=ticket.seat_number
     )
 
 

@@ -21,7 +21,7 @@ from tessera.mail import letters, repository
 from tessera.mail.letters import EventFacts, Kind, Letter, Ticket
 from tessera.models import MailStatus
 from tessera.models.base import new_id, utcnow
-from tessera.seats.rules import seat_label
+from tessera.seats.rules import OnTicket, seat_label
 from tessera.ticket_keys import codes as ticket_codes
 from tessera.ticket_keys.service import Signers
 
@@ -110,8 +110,9 @@ class TicketProduct(Protocol):
     def event_id(self) -> uuid.UUID | None: ...
 
 
-class TicketRow(Protocol):
-    """What a ticket's link is made of: its item's id, number and ticket version."""
+class TicketRow(OnTicket, Protocol):
+    """What a ticket's link is made of: its item's id, number and ticket version (and the
+    seat the email names)."""
 
     @property
     def id(self) -> uuid.UUID: ...
@@ -119,12 +120,6 @@ class TicketRow(Protocol):
     def item_id(self) -> int: ...
     @property
     def ticket_version(self) -> int: ...
-    @property
-    def seat_area(self) -> str | None: ...
-    @property
-    def seat_row(self) -> str | None: ...
-    @property
-    def seat_number(self) -> str | None: ...
 
 
 class Ticketed(Protocol):

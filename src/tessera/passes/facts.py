@@ -4,15 +4,8 @@ import uuid
 from datetime import UTC, datetime
 from typing import NamedTuple
 
+from tessera.seats.rules import SeatView, seat_of
 from tessera.tickets.repository import TicketItem, TicketPageRow
-
-
-class Seat(NamedTuple):
-    """A seated product's ticket's seat."""
-
-    area: str
-    row: str
-    number: str
 
 
 class PassFacts(NamedTuple):
@@ -29,7 +22,7 @@ class PassFacts(NamedTuple):
     event_start: int | None
     event_end: int | None
     secret: str | None  # None: voided (passed on to someone else), no barcode
-    seat: Seat | None = None  # a seated product's ticket
+    seat: SeatView | None = None  # a seated product's ticket
 
 
 def facts_of(item: TicketItem, shown: TicketPageRow, secret: str | None) -> PassFacts:
@@ -49,13 +42,6 @@ def facts_of(item: TicketItem, shown: TicketPageRow, secret: str | None) -> Pass
         secret=secret,
         seat=seat_of(shown),
     )
-
-
-def seat_of(shown: TicketPageRow) -> Seat | None:
-    """The ticket's seat, if its product sells seats."""
-    if shown.seat_area is None or shown.seat_row is None or shown.seat_number is None:
-        return None
-    return Seat(shown.seat_area, shown.seat_row, shown.seat_number)
 
 
 def iso_date(unix: int) -> str:

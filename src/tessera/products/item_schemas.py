@@ -24,6 +24,7 @@ from tessera.schemas import (
     requires_one_of,
     schema_rules,
 )
+from tessera.seats.rules import SeatView, seat_of
 from tessera.seats.schemas import SeatRef
 from tessera.users.schemas import UserRef
 
@@ -184,15 +185,6 @@ class NftView(NamedTuple):
     transfer: NftTransferView | None
 
 
-class SeatView(NamedTuple):
-    """An item's seat as ``SeatRef`` reads it."""
-
-    id: uuid.UUID
-    area: str
-    row: str
-    number: str
-
-
 class ItemView(NamedTuple):
     """An item as ``ProductItemRead`` reads it."""
 
@@ -250,14 +242,6 @@ def item_view(item: ItemSource, *, as_of: "Redemption | RedemptionRow | None" = 
         nft=nft,
         seat=seat_of(row),
     )
-
-
-def seat_of(row: "ItemRow") -> SeatView | None:
-    """The seat of a seated product's item, as its row names it."""
-    if row.seat_id is None:
-        return None
-    assert row.seat_area is not None and row.seat_row is not None and row.seat_number is not None
-    return SeatView(row.seat_id, row.seat_area, row.seat_row, row.seat_number)
 
 
 class NftFailure(SnakeModel):

@@ -173,6 +173,31 @@ class OnTicket(Protocol):
     def seat_number(self) -> str | None: ...
 
 
+class Seated(OnTicket, Protocol):
+    """An item's row, or a ticket's, with its seat's id too."""
+
+    @property
+    def seat_id(self) -> uuid.UUID | None: ...
+
+
+class SeatView(NamedTuple):
+    """An item's seat as ``SeatRef`` reads it (a row's columns: the renderer reads it as is)."""
+
+    id: uuid.UUID
+    area: str
+    row: str
+    number: str
+
+
+def seat_of(item: Seated) -> SeatView | None:
+    """The seat a seated product's item names; None for no seat."""
+    if item.seat_id is None:
+        return None
+    assert item.seat_area is not None and item.seat_row is not None
+    assert item.seat_number is not None
+    return SeatView(item.seat_id, item.seat_area, item.seat_row, item.seat_number)
+
+
 def seat_label(item: OnTicket) -> str | None:
     """An item's seat as its ticket says it (``Stalls, row A, seat 12``); None for no seat."""
     if item.seat_number is None:

@@ -49,7 +49,8 @@ class TicketPageRow(NamedTuple):
     event_start_date: int | None
     event_end_date: int | None
     checked_in_at: int | None
-    seat_area: str | None  # a seated product's item: its seat
+    seat_id: uuid.UUID | None  # a seated product's item: its seat
+    seat_area: str | None
     seat_row: str | None
     seat_number: str | None
     project_name: str
@@ -111,6 +112,7 @@ _PAGE = (
         _EVENTS.c.start_date.label("event_start_date"),
         _EVENTS.c.end_date.label("event_end_date"),
         _ATTENDEES.c.checked_in_at,
+        _ITEMS.c.seat_id,
         _ITEMS.c.seat_area,
         _ITEMS.c.seat_row,
         _ITEMS.c.seat_number,
