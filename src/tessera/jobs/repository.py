@@ -55,6 +55,11 @@ _DUE = or_(
         or_(_JOBS.c.lease_until.is_(None), _JOBS.c.lease_until <= _NOW),
     ),
 )
+# First come, first served. Jobs queued by one transaction share its ``created_at`` on
+# PostgreSQL (``now()`` is the transaction's start), so their ids (UUIDv7, increasing in the
+# process that made them) keep the order in which they were queued: ten tickets of one order
+# are minted in the order they were issued, whichever plan PostgreSQL picks.
+_IN_LINE = (_JOBS.c.run_after, _JOBS.c.created_at, _JOBS.c.id)
 # Another job of the same subject runs under a live lease.
 _BUSY = exists().where(
     _OTHER.c.subject == _JOBS.c.subject,
@@ -69,13 +74,13 @@ _FIRST_DUE = skip_locked(
         ~_BUSY,
         or_(_JOBS.c.batch.is_(None), _JOBS.c.batch.not_in(bindparam("skip", expanding=True))),
     )
-    .order_by(_JOBS.c.run_after, _JOBS.c.created_at)
+    .order_by(*_IN_LINE)
     .limit(1)
 )
 _DUE_IN_BATCH = skip_locked(
     select(*_JOBS.c)
     .where(_JOBS.c.batch == bindparam("batch"), _DUE, ~_BUSY)
-    .order_by(_JOBS.c.run_after, _JOBS.c.created_at)
+    .order_by(*_IN_LINE)
     .limit(bindparam("limit"))
 )
 _BATCH_STATS = select(
