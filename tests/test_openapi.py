@@ -84,7 +84,10 @@ class TestOpenApi:
         body = delivery["requestBody"]["content"]["application/json"]["schema"]
         assert body == {"$ref": "#/components/schemas/ChangeRead"}
         event_types = spec["components"]["schemas"]["EventType"]["enum"]
-        assert len(event_types) == 23
+        assert len(event_types) == 26
         assert {"nft.drift_found", "ticket.reissued", "checkin.displaced", "mail.failed"} <= set(
+            event_types
+        )
+        assert {"waiting_list.offered", "waiting_list.claimed", "waiting_list.expired"} <= set(
             event_types
         )

@@ -67,7 +67,7 @@ def _project_routes(app):
 class TestEveryProjectRoute:
     async def test_needs_a_credential(self, app, client, tenant):
         routes = list(_project_routes(app))
-        assert len(routes) == 71
+        assert len(routes) == 74
         for method, template, path in routes:
             response = await client.request(method, path, json={})
             assert response.status_code == 401, (method, template)
@@ -75,7 +75,7 @@ class TestEveryProjectRoute:
 
     async def test_read_credential_cannot_write(self, app, client, tenant):
         writes = [r for r in _project_routes(app) if r[0] != "GET" and r[1] not in READ_POSTS]
-        assert len(writes) == 38
+        assert len(writes) == 40
         for method, template, path in writes:
             # Permission is checked before the body is validated: {} is enough to get a 403.
             response = await client.request(method, path, headers=tenant.r, json={})

@@ -24,6 +24,7 @@ from tessera.seats.router import holds_router as seat_holds_router
 from tessera.seats.router import router as seats_router
 from tessera.tickets.router import router as tickets_router
 from tessera.users.router import router as users_router
+from tessera.waiting.router import router as waiting_list_router
 from tessera.wallets.router import balances_router
 from tessera.wallets.router import router as wallets_router
 from tessera.webhooks.router import router as webhooks_router
@@ -177,6 +178,7 @@ def include_v1(app: FastAPI) -> None:
         tickets_router,
         checkins_router,
         claim_links_router,
+        waiting_list_router,
         orders_router,
         projects_router,
         changes_router,

@@ -30,6 +30,7 @@ from tessera.console import products as console_products
 from tessera.console import reconciliation as console_reconciliation
 from tessera.console import seats as console_seats
 from tessera.console import users as console_users
+from tessera.console import waiting as console_waiting
 from tessera.console import web as console
 from tessera.console import webhooks as console_webhooks
 from tessera.console.router import router as console_router
@@ -54,6 +55,7 @@ from tessera.ticket_keys.service import Signers
 from tessera.tickets import pages as ticket_pages
 from tessera.tickets.service import ticket_pdfs
 from tessera.toolkit.crypto import SecretBox
+from tessera.waiting.tasks import offers_chore
 from tessera.web import routing
 from tessera.web.docs import ASSETS, SWAGGER_UI
 from tessera.web.docs import router as docs_router
@@ -109,6 +111,8 @@ def make_worker(context: JobContext, settings: Settings) -> Worker:
     if reconciliations is not None:
         chores.append(reconciliations)
     chores.append(mail_sender.purge_chore())
+    # Waiting lists that move without a request: lapsed offers, seats that came back.
+    chores.append(offers_chore(settings.hash_key_bytes))
     webhooks = Dispatcher.from_settings(context.database, context.box, settings)
     companions = [webhooks.run_forever]
     # Email, when the server sends it (TESSERA_SMTP_URL): docs/email.md.
@@ -221,6 +225,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         console_door,
         console_seats,
         console_products,
+        console_waiting,
         console_reconciliation,
         console_users,
         console_jobs,

@@ -357,10 +357,10 @@ class TestOrders:
 
 
 def without_ticket(claimed: dict[str, Any]) -> dict[str, Any]:
-    """A claim's answer as its change shows it: the ticket's URL, a credential for its page,
-    stays out of the feed and webhooks."""
-    assert claimed["ticket_url"] is not None
-    return {k: v for k, v in claimed.items() if k != "ticket_url"}
+    """A claim's answer as its change shows it: the tickets' URLs, credentials for their
+    pages, stay out of the feed and webhooks."""
+    assert claimed["ticket_url"] is not None and claimed["ticket_urls"]
+    return {k: v for k, v in claimed.items() if k not in {"ticket_url", "ticket_urls"}}
 
 
 class TestClaims:

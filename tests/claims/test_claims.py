@@ -71,6 +71,7 @@ class TestViewClaim:
             },
             "claims_left": 4,
             "expires_at": expires,
+            "quantity": 1,
         }
 
     async def test_a_product_without_an_event(self, client, tenant):
@@ -110,8 +111,16 @@ class TestClaim:
         response = await claim(client, link, "New.Person@Example.com", firstName="Ada")
         assert response.status_code == 201
         body = response.json()
-        assert set(body) == {"user_id", "product_item", "ticket_url"}
+        assert set(body) == {
+            "user_id",
+            "product_item",
+            "product_items",
+            "ticket_url",
+            "ticket_urls",
+        }
         assert body["ticket_url"].startswith("http://tessera.test/tickets/")
+        assert body["product_items"] == [body["product_item"]]
+        assert body["ticket_urls"] == [body["ticket_url"]]
         item = body["product_item"]
         assert {k: v for k, v in item.items() if k != "id"} == {
             "item_id": 1,
@@ -159,7 +168,7 @@ class TestClaim:
         assert again.status_code == 200
         # The same item; its ticket's page for the first claim only (anyone with the link can
         # send that email).
-        assert again.json() == first.json() | {"ticket_url": None}
+        assert again.json() == first.json() | {"ticket_url": None, "ticket_urls": None}
         assert first.json()["ticket_url"] is not None
         assert await row_counts(database) == counts
         other = await claim(client, link, "someone@example.com")

@@ -484,9 +484,9 @@ async def test_the_best_seats_are_found_across_the_pages_they_are_read_in(
 ) -> None:
     """Available seats are read from the front a page at a time: a run of seats that goes on
     from one page to the next is found whole."""
-    from tessera.seats import service
+    from tessera.seats import rules
 
-    monkeypatch.setattr(service, "_PAGE", 2)
+    monkeypatch.setattr(rules, "_PAGE", 2)
     ids, front, event_id = theatre["ids"], theatre["front"], theatre["event"]["id"]
     blocked = await client.patch(
         f"/v1/events/{event_id}/seats/{ids['Stalls', 'A', '2']}",

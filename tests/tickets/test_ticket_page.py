@@ -344,7 +344,13 @@ class TestClaimLeadsToTheTicket:
         )
         assert claimed.status_code == 201, claimed.text
         body = claimed.json()
-        assert set(body) == {"user_id", "product_item", "ticket_url"}
+        assert set(body) == {
+            "user_id",
+            "product_item",
+            "product_items",
+            "ticket_url",
+            "ticket_urls",
+        }
         assert body["ticket_url"].startswith("http://tessera.test/tickets/")
         document = page(await client.get(path_of(body["ticket_url"])), 200)
         assert document.one("h1").text == "Gold badge"
@@ -354,7 +360,7 @@ class TestClaimLeadsToTheTicket:
         # that email.
         again = await client.post(f"/v1/claims/{link['token']}", json={"email": "ada@example.com"})
         assert again.status_code == 200
-        assert again.json() == body | {"ticket_url": None}
+        assert again.json() == body | {"ticket_url": None, "ticket_urls": None}
 
     async def test_the_claim_page_links_to_the_ticket(self, client, tenant, limiter):
         _, link = await claimable(client, tenant, name="Gold badge")

@@ -43,6 +43,11 @@ class EventType(StrEnum):
     CHECKIN_DISPLACED = "checkin.displaced"
     # A mail given up: {"id", "to", "subject", "cause", "attempts", "error", "created_at"}
     MAIL_FAILED = "mail.failed"
+    # A waiting list entry's offer: {"id", "product_id", "email", "quantity", "status",
+    # "claim_link_id", "offer_expires_at", "user_id"} (the claimant's, claimed only).
+    WAITING_LIST_OFFERED = "waiting_list.offered"
+    WAITING_LIST_CLAIMED = "waiting_list.claimed"
+    WAITING_LIST_EXPIRED = "waiting_list.expired"
 
 
 EVENT_TYPES = tuple(EventType)

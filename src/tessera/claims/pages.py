@@ -67,6 +67,7 @@ def _refusal(request: Request, error: AppError) -> HTMLResponse:
             "heading": heading,
             "lines": lines,
             "retry": isinstance(error, TooManyClaims),
+            "ticket_urls": [],
         },
         error.status_code,
     )
@@ -113,7 +114,7 @@ async def claim_frompage(
             return page(
                 request, "claim.html", {"offer": offer, "form": form, "errors": errors}, 400
             )
-        user_id, item, new = await service.claim(
+        user_id, items, new = await service.claim(
             database,
             token=token,
             body=body,
@@ -125,20 +126,30 @@ async def claim_frompage(
         return _refusal(request, error)
     answer = service.claim_answer(
         user_id,
-        item,
+        items,
         new,
         hash_key=settings.hash_key_bytes,
         base_url=public_base(settings, request),
     )
-    product = item.product
+    product = items[0].product
     heading = f"You have claimed {product.name}" if new else f"You already claimed {product.name}"
-    lines = [
-        f"Item #{item.row.item_id} is held for {body.email}.",
-        "It was claimed through this link before; this is the same item."
-        if not new
-        else "Your ticket is ready: open it now and keep its page, it is what you show at "
-        "the door.",
-    ]
+    if len(items) == 1:
+        lines = [
+            f"Item #{items[0].row.item_id} is held for {body.email}.",
+            "It was claimed through this link before; this is the same item."
+            if not new
+            else "Your ticket is ready: open it now and keep its page, it is what you show at "
+            "the door.",
+        ]
+    else:
+        numbers = ", ".join(f"#{item.row.item_id}" for item in items)
+        lines = [
+            f"Items {numbers} are held for {body.email}.",
+            "They were claimed through this link before; these are the same items."
+            if not new
+            else "Your tickets are ready: open each now and keep its page, it is what you show "
+            "at the door.",
+        ]
     return page(
         request,
         "claim_result.html",
@@ -147,7 +158,7 @@ async def claim_frompage(
             "heading": heading,
             "lines": lines,
             "retry": False,
-            "ticket_url": answer.ticket_url,
+            "ticket_urls": answer.ticket_urls or [],
         },
         201 if new else 200,
     )

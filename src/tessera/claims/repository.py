@@ -25,6 +25,8 @@ class LinkRow(NamedTuple):
     email: str | None
     reference_id: str | None
     revoked_at: datetime | None
+    quantity: int
+    hold_id: uuid.UUID | None
     id: uuid.UUID
     created_at: datetime
     updated_at: datetime
@@ -51,6 +53,8 @@ class OfferRow(NamedTuple):
     email: str | None
     reference_id: str | None
     revoked_at: datetime | None
+    quantity: int
+    hold_id: uuid.UUID | None
     id: uuid.UUID
     created_at: datetime
     updated_at: datetime
@@ -127,7 +131,7 @@ _OFFER = (
     .outerjoin(_EVENTS, _EVENTS.c.id == _PRODUCTS.c.event_id)
     .where(_LINKS.c.token_hash == bindparam("digest"))
 )
-# The item an email claimed through a link, with its product.
+# The items an email claimed through a link, with their product.
 _CLAIMED_ITEM = (
     select(
         _ITEMS,
@@ -136,6 +140,7 @@ _CLAIMED_ITEM = (
     .join(_CLAIMS, _CLAIMS.c.item_id == _ITEMS.c.id)
     .join(_PRODUCTS, _PRODUCTS.c.id == _ITEMS.c.product_id)
     .where(_CLAIMS.c.link_id == bindparam("link_id"), _CLAIMS.c.email == bindparam("email"))
+    .order_by(_ITEMS.c.item_id)
 )
 _COUNT_CLAIM = (
     update(_LINKS)
@@ -159,8 +164,9 @@ async def add_link(tx: Transaction, link: dict[str, Any]) -> LinkRow:
     return written
 
 
-async def add_claim(tx: Transaction, claim: dict[str, Any]) -> None:
-    await tx.insert(Claim, [claim])
+async def add_claims(tx: Transaction, claims: list[dict[str, Any]]) -> None:
+    """A claim's rows: one per item it issued."""
+    await tx.insert(Claim, claims)
 
 
 async def read_link(
@@ -197,9 +203,10 @@ async def lock_link_by_token(tx: Transaction, digest: str) -> LinkRow | None:
     return await tx.first(_LOCK_BY_TOKEN, LinkRow, digest=digest)
 
 
-async def claimed_item(rows: Rows, link_id: uuid.UUID, email: str) -> ClaimedItem | None:
-    """The item ``email`` claimed through the link before, with its product, or None."""
-    return await rows.first(_CLAIMED_ITEM, CLAIMED_ITEM, link_id=link_id, email=email)
+async def claimed_items(rows: Rows, link_id: uuid.UUID, email: str) -> list[ClaimedItem]:
+    """The items ``email`` claimed through the link before (none: not claimed), in their
+    order, with their product."""
+    return await rows.all(_CLAIMED_ITEM, CLAIMED_ITEM, link_id=link_id, email=email)
 
 
 async def count_claim(tx: Transaction, link_id: uuid.UUID, now: datetime) -> None:

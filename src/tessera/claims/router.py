@@ -149,12 +149,12 @@ async def claim_item(
     token: str,
     body: ClaimRequest,
 ) -> ClaimResult:
-    """Claim one item through a link (no credential): the user is found by email in the
-    link's project, or created with a custodial wallet and activated; the item is issued by the
-    issuing rules. Rate-limited per client address and per link (429 with Retry-After). A new
-    claim's answer has the `ticket_url` of the item's ticket page. When the project emails
-    tickets, the claimant is emailed it too."""
-    user_id, item, new = await service.claim(
+    """Claim through a link (no credential): one item, or a waiting list offer's quantity. The
+    user is found by email in the link's project, or created with a custodial wallet and
+    activated; the items are issued by the issuing rules. Rate-limited per client address and
+    per link (429 with Retry-After). A new claim's answer has the `ticket_urls` of the items'
+    ticket pages. When the project emails tickets, the claimant is emailed them too."""
+    user_id, items, new = await service.claim(
         database,
         token=token,
         body=body,
@@ -165,5 +165,5 @@ async def claim_item(
     if not new:
         response.status_code = 200
     return service.claim_answer(
-        user_id, item, new, hash_key=settings.hash_key_bytes, base_url=base_url
+        user_id, items, new, hash_key=settings.hash_key_bytes, base_url=base_url
     )

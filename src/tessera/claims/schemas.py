@@ -122,6 +122,9 @@ class ClaimView(SnakeModel):
     event: ClaimableEvent | None
     claims_left: int
     expires_at: int | None
+    quantity: int = Field(
+        description="Items one claim issues: 1, or a waiting list offer's quantity."
+    )
 
 
 class ClaimRequest(CamelInput):
@@ -132,12 +135,19 @@ class ClaimRequest(CamelInput):
 
 class ClaimResult(SnakeModel):
     user_id: uuid.UUID
-    product_item: TransferItem
+    product_item: TransferItem = Field(description="The (first) item the claim issued.")
+    product_items: list[TransferItem] = Field(
+        description="Every item the claim issued: one, or a waiting list offer's quantity."
+    )
     ticket_url: str | None = Field(
-        description="The item's ticket page, to open at once (no credential: the URL is the "
-        "ticket's, keep it private). null when this email claimed through the link before: "
-        "anyone with the link could send that email again, so the page is shown to the first "
-        "claim only."
+        description="The (first) item's ticket page, to open at once (no credential: the URL "
+        "is the ticket's, keep it private). null when this email claimed through the link "
+        "before: anyone with the link could send that email again, so the page is shown to "
+        "the first claim only."
+    )
+    ticket_urls: list[str] | None = Field(
+        description="Every item's ticket page, in the order of `product_items` (null as "
+        "`ticket_url` is)."
     )
 
 
@@ -147,4 +157,5 @@ class ClaimedEvent(SnakeModel):
 
     user_id: uuid.UUID
     product_item: TransferItem
+    product_items: list[TransferItem]
     claim_link_id: uuid.UUID

@@ -1,7 +1,6 @@
 """Claim-link use-cases: links for a project (create, list, get, revoke), and the public side:
 the view of what a link offers and the claim itself."""
 
-import secrets
 import uuid
 
 from sqlalchemy.exc import IntegrityError
@@ -41,6 +40,7 @@ from tessera.mail import service as outbox
 from tessera.mail.letters import Kind
 from tessera.mail.service import TicketMail, tickets_of
 from tessera.models.base import unix_now, utcnow
+from tessera.models.claim import new_link_token
 from tessera.products import rules
 from tessera.products.item_schemas import TransferItem, TransferSource
 from tessera.products.repository import get_product_row
@@ -49,9 +49,7 @@ from tessera.ticket_keys import codes as ticket_codes
 from tessera.toolkit.crypto import SecretBox, keyed_hash
 from tessera.users.schemas import UserCreate
 from tessera.users.service import find_or_create_user, new_user
-
-TOKEN_SCHEME = "tcl"  # noqa: S105 - the tokens' prefix, not a secret
-TOKEN_BYTES = 24  # 192 bits
+from tessera.waiting import rules as waiting
 
 
 def token_digest(hash_key: bytes, token: str) -> str:
@@ -80,7 +78,7 @@ async def create_link(
         raise InvalidInput("send_email: the link needs an email to send it to")
     if body.send_email and mail is None:
         raise MailNotConfigured
-    token = f"{TOKEN_SCHEME}_{secrets.token_urlsafe(TOKEN_BYTES)}"
+    token, hint = new_link_token()
     async with database.transaction() as tx:
         product = await get_product_row(tx, principal.project_id, product_id)
         if not product.is_claimable:
@@ -97,7 +95,7 @@ async def create_link(
                     "project_id": principal.project_id,
                     "product_id": product.id,
                     "token_hash": token_digest(hash_key, token),
-                    "token_hint": token[: len(TOKEN_SCHEME) + 7],
+                    "token_hint": hint,
                     "claims": 0,
                 },
             )
@@ -201,6 +199,7 @@ async def view_offer(database: Database, *, token: str, hash_key: bytes) -> Clai
             "event": event,
             "claims_left": offer.max_claims - offer.claims,
             "expires_at": offer.expires_at,
+            "quantity": offer.quantity,
         }
     )
 
@@ -214,18 +213,22 @@ async def claim(
     settings: Settings,
     box: SecretBox,
     mail: TicketMail | None = None,
-) -> tuple[uuid.UUID, TransferSource, bool]:
-    """Claim one item through a link: (the user's id, the item, whether it is new).
+) -> tuple[uuid.UUID, list[TransferSource], bool]:
+    """Claim through a link: (the user's id, the items, whether they are new). A claim issues
+    one item, or a waiting list offer's quantity (``ClaimLink.quantity``).
 
     The link's row is locked first, so the claims of one link are counted one at a time and
-    never pass ``max_claims``. The same email claiming again gets its first item (not new),
+    never pass ``max_claims``. The same email claiming again gets its first items (not new),
     even once the link is used up or expired; otherwise the link must be open (404 revoked, 410
     expired or used up) and made for this email if it names one (403). The user is found by
     email in the link's project, or created with a custodial wallet, activated (claiming proves
-    the person's intent). The item is issued by the issuing rules (``rules.issue``: active,
+    the person's intent). The items are issued by the issuing rules (``rules.issue``: active,
     stock, max_per_account, min_rep_balance, the activation rule, the NFT mint); the product
-    must still be claimable (409). Any refusal changes nothing. With ``mail`` (the server
-    sends email), a project that emails tickets emails the new item's link to its claimant.
+    must still be claimable (409), unless the link is a waiting list's offer, whose stock (or
+    seats) kept for it the claim takes (``waiting.rules.offer_of``, then ``claimed``; no lock
+    of the product before the issue, which takes it first: docs/design.md). Any refusal changes
+    nothing. With ``mail`` (the server sends email), a project that emails tickets emails the
+    new items' links to its claimant.
     """
     # The new user's key is made before the write transaction, which it may not need.
     person = UserCreate(email=body.email, first_name=body.first_name, last_name=body.last_name)
@@ -236,9 +239,9 @@ async def claim(
         link = await repository.lock_link_by_token(tx, digest)
         if link is None or link.revoked_at is not None:
             raise ClaimLinkNotFound
-        earlier = await repository.claimed_item(tx, link.id, body.email)
-        if earlier is not None:
-            return earlier.row.owner_id, earlier, False
+        earlier = await repository.claimed_items(tx, link.id, body.email)
+        if earlier:
+            return earlier[0].row.owner_id, list(earlier), False
         _open(link)
         if link.email is not None and link.email != body.email:
             raise ClaimNotForYou
@@ -249,35 +252,65 @@ async def claim(
             credential=f"claim_link:{link.id}",
             require_activation=await repository.requires_activation(tx, link.project_id),
         )
-        [item] = await rules.issue(tx, principal, link.product_id, [user])
-        if not item.product.is_claimable:
+        offer = await waiting.offer_of(tx, link.id)
+        items = await rules.issue(
+            tx,
+            principal,
+            link.product_id,
+            [user] * link.quantity,
+            hold_id=link.hold_id,
+            offered=0 if offer is None or link.hold_id is not None else link.quantity,
+        )
+        if offer is None and not items[0].product.is_claimable:
             raise ProductNotClaimable
         await repository.count_claim(tx, link.id, now)
-        await repository.add_claim(
+        await repository.add_claims(
             tx,
-            {"link_id": link.id, "email": body.email, "user_id": user.id, "item_id": item.row.id},
+            [
+                {"link_id": link.id, "email": body.email, "user_id": user.id, "item_id": i.row.id}
+                for i in items
+            ],
         )
+        shown = [TransferItem.of(item) for item in items]
         claimed = ClaimedEvent(
-            claim_link_id=link.id, user_id=user.id, product_item=TransferItem.of(item)
+            claim_link_id=link.id, user_id=user.id, product_item=shown[0], product_items=shown
         )
         await record(tx, link.project_id, EventType.CLAIM_CLAIMED, [claimed])
+        if offer is not None:
+            await waiting.claimed(tx, offer, link.hold_id is not None, user.id, now)
         if mail is not None and await mails.ticket_emails(tx, link.project_id):
             await outbox.queue_tickets(
                 tx,
                 link.project_id,
-                await tickets_of(tx, mail, link.project_id, [item]),
+                await tickets_of(tx, mail, link.project_id, items),
                 kind=Kind.CLAIMED,
                 cause=f"claim:{link.id}",
             )
         await tx.commit()
-    return user.id, item, True
+    return user.id, list(items), True
 
 
 def claim_answer(
-    user_id: uuid.UUID, item: TransferSource, new: bool, *, hash_key: bytes, base_url: str
+    user_id: uuid.UUID,
+    items: list[TransferSource],
+    new: bool,
+    *,
+    hash_key: bytes,
+    base_url: str,
 ) -> ClaimResult:
-    """A claim's answer (``claim``'s result). The ticket's page goes to a new claim only: the
-    same email again (which anyone with the link can send) gets the item, not its ticket."""
-    row = item.row
-    url = ticket_codes.page_url(base_url, hash_key, row.id, row.ticket_version) if new else None
-    return ClaimResult(user_id=user_id, product_item=TransferItem.of(item), ticket_url=url)
+    """A claim's answer (``claim``'s result). The tickets' pages go to a new claim only: the
+    same email again (which anyone with the link can send) gets the items, not their tickets."""
+    shown = [TransferItem.of(item) for item in items]
+    urls = None
+    if new:
+        urls = [
+            ticket_codes.page_url(base_url, hash_key, item.row.id, item.row.ticket_version)
+            for item in items
+        ]
+    return ClaimResult(
+        user_id=user_id,
+        product_item=shown[0],
+        product_items=shown,
+        ticket_url=None if urls is None else urls[0],
+        ticket_urls=urls,
+    )

@@ -352,6 +352,7 @@ async def product_page(
 @router.post("/projects/{project_id}/products/{product_id}", response_class=HTMLResponse)
 async def update_product(
     database: DatabaseDep,
+    settings: SettingsDep,
     chains: ChainsDep,
     user: PosterDep,
     project_id: uuid.UUID,
@@ -365,7 +366,12 @@ async def update_product(
     )
     body = changes_of(stored, form)
     await service.update_product(
-        database, principal, product_id=product_id, body=body, chains=chains
+        database,
+        principal,
+        product_id=product_id,
+        body=body,
+        chains=chains,
+        hash_key=settings.hash_key_bytes,
     )
     changed = ", ".join(sorted(body.model_fields_set))
     notice = f"Changed: {changed}." if changed else "Nothing to change."

@@ -141,3 +141,29 @@ def invitation_letter(
         },
     )
     return Letter(_subject(f"Claim your ticket for {title}"), text, html)
+
+
+def offer_letter(
+    *,
+    first_name: str | None,
+    product: str,
+    event: EventFacts | None,
+    quantity: int,
+    claim_url: str,
+    expires_at: int,
+) -> Letter:
+    """A waiting list's offer: the claim page's URL for the person next in line."""
+    title = event.name if event is not None else product
+    text, html = _render(
+        "waiting_offer",
+        {
+            "first_name": first_name,
+            "product": product,
+            "event": event,
+            "quantity": quantity,
+            "claim_url": claim_url,
+            "expires_at": expires_at,
+            "title": title,
+        },
+    )
+    return Letter(_subject(f"Your turn: tickets for {title}"), text, html)

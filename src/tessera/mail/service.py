@@ -217,6 +217,32 @@ async def queue_invitation(
     await _add(tx, project_id, email, letter, f"claim-invite:{link_id}")
 
 
+async def queue_offer(
+    tx: Transaction,
+    project_id: uuid.UUID,
+    *,
+    link_id: uuid.UUID,
+    email: str,
+    first_name: str | None,
+    product: str,
+    event_id: uuid.UUID | None,
+    quantity: int,
+    claim_url: str,
+    expires_at: int,
+) -> None:
+    """A waiting list offer to ``email``, with its claim page's URL (once per offer)."""
+    events = await _events(tx, project_id, {event_id})
+    letter = letters.offer_letter(
+        first_name=first_name,
+        product=product,
+        event=events.get(event_id) if event_id is not None else None,
+        quantity=quantity,
+        claim_url=claim_url,
+        expires_at=expires_at,
+    )
+    await _add(tx, project_id, email, letter, f"waiting-offer:{link_id}")
+
+
 async def _events(
     rows: Rows, project_id: uuid.UUID, event_ids: set[uuid.UUID | None]
 ) -> dict[uuid.UUID, EventFacts]:

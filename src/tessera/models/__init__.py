@@ -26,6 +26,7 @@ from tessera.models.rate import RateBucket, RateHit
 from tessera.models.reconciliation import Reconciliation
 from tessera.models.seat import HoldStatus, Seat, SeatHold
 from tessera.models.user import ReputationEntry, User, UserWallet, WalletChallenge
+from tessera.models.waiting import EntryStatus, WaitingEntry
 from tessera.models.wallet_pass import PassRegistration
 from tessera.models.worker import WorkerHeartbeat
 
@@ -41,6 +42,7 @@ __all__ = [
     "ClaimLink",
     "ConsoleSession",
     "DeliveryStatus",
+    "EntryStatus",
     "Event",
     "Extrinsic",
     "ExtrinsicStatus",
@@ -76,6 +78,7 @@ __all__ = [
     "SigningKey",
     "User",
     "UserWallet",
+    "WaitingEntry",
     "WalletChallenge",
     "WebhookDelivery",
     "WebhookEndpoint",

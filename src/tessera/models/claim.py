@@ -1,3 +1,4 @@
+import secrets
 import uuid
 from datetime import datetime
 
@@ -5,6 +6,15 @@ from sqlalchemy import BigInteger, ForeignKey, Index, String, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
 from tessera.models.base import Base, IdMixin, TimestampMixin, UTCDateTime, Uuid, utcnow
+
+TOKEN_SCHEME = "tcl"  # noqa: S105 - a claim link token's prefix, not a secret
+
+
+def new_link_token() -> tuple[str, str]:
+    """A new claim link's token (192 bits) and its hint, the first characters, which tell
+    links apart where the token is not shown."""
+    token = f"{TOKEN_SCHEME}_{secrets.token_urlsafe(24)}"
+    return token, token[: len(TOKEN_SCHEME) + 7]
 
 
 class ClaimLink(IdMixin, TimestampMixin, Base):
@@ -30,13 +40,18 @@ class ClaimLink(IdMixin, TimestampMixin, Base):
     email: Mapped[str | None] = mapped_column(String(320))  # only this person may claim
     reference_id: Mapped[str | None] = mapped_column(String(255))
     revoked_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    # Items one claim issues: 1, or a waiting list entry's quantity (its offer's link).
+    quantity: Mapped[int] = mapped_column(BigInteger, default=1, server_default="1")
+    # A seated product's offer: the seats kept for it, which its claim's items get.
+    hold_id: Mapped[uuid.UUID | None] = mapped_column(Uuid)
 
 
 class Claim(IdMixin, Base):
-    """One person's claim through a link: the item it issued. An email claims once per link."""
+    """One item a person's claim through a link issued: an email claims once per link, one
+    row per item (``ClaimLink.quantity`` of them)."""
 
     __tablename__ = "claims"
-    __table_args__ = (UniqueConstraint("link_id", "email"),)
+    __table_args__ = (Index("ix_claims_link_email", "link_id", "email"),)
 
     link_id: Mapped[uuid.UUID] = mapped_column(
         Uuid, ForeignKey("claim_links.id", ondelete="CASCADE")

@@ -315,10 +315,12 @@ class TransferItem(SnakeModel):
     redemption_quantity: int
     is_fully_redeemed: bool
     redeemed_at: int | None
+    seat: SeatRef | None = Field(default=None, exclude_if=lambda seat: seat is None)
 
     @classmethod
     def of(cls, item: "TransferSource") -> Self:
         product, row = item.product, item.row
+        seat = seat_of(row)
         return cls(
             id=row.id,
             item_id=row.item_id,
@@ -329,6 +331,7 @@ class TransferItem(SnakeModel):
             redemption_quantity=product.redemption_quantity,
             is_fully_redeemed=is_fully_redeemed(row.redemption_count, product),
             redeemed_at=row.redeemed_at,
+            seat=None if seat is None else SeatRef(**seat._asdict()),
         )
 
 

@@ -67,15 +67,23 @@ async def get_product(principal: ReadAccess, database: DatabaseDep, id: uuid.UUI
 async def update_product(
     principal: WriteAccess,
     database: DatabaseDep,
+    settings: SettingsDep,
     chains: ChainsDep,
     id: uuid.UUID,
     body: ProductUpdate,
 ) -> ProductRead:
     """Change the fields sent; ``null`` clears one that may be empty, ``{}`` changes nothing.
-    ``stock`` may not go below the items issued, nor ``redemption_quantity`` below an item's
-    ``redemption_count`` (409); see ``mint_nft`` for the NFT settings."""
+    ``stock`` may not go below the items issued and kept for waiting list offers, nor
+    ``redemption_quantity`` below an item's ``redemption_count`` (409); see ``mint_nft`` for
+    the NFT settings. Stock that comes back (a raise, the product switched on) is offered to
+    the product's waiting list first."""
     return await service.update_product(
-        database, principal, product_id=id, body=body, chains=chains
+        database,
+        principal,
+        product_id=id,
+        body=body,
+        chains=chains,
+        hash_key=settings.hash_key_bytes,
     )
 
 

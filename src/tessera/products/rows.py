@@ -40,6 +40,8 @@ class ProductRow(NamedTuple):
     nft_status: NftStatus | None
     nft_collection_id: int | None
     nft_extrinsic_id: uuid.UUID | None
+    waiting_list_offer_seconds: int | None
+    waiting_list_kept: int
     id: uuid.UUID
     created_at: datetime
     updated_at: datetime
@@ -70,6 +72,7 @@ class ProductReadRow(NamedTuple):
     nft_status: NftStatus | None
     nft_collection_id: int | None
     seat_category: str | None
+    waiting_list_offer_seconds: int | None
 
 
 class ProductEventRow(NamedTuple):
@@ -98,6 +101,7 @@ class ProductEventRow(NamedTuple):
     nft_status: NftStatus | None
     nft_collection_id: int | None
     seat_category: str | None
+    waiting_list_offer_seconds: int | None
     event__project_id: uuid.UUID
     event__name: str
     event__description: str | None
@@ -136,6 +140,7 @@ class ProductView(NamedTuple):
     nft_status: NftStatus | None
     nft_collection_id: int | None
     seat_category: str | None
+    waiting_list_offer_seconds: int | None
     event: EventRow | None
 
 

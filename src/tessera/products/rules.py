@@ -96,6 +96,7 @@ async def issue(
     order_item_id: uuid.UUID | None = None,
     new_line: dict[str, Any] | None = None,
     hold_id: uuid.UUID | None = None,
+    offered: int = 0,
 ) -> list[Item]:
     """Issue one item per recipient of the project's product (404 otherwise), with the next
     sequential ``item_id``s: ``stock`` and, for NFT products, ``max_items`` bound the items ever
@@ -105,7 +106,9 @@ async def issue(
     this raises. The items are for the order line ``order_item_id``, or for ``new_line`` (a
     completed order's line for this product and these recipients, with all its columns: written
     here, with the items). A seated product's items get the seats of the hold ``hold_id``
-    (``seats.rules.sell``), which it needs. The items, with ``product`` and ``owner``."""
+    (``seats.rules.sell``), which it needs. ``offered``: the items are a waiting list offer's,
+    whose stock kept for it (``waiting_list_kept``) is theirs. The items, with ``product`` and
+    ``owner``."""
     count = len(recipients)
     if new_line is not None:
         order_item_id = new_line["id"]
@@ -122,9 +125,13 @@ async def issue(
     product, items = issued
     require_hold(product.id, product.seat_category, hold_id)
     before = product.issued_count - count  # before this issue
-    if product.stock is not None and before + count > product.stock:
-        left = product.stock - before
-        raise ProductOutOfStock(f"product is out of stock: {left} left, {count} requested")
+    kept = product.waiting_list_kept - offered  # for the other open waiting list offers
+    if product.stock is not None and before + count + kept > product.stock:
+        left = product.stock - before - kept
+        for_offers = f" ({kept} kept for waiting list offers)" if kept else ""
+        raise ProductOutOfStock(
+            f"product is out of stock: {left} left{for_offers}, {count} requested"
+        )
     if product.mint_nft and product.max_items is not None:
         if before + count > product.max_items:
             raise CollectionFull(
@@ -236,15 +243,19 @@ async def check_update(
     tx: Transaction, product: ProductRow, changes: dict[str, Any]
 ) -> dict[str, Any]:
     """The changes to ``product`` (locked: ``repository.lock_product``) that keep its items
-    valid, as ``changed_fields``; 409 for ``stock`` below the items issued,
+    valid, as ``changed_fields``; 409 for ``stock`` below the items issued and kept for
+    waiting list offers,
     ``redemption_quantity`` below the highest ``redemption_count`` of an item (no redemption is
     under way: they share-lock the product), or a change ``check_nft_settings`` refuses."""
     changed = changed_fields(product, changes)
     check_nft_settings(product, changed)
     stock = changed.get("stock")
-    if stock is not None and stock < product.issued_count:
+    if stock is not None and stock < product.issued_count + product.waiting_list_kept:
+        kept = product.waiting_list_kept
+        offers = f" and kept for waiting list offers ({kept})" if kept else ""
         raise StockBelowIssued(
             f"stock cannot be {stock}, below the items already issued ({product.issued_count})"
+            f"{offers}"
         )
     quantity = changed.get("redemption_quantity")
     if quantity is not None and quantity < product.redemption_quantity:

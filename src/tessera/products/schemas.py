@@ -7,6 +7,7 @@ from pydantic import (
     BeforeValidator,
     ConfigDict,
     Field,
+    StrictInt,
     StringConstraints,
     computed_field,
     field_validator,
@@ -18,6 +19,7 @@ from tessera.models import NftStatus, OrderStatus
 from tessera.schemas import (
     NOT_NULL,
     Bool,
+    Integral,
     NonNegativeInt,
     Pagination,
     PositiveInt,
@@ -26,6 +28,7 @@ from tessera.schemas import (
     blank_allowed,
 )
 from tessera.seats.schemas import Category
+from tessera.waiting.schemas import MAX_OFFER_SECONDS, MIN_OFFER_SECONDS, OFFER_SECONDS
 
 if TYPE_CHECKING:
     pass
@@ -116,6 +119,13 @@ SEAT_CATEGORY = (
 )
 
 
+OfferSeconds = Annotated[StrictInt, Field(ge=MIN_OFFER_SECONDS, le=MAX_OFFER_SECONDS), Integral]
+OFFER_SECONDS_DESCRIPTION = (
+    f"How long a waiting list offer of this product stays open, in seconds ({MIN_OFFER_SECONDS}"
+    f" to {MAX_OFFER_SECONDS}); null or absent: {OFFER_SECONDS} (a day)."
+)
+
+
 def _none(value: object) -> bool:
     return value is None
 
@@ -140,6 +150,9 @@ class ProductCreate(SnakeInput):
     chain: Chain | None = None
     max_items: OptionalLimit = None
     seat_category: Category | None = Field(default=None, description=SEAT_CATEGORY)
+    waiting_list_offer_seconds: OfferSeconds | None = Field(
+        default=None, description=OFFER_SECONDS_DESCRIPTION
+    )
 
     def missing_for_mint(self) -> list[str]:
         return missing_for_mint(self)
@@ -176,6 +189,9 @@ class ProductUpdate(SnakeInput):
     chain: Chain | MISSING | None = MISSING
     max_items: OptionalLimit | MISSING = MISSING
     seat_category: Category | MISSING | None = Field(default=MISSING, description=SEAT_CATEGORY)
+    waiting_list_offer_seconds: OfferSeconds | MISSING | None = Field(
+        default=MISSING, description=OFFER_SECONDS_DESCRIPTION
+    )
 
     @field_validator(
         "name",
@@ -226,6 +242,7 @@ class ProductRead(SnakeModel):
     chain: str | None
     max_items: int | None
     seat_category: str | None = Field(default=None, exclude_if=_none)  # seated products only
+    waiting_list_offer_seconds: int | None = Field(default=None, exclude_if=_none)  # when set
     event: EventRead | None
     nft_status: NftStatus | None = Field(default=None, exclude=True)
     nft_collection_id: int | None = Field(default=None, exclude=True)

@@ -52,6 +52,7 @@ from tessera.schemas import PageParams
 from tessera.seats.rules import require_no_seats_taken, seated_stock
 from tessera.users.repository import find_user_row, get_user_row, users_by
 from tessera.users.schemas import UserPageLookup, UserRef
+from tessera.waiting import rules as waiting
 
 
 @rerun_on_conflict
@@ -353,6 +354,7 @@ async def update_product(
     product_id: uuid.UUID,
     body: ProductUpdate,
     chains: Chains,
+    hash_key: bytes,
 ) -> ProductRead:
     """Change the fields sent (null clears one that may be empty) as ``rules.check_update``
     allows, under the product's row lock; the product with its event. A value sent as stored is
@@ -394,8 +396,19 @@ async def update_product(
             await queue_nft(tx, JobKind.CREATE_COLLECTION, [row])
         updated = ProductRead.model_validate(product_view(row, event))
         await record(tx, principal.project_id, EventType.PRODUCT_UPDATED, [updated])
+        if _may_free_stock(product, row):
+            await waiting.move_line(
+                tx, principal.project_id, product.id, hash_key=hash_key, now=utcnow()
+            )
         await tx.commit()
     return updated
+
+
+def _may_free_stock(before: ProductRow, after: ProductRow) -> bool:
+    """Whether an update may have freed stock for the waiting list: more stock (or no limit
+    now), or the product switched on."""
+    more = before.stock is not None and (after.stock is None or after.stock > before.stock)
+    return more or (after.active and not before.active)
 
 
 async def _seated_update(

@@ -10,7 +10,15 @@ from typing import Any, NamedTuple
 from sqlalchemy import and_, bindparam, delete, false, func, or_, select, tuple_, update
 
 from tessera.db import Rows, Transaction, lock_for_update, table_of
-from tessera.models import HoldStatus, Product, ProductItem, Seat, SeatHold
+from tessera.models import (
+    EntryStatus,
+    HoldStatus,
+    Product,
+    ProductItem,
+    Seat,
+    SeatHold,
+    WaitingEntry,
+)
 
 _SEATS, _HOLDS = table_of(Seat), table_of(SeatHold)
 _PRODUCTS, _ITEMS = table_of(Product), table_of(ProductItem)
@@ -156,6 +164,11 @@ _HOLD_STATUS = (
     update(_HOLDS)
     .where(_HOLDS.c.id == bindparam("id"))
     .values(status=bindparam("status"), order_item_id=bindparam("order_item_id"))
+)
+_WAITING = table_of(WaitingEntry)
+_WAITING_FOR = select(func.coalesce(func.sum(_WAITING.c.quantity), 0)).where(
+    _WAITING.c.product_id == bindparam("product_id"),
+    _WAITING.c.status == EntryStatus.WAITING,
 )
 _PRODUCT = select(*(_PRODUCTS.c[name] for name in SeatedProduct._fields)).where(
     _PRODUCTS.c.project_id == bindparam("project_id"), _PRODUCTS.c.id == bindparam("id")
@@ -320,6 +333,11 @@ async def holds_of_lines(tx: Transaction, line_ids: Collection[uuid.UUID]) -> li
 async def live_holds(rows: Rows, product_id: uuid.UUID, *, now: int) -> int:
     """How many holds keep seats for the product at ``now`` (a pending order's too)."""
     return int(await rows.scalar(_LIVE_HOLDS, product_id=product_id, now=now) or 0)
+
+
+async def waiting_for(rows: Rows, product_id: uuid.UUID) -> int:
+    """Seats the product's waiting list waits for (its entries not offered any yet)."""
+    return int(await rows.scalar(_WAITING_FOR, product_id=product_id) or 0)
 
 
 async def insert_hold(tx: Transaction, values: dict[str, Any]) -> HoldRow:

@@ -17,12 +17,12 @@ import uuid
 from collections.abc import Iterable, Sequence
 from typing import NamedTuple, Protocol
 
-from tessera.db import Rows, Transaction
+from tessera.db import Rows, Transaction, serialize
 from tessera.errors import Conflict, InvalidInput, NotFound
 from tessera.models import HoldStatus
 from tessera.models.base import unix_now
 from tessera.seats import repository
-from tessera.seats.repository import HoldRow, SeatRow
+from tessera.seats.repository import HoldRow, SeatedProduct, SeatRow
 from tessera.seats.schemas import SeatingPlan, SeatStatus
 
 
@@ -46,6 +46,9 @@ class SeatingInUse(Conflict):
     message = "the seating plan would leave out seats that are sold or held"
 
 
+# Best seats chosen again when a hold by id took one of them meanwhile, at most this often.
+_CHOICES = 5
+_PAGE = 500  # available seats read at a time, looking for the best ones
 _PARTS = re.compile(r"(\d+)")
 
 
@@ -352,8 +355,102 @@ async def hold_of_lines(
 async def free_lines(tx: Transaction, line_ids: Sequence[uuid.UUID]) -> None:
     """The seats kept for cancelled order lines are free again; their holds end."""
     for found in await repository.holds_of_lines(tx, line_ids):
-        hold = await repository.get_hold(tx, found.project_id, found.id, lock=True)
-        assert hold is not None  # holds stay, only their status changes
+        await free_hold(tx, found.project_id, found.id)
+
+
+async def free_hold(tx: Transaction, project_id: uuid.UUID, hold_id: uuid.UUID) -> None:
+    """The hold's seats free again, the hold released (a hold that has ended stays)."""
+    hold = await repository.get_hold(tx, project_id, hold_id, lock=True)
+    assert hold is not None  # holds stay, only their status changes
+    if hold.status == HoldStatus.HELD:
         await repository.lock_held(tx, hold.id)
         await repository.free_seats(tx, hold.id)
         await repository.set_hold(tx, hold, status=HoldStatus.RELEASED)
+
+
+async def best_available(
+    tx: Transaction,
+    project_id: uuid.UUID,
+    product: SeatedProduct,
+    count: int,
+    *,
+    together: bool,
+    now: int,
+) -> list[SeatRow]:
+    """The best ``count`` available seats of a seated product, locked (chosen under
+    ``best_seats_lock``, and again if a hold by id took one meanwhile); 409 if there are not so
+    many (side by side, ``together``)."""
+    assert product.event_id is not None and product.seat_category is not None
+    await serialize(tx, best_seats_lock(product.id))
+    for _ in range(_CHOICES):
+        chosen = await _choose(tx, project_id, product, count, together, now)
+        if chosen is None:
+            available = await repository.count_available(
+                tx, project_id, product.event_id, product.seat_category, now=now
+            )
+            where = "side by side in one row " if together else ""
+            raise SeatsUnavailable(
+                f"no {count} seats of category {product.seat_category!r} are available "
+                f"{where}({available} available in all)"
+            )
+        seats = await repository.seats_by_id(tx, project_id, chosen, lock=True)
+        if all(status(seat, now) == "available" for seat in seats):
+            return seats
+    raise SeatsUnavailable("the seats are being taken as they are chosen: try again")
+
+
+async def _choose(
+    tx: Transaction,
+    project_id: uuid.UUID,
+    product: SeatedProduct,
+    count: int,
+    together: bool,
+    now: int,
+) -> list[uuid.UUID] | None:
+    """The best seats (``best``) of the available ones, read from the front a page at a
+    time: a run of seats may go on from one page to the next, so the last ``count - 1`` seats
+    of a page are looked at again with the next."""
+    assert product.event_id is not None and product.seat_category is not None
+    after, carried = (-1, -1, -1), list[SeatRow]()
+    while True:
+        page = await repository.available_seats(
+            tx,
+            project_id,
+            product.event_id,
+            product.seat_category,
+            now=now,
+            after=after,
+            limit=_PAGE,
+        )
+        looked_at = carried + page
+        if (chosen := best(looked_at, count, together=together)) is not None:
+            return chosen
+        if len(page) < _PAGE:
+            return None
+        last = page[-1]
+        after = (last.area_position, last.row_position, last.seat_position)
+        carried = looked_at[max(0, len(looked_at) - count + 1) :] if together else looked_at
+
+
+async def hold_seats(
+    tx: Transaction,
+    project_id: uuid.UUID,
+    product: SeatedProduct,
+    seats: Sequence[SeatRow],
+    *,
+    until: int,
+) -> HoldRow:
+    """A new hold of ``seats`` (locked, available) for the product, until ``until``."""
+    assert product.event_id is not None
+    hold = await repository.insert_hold(
+        tx,
+        {
+            "project_id": project_id,
+            "product_id": product.id,
+            "event_id": product.event_id,
+            "status": HoldStatus.HELD,
+            "expires_at": until,
+        },
+    )
+    await repository.take_seats(tx, [seat.id for seat in seats], hold.id, until)
+    return hold

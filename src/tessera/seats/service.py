@@ -5,7 +5,7 @@ from collections import Counter
 from itertools import groupby
 
 from tessera.auth.principal import Principal
-from tessera.db import Database, Transaction, rerun_on_conflict, serialize
+from tessera.db import Database, Transaction, rerun_on_conflict
 from tessera.errors import InvalidInput, ProductInactive, ProductNotFound, ProductOutOfStock
 from tessera.events.repository import get_event_row
 from tessera.models import HoldStatus
@@ -18,8 +18,9 @@ from tessera.seats.rules import (
     SeatingInUse,
     SeatNotFound,
     SeatsUnavailable,
-    best,
-    best_seats_lock,
+    best_available,
+    free_hold,
+    hold_seats,
     names,
     placed,
     status,
@@ -39,9 +40,6 @@ from tessera.seats.schemas import (
     SeatRef,
 )
 
-# Best seats chosen again when a hold by id took one of them meanwhile, at most this often.
-_CHOICES = 5
-_PAGE = 500  # available seats read at a time, looking for the best ones
 _PLACE_COLUMNS = ("category", "x", "y", "area_position", "row_position", "seat_position")
 
 
@@ -170,24 +168,16 @@ async def create_hold(database: Database, principal: Principal, *, body: HoldCre
         raise ProductOutOfStock(f"product is out of stock: {left} left, {wanted} requested")
     async with database.transaction() as tx:
         now = unix_now()
+        await _after_the_waiting_list(tx, project_id, product, wanted, now)
         if (named := body.named) is not None:
             seats = await _named_seats(tx, principal, product, named, now)
         else:
             assert body.best is not None  # HoldCreate: seats or count
-            await serialize(tx, best_seats_lock(product.id))
-            seats = await _best_seats(tx, principal, product, body.best, body.together, now)
+            seats = await best_available(
+                tx, project_id, product, body.best, together=body.together, now=now
+            )
         until = now + body.seconds
-        hold = await repository.insert_hold(
-            tx,
-            {
-                "project_id": project_id,
-                "product_id": product.id,
-                "event_id": product.event_id,
-                "status": HoldStatus.HELD,
-                "expires_at": until,
-            },
-        )
-        await repository.take_seats(tx, [seat.id for seat in seats], hold.id, until)
+        hold = await hold_seats(tx, project_id, product, seats, until=until)
         await tx.commit()
     return HoldRead(
         id=hold.id,
@@ -211,10 +201,7 @@ async def release_hold(database: Database, principal: Principal, *, hold_id: uui
             raise SeatHoldEnded(
                 f"seat hold {hold_id} is kept for a pending order: cancel the order to free it"
             )
-        if hold.status == HoldStatus.HELD:
-            await repository.lock_held(tx, hold.id)
-            await repository.free_seats(tx, hold.id)
-            await repository.set_hold(tx, hold, status=HoldStatus.RELEASED)
+        await free_hold(tx, principal.project_id, hold.id)
         await tx.commit()
 
 
@@ -233,6 +220,26 @@ async def _seated(
     if product.seat_category is None or product.event_id is None:
         raise InvalidInput(f"product_id: product {product_id} sells no seats (no seat_category)")
     return product
+
+
+async def _after_the_waiting_list(
+    tx: Transaction, project_id: uuid.UUID, product: SeatedProduct, wanted: int, now: int
+) -> None:
+    """Seats that come free while people wait for the product are theirs (the worker offers
+    them within seconds, ``waiting.tasks``): a hold may take only what is left beyond them
+    (409)."""
+    waiting = await repository.waiting_for(tx, product.id)
+    if not waiting:
+        return
+    assert product.event_id is not None and product.seat_category is not None
+    available = await repository.count_available(
+        tx, project_id, product.event_id, product.seat_category, now=now
+    )
+    if available - waiting < wanted:
+        raise SeatsUnavailable(
+            f"the seats available ({available}) are kept for the product's waiting list, "
+            f"which waits for {waiting}"
+        )
 
 
 async def _named_seats(
@@ -255,67 +262,6 @@ async def _named_seats(
         listed = ", ".join(f"{names([seat])} ({status(seat, now)})" for seat in _in_order(taken))
         raise SeatsUnavailable(f"seats not available: {listed}")
     return seats
-
-
-async def _best_seats(
-    tx: Transaction,
-    principal: Principal,
-    product: SeatedProduct,
-    count: int,
-    together: bool,
-    now: int,
-) -> list[SeatRow]:
-    """The best ``count`` available seats, locked (chosen again if a hold by id took one
-    meanwhile); 409 if there are not so many (side by side, ``together``)."""
-    assert product.event_id is not None and product.seat_category is not None
-    for _ in range(_CHOICES):
-        chosen = await _choose(tx, principal, product, count, together, now)
-        if chosen is None:
-            available = await repository.count_available(
-                tx, principal.project_id, product.event_id, product.seat_category, now=now
-            )
-            where = "side by side in one row " if together else ""
-            raise SeatsUnavailable(
-                f"no {count} seats of category {product.seat_category!r} are available "
-                f"{where}({available} available in all)"
-            )
-        seats = await repository.seats_by_id(tx, principal.project_id, chosen, lock=True)
-        if all(status(seat, now) == "available" for seat in seats):
-            return seats
-    raise SeatsUnavailable("the seats are being taken as they are chosen: try again")
-
-
-async def _choose(
-    tx: Transaction,
-    principal: Principal,
-    product: SeatedProduct,
-    count: int,
-    together: bool,
-    now: int,
-) -> list[uuid.UUID] | None:
-    """The best seats (``rules.best``) of the available ones, read from the front a page at a
-    time: a run of seats may go on from one page to the next, so the last ``count - 1`` seats
-    of a page are looked at again with the next."""
-    assert product.event_id is not None and product.seat_category is not None
-    after, carried = (-1, -1, -1), list[SeatRow]()
-    while True:
-        page = await repository.available_seats(
-            tx,
-            principal.project_id,
-            product.event_id,
-            product.seat_category,
-            now=now,
-            after=after,
-            limit=_PAGE,
-        )
-        looked_at = carried + page
-        if (chosen := best(looked_at, count, together=together)) is not None:
-            return chosen
-        if len(page) < _PAGE:
-            return None
-        last = page[-1]
-        after = (last.area_position, last.row_position, last.seat_position)
-        carried = looked_at[max(0, len(looked_at) - count + 1) :] if together else looked_at
 
 
 def _in_order(seats: list[SeatRow]) -> list[SeatRow]:
