@@ -602,3 +602,27 @@ async def test_offers_claimed_while_strangers_buy_never_sell_past_the_stock(
     assert [a.status_code for a in answers] == [201] * 3 + [409] * 8
     read = await client.get(f"/v1/products/{product['id']}/items", headers=tenant.r)
     assert read.json()["pagination"]["total"] == 4
+
+
+async def test_an_offer_lapses_in_its_own_time_and_the_worker_passes_it_on(
+    client, tenant, mail_app, mail_settings
+):
+    """No clock set by hand: an offer of one second, the worker's round after it."""
+    product = await sold_out(client, tenant, stock=1)
+    await client.patch(
+        f"/v1/products/{product['id']}", headers=tenant.w, json={"waiting_list_offer_seconds": 1}
+    )
+    await joined(client, tenant, product, "ada@example.com")
+    await joined(client, tenant, product, "bob@example.com")
+    await client.patch(f"/v1/products/{product['id']}", headers=tenant.w, json={"stock": 2})
+    assert [status for _, status, _ in await line(client, tenant, product)] == [
+        "offered",
+        "waiting",
+    ]
+    await asyncio.sleep(2.1)  # past the offer's second, whole seconds apart
+    assert await run_chore(mail_app, mail_settings) == 1
+    assert await line(client, tenant, product) == [
+        ("ada@example.com", "expired", None),
+        ("bob@example.com", "offered", 1),
+    ]
+    assert await run_chore(mail_app, mail_settings) == 0  # nothing more to move

@@ -63,7 +63,7 @@ class Product(IdMixin, TimestampMixin, Base):
     # The collection's creation as signed before it was submitted (``extrinsics``): a retry
     # follows it until its fate is known (tessera.products.nft_jobs).
     nft_extrinsic_id: Mapped[uuid.UUID | None] = mapped_column(Uuid)
-    # How long a waiting list offer stays open (None: a day, ``waiting.rules.OFFER_SECONDS``).
+    # How long a waiting list offer stays open (None: a day, ``waiting.schemas.OFFER_SECONDS``).
     waiting_list_offer_seconds: Mapped[int | None] = mapped_column(BigInteger)
     # Stock kept for the waiting list's open offers, which nobody else may buy: raised as an
     # offer is made, lowered as it is claimed or expires, under the product's row lock. A

@@ -25,6 +25,8 @@ class WaitingEntry(IdMixin, TimestampMixin, Base):
     __tablename__ = "waiting_list_entries"
     __table_args__ = (
         Index("ix_waiting_list_line", "product_id", "status", "created_at", "id"),
+        # The worker's round: offers that lapsed, lines that wait (``waiting.repository._DUE``).
+        Index("ix_waiting_list_due", "status", "offer_expires_at"),
         Index(
             "uq_waiting_list_live_email",
             "product_id",

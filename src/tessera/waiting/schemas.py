@@ -2,7 +2,6 @@
 
 import uuid
 from datetime import datetime
-from typing import Literal
 
 from pydantic import Field
 
@@ -12,7 +11,7 @@ from tessera.users.schemas import Name
 
 MAX_QUANTITY = 10  # tickets one entry waits for
 OFFER_SECONDS = 86_400  # how long an offer stays open, unless the product says otherwise
-MIN_OFFER_SECONDS, MAX_OFFER_SECONDS = 300, 30 * 86_400
+MIN_OFFER_SECONDS, MAX_OFFER_SECONDS = 1, 30 * 86_400
 
 
 class EntryCreate(SnakeInput):
@@ -64,5 +63,3 @@ class EntryChange(SnakeModel):
     offer_expires_at: int | None
     user_id: uuid.UUID | None = Field(default=None, description="The claimant (claimed only).")
 
-
-Outcome = Literal["offered", "claimed", "expired"]

@@ -76,6 +76,7 @@ def upgrade() -> None:
         "waiting_list_entries",
         ["product_id", "status", "created_at", "id"],
     )
+    op.create_index("ix_waiting_list_due", "waiting_list_entries", ["status", "offer_expires_at"])
     op.create_index(op.f("ix_waiting_list_entries_link_id"), "waiting_list_entries", ["link_id"])
     op.create_index(
         "uq_waiting_list_live_email",
@@ -102,6 +103,7 @@ def downgrade() -> None:
     op.drop_index("ix_claims_link_email", table_name="claims")
     op.drop_index("uq_waiting_list_live_email", table_name="waiting_list_entries")
     op.drop_index(op.f("ix_waiting_list_entries_link_id"), table_name="waiting_list_entries")
+    op.drop_index("ix_waiting_list_due", table_name="waiting_list_entries")
     op.drop_index("ix_waiting_list_line", table_name="waiting_list_entries")
     op.drop_table("waiting_list_entries")
     with op.batch_alter_table("claim_links") as batch_op:
