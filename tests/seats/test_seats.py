@@ -403,6 +403,19 @@ async def test_an_order_with_the_hold_gets_the_seats_which_every_answer_shows(
     assert answer.json() == {
         "message": "the plan leaves out seats that are sold or held: Stalls A-1, Stalls A-2"
     }
+    # ... nor given another category: its item is a product's that sells "front".
+    recategorised = plan_of(
+        ("Stalls", [("A", 6, "back"), ("B", 6, "front"), ("C", 4, "back")]),
+        ("Balcony", [("A", 4, "back")]),
+    )
+    answer = await client.put(
+        f"/v1/events/{event_id}/seating", headers=tenant.w, json=recategorised
+    )
+    assert answer.status_code == 409
+    assert answer.json() == {
+        "message": "the plan changes the category of seats that are sold or held: "
+        "Stalls A-1, Stalls A-2"
+    }
 
 
 async def test_items_with_a_hold_and_a_pending_order_that_keeps_or_frees_its_seats(

@@ -49,7 +49,9 @@ async def put_plan(
 ) -> SeatingRead:
     """Store the event's whole seating plan: a seat keeps its id by its name (area, row,
     number); seats left out are deleted, unless sold or held (409 naming them, nothing
-    changes), as is a plan with fewer seats of a category than a seated product sells."""
+    changes), as is a plan that gives a sold or held seat another category (its hold or item
+    is its product's, which sells one category), or has fewer seats of a category than a
+    seated product sells."""
     project_id = principal.project_id
     wanted = {(seat.area, seat.row, seat.number): seat for seat in placed(body)}
     async with database.transaction() as tx:
@@ -63,6 +65,18 @@ async def put_plan(
         if busy := [seat for seat in gone if status(seat, now) in ("sold", "held")]:
             raise SeatingInUse(
                 f"the plan leaves out seats that are sold or held: {names(_in_order(busy))}"
+            )
+        moved = [
+            seat
+            for key, seat in stored.items()
+            if key in wanted
+            and wanted[key].category != seat.category
+            and status(seat, now) in ("sold", "held")
+        ]
+        if moved:
+            raise SeatingInUse(
+                "the plan changes the category of seats that are sold or held: "
+                f"{names(_in_order(moved))}"
             )
         counts = Counter(seat.category for seat in wanted.values())
         for product in await repository.seated_products(tx, project_id, event_id):
