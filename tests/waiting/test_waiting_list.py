@@ -626,3 +626,18 @@ async def test_an_offer_lapses_in_its_own_time_and_the_worker_passes_it_on(
         ("bob@example.com", "offered", 1),
     ]
     assert await run_chore(mail_app, mail_settings) == 0  # nothing more to move
+
+
+async def test_returned_stock_reaches_a_small_entry_behind_larger_ones(client, tenant):
+    """3 come back; the line wants 2, 2, 2, 1: the first 2 and the 1 are served, whatever
+    how many entries were read at first."""
+    product = await sold_out(client, tenant, stock=1)
+    for n, quantity in enumerate((2, 2, 2, 1)):
+        await joined(client, tenant, product, f"p{n}@example.com", quantity=quantity)
+    await client.patch(f"/v1/products/{product['id']}", headers=tenant.w, json={"stock": 4})
+    assert [status for _, status, _ in await line(client, tenant, product)] == [
+        "offered",
+        "waiting",
+        "waiting",
+        "offered",
+    ]

@@ -73,12 +73,14 @@ async def move_line(
         await repository.keep(tx, product.id, kept)
         return 0
     free = await _free(tx, product, kept, unix)
-    if free > 0:
+    served = True
+    while free > 0 and served:  # again while some were served: smaller ones behind may fit
+        served = False
         for entry in await repository.servable(tx, project_id, product_id, free):
             if entry.quantity > free:
                 continue
-            offered = await _offer(tx, product, entry, hash_key=hash_key, now=now)
-            if offered:
+            if await _offer(tx, product, entry, hash_key=hash_key, now=now):
+                served = True
                 free -= entry.quantity
                 kept += entry.quantity if product.seat_category is None else 0
     await repository.keep(tx, product.id, kept)
