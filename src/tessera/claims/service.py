@@ -218,7 +218,7 @@ async def claim(
     one item, or a waiting list offer's quantity (``ClaimLink.quantity``).
 
     The link's row is locked first, so the claims of one link are counted one at a time and
-    never pass ``max_claims``. The same email claiming again gets its first items (not new),
+    never pass ``max_claims``. The same email claiming again gets the items it claimed (not new),
     even once the link is used up or expired; otherwise the link must be open (404 revoked, 410
     expired or used up) and made for this email if it names one (403). The user is found by
     email in the link's project, or created with a custodial wallet, activated (claiming proves
