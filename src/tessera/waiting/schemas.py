@@ -62,4 +62,3 @@ class EntryChange(SnakeModel):
     claim_link_id: uuid.UUID | None
     offer_expires_at: int | None
     user_id: uuid.UUID | None = Field(default=None, description="The claimant (claimed only).")
-
