@@ -51,26 +51,15 @@ async def waiting_list_page(
             product_id=product_id,
             query=EntryFilter(page=page_number, limit=MAX_LIMIT),
         )
-        waiting = await service.list_entries(
-            database,
-            principal,
-            product_id=product_id,
-            query=EntryFilter(limit=1, status=EntryStatus.WAITING),
-        )
-        offered = await service.list_entries(
-            database,
-            principal,
-            product_id=product_id,
-            query=EntryFilter(limit=1, status=EntryStatus.OFFERED),
-        )
+        counted = await service.counts(database, principal, product_id=product_id)
     except AppError as error:
         return problem(request, error, "Not found")
     context = {
         "project": project,
         "product": product,
         "entries": listed.entries,
-        "waiting": waiting.pagination.total,
-        "offered": offered.pagination.total,
+        "waiting": counted.get(EntryStatus.WAITING, 0),
+        "offered": counted.get(EntryStatus.OFFERED, 0),
         "total": listed.pagination.total,
         "page_number": page_number,
         "pages": max(1, -(-listed.pagination.total // MAX_LIMIT)),

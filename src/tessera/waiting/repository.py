@@ -113,6 +113,11 @@ _PAGE_OF_STATUS = (
     .offset(bindparam("offset"))
 )
 _TOTAL = select(func.count()).select_from(_ENTRIES).where(_OF_PRODUCT)
+_BY_STATUS = (
+    select(_ENTRIES.c.status, func.count().label("entries"))
+    .where(_OF_PRODUCT)
+    .group_by(_ENTRIES.c.status)
+)
 _TOTAL_OF_STATUS = _TOTAL.where(_ENTRIES.c.status == bindparam("status"))
 _ENTRY = select(_ENTRIES).where(_OF_PRODUCT, _ENTRIES.c.id == bindparam("id"))
 _LOCK_ENTRY = lock_for_update(_ENTRY)
@@ -228,6 +233,19 @@ async def page(
         offset=paging.offset,
     )
     return found, int(total)
+
+
+class StatusCount(NamedTuple):
+    status: EntryStatus
+    entries: int
+
+
+async def counts(
+    rows: Rows, project_id: uuid.UUID, product_id: uuid.UUID
+) -> dict[EntryStatus, int]:
+    """How many of the product's entries are in each status (absent: none)."""
+    found = await rows.all(_BY_STATUS, StatusCount, project_id=project_id, product_id=product_id)
+    return {row.status: row.entries for row in found}
 
 
 async def entry(

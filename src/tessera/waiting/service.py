@@ -86,6 +86,13 @@ async def list_entries(
     )
 
 
+async def counts(
+    database: Database, principal: Principal, *, product_id: uuid.UUID
+) -> dict[EntryStatus, int]:
+    """How many of the product's entries are in each status (absent: none)."""
+    return await database.read(repository.counts, principal.project_id, product_id)
+
+
 @rerun_on_conflict
 async def remove(
     database: Database,
