@@ -13,6 +13,7 @@ alone, or, for a seated product, the best seats side by side held for the offer 
 
 import uuid
 from datetime import datetime
+from typing import NamedTuple
 
 from tessera.changes.schemas import EventType
 from tessera.changes.service import record
@@ -32,6 +33,13 @@ from tessera.waiting.schemas import OFFER_SECONDS, EntryChange
 
 # Stock beyond any entry's need: what a product without a stock has free.
 _PLENTY = 1_000_000
+
+
+class Line(NamedTuple):
+    """A line as moved: its product (None: no such product) and what is free for sale."""
+
+    product: WaitedProduct | None
+    free: int
 
 
 class EntryNotFound(NotFound):
@@ -57,13 +65,13 @@ async def move_line(
     *,
     hash_key: bytes,
     now: datetime,
-) -> int:
+) -> Line:
     """Move the product's line (see the module): lapsed offers end, free stock is offered.
-    Locks the product's row. What is still free for sale afterwards (0 for no such product, or
-    an inactive one: its line waits until it is switched on)."""
+    Locks the product's row. The product as locked (None: no such product) and what is still
+    free for sale afterwards (0 for an inactive one: its line waits until it is switched on)."""
     product = await repository.product(tx, project_id, product_id, lock=True)
     if product is None:
-        return 0
+        return Line(None, 0)
     unix = int(now.timestamp())
     kept = 0
     for entry in await repository.lapsed(tx, project_id, product_id, unix):
@@ -71,7 +79,7 @@ async def move_line(
         kept -= entry.quantity if product.seat_category is None else 0
     if not product.active:  # nothing is for sale: the line waits until it is switched on
         await repository.keep(tx, product.id, kept)
-        return 0
+        return Line(product, 0)
     free = await _free(tx, product, kept, unix)
     served = True
     while free > 0 and served:  # again while some were served: smaller ones behind may fit
@@ -84,7 +92,7 @@ async def move_line(
                 free -= entry.quantity
                 kept += entry.quantity if product.seat_category is None else 0
     await repository.keep(tx, product.id, kept)
-    return free
+    return Line(product, free)
 
 
 async def _free(tx: Transaction, product: WaitedProduct, kept: int, now: int) -> int:

@@ -37,10 +37,9 @@ async def join(
         raise MailNotConfigured("a waiting list's offers are emailed: this server sends none")
     async with database.transaction() as tx:
         now = utcnow()
-        free = await rules.move_line(
+        product, free = await rules.move_line(
             tx, principal.project_id, product_id, hash_key=hash_key, now=now
         )
-        product = await repository.product(tx, principal.project_id, product_id)
         if product is None:
             raise ProductNotFound
         if free >= body.quantity:
